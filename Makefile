@@ -1,0 +1,26 @@
+# delegate — see README.md. Needs only Go (and make).
+GO      ?= go
+BIN     := bin
+PKGS    := ./...
+
+.PHONY: build run test lint clean
+
+build:
+	$(GO) build -o $(BIN)/delegate ./cmd/delegate
+	$(GO) build -o $(BIN)/claims-agent ./cmd/claims-agent
+
+# Embedded Temporal (SQLite) + UI + worker, the claims agent, and the sample
+# delegation; serves until Ctrl-C.
+run: build
+	./scripts/run.sh
+
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,228 @@
+// Package activities holds every I/O step the Delegation workflow takes, as
+// Temporal Activities: ResolveCard, SendMessage, WatchTask, CancelTask.
+//
+// Each maps its errors to a category of contracts (DESIGN.md principle 6)
+// and returns them as a temporal.ApplicationError whose Type is the category:
+// "transient" errors are retryable, every other category is not, so the
+// workflow sees exactly one handling per category. Logs carry ids and
+// categories, never message bodies.
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// Activities carries the worker-side dependencies of the activities.
+// Register a *Activities with the worker; the zero value works.
+type Activities struct {
+	// Fetcher fetches Agent Cards; nil means a default cards.Fetcher.
+	Fetcher *cards.Fetcher
+	// DialOptions are used for every a2aclient.Dial.
+	DialOptions a2aclient.Options
+	// PollInitial and PollMax bound the GetTask polling backoff of WatchTask
+	// (defaults 1 s and 30 s; each wait doubles up to PollMax).
+	PollInitial, PollMax time.Duration
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// ResolveCardInput names the card and the skill a delegation needs.
+type ResolveCardInput struct {
+	CardURL string `json:"card_url"`
+	Skill   string `json:"skill"`
+}
+
+// ResolvedCard is what the workflow keeps of a resolved card.
+type ResolvedCard struct {
+	Agent     contracts.AgentInfo `json:"agent"`
+	Interface cards.Interface     `json:"interface"`
+	Streaming bool                `json:"streaming"`
+}
+
+// ResolveCard fetches and parses the Agent Card, checks that it offers the
+// skill, and selects the interface (A2A 1.0 §8.2, §8.3). Errors: "transient"
+// (fetch failed, 5xx), "card" (malformed, too large, skill missing, no
+// supported interface).
+func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (ResolvedCard, error) {
+	f := a.Fetcher
+	if f == nil {
+		f = &cards.Fetcher{}
+	}
+	card, err := f.Fetch(ctx, in.CardURL)
+	if err != nil {
+		var ce *cards.Error
+		if errors.As(err, &ce) && ce.Transient() {
+			return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryTransient, err)
+		}
+		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard, err)
+	}
+	if _, ok := cards.FindSkill(card.Parsed, in.Skill); !ok {
+		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard,
+			&cards.Error{Kind: "skill_missing", Msg: fmt.Sprintf("the card of %q offers no skill %q", card.Parsed.Name, in.Skill)})
+	}
+	iface, err := cards.SelectInterface(card.Parsed)
+	if err != nil {
+		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard, err)
+	}
+	return ResolvedCard{
+		Agent: contracts.AgentInfo{
+			Name: card.Parsed.Name, CardURL: card.URL, CardVersion: card.Parsed.Version, CardDigest: card.Digest,
+		},
+		Interface: iface,
+		Streaming: card.Parsed.Capabilities.Streaming,
+	}, nil
+}
+
+// SendInput is one outbound message over the selected interface.
+type SendInput struct {
+	Interface cards.Interface    `json:"interface"`
+	Message   a2aclient.Outbound `json:"message"`
+}
+
+// SendMessage sends one message (A2A 1.0 §3.1.1). The messageId is chosen
+// by the workflow and is the same on every attempt, so a retried send is
+// recognised by an agent that deduplicates (A2A 1.0 §3.3.1). Errors:
+// "transient" (not sent, or refused with 5xx/429: retried), "unknown_outcome"
+// (the request was written and no answer came: not retried),
+// "authorization" (401/403), "protocol".
+func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.Snapshot, error) {
+	c, err := a2aclient.Dial(ctx, in.Interface, a.DialOptions)
+	if err != nil {
+		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err)
+	}
+	defer c.Close()
+	snap, err := c.SendMessage(ctx, in.Message)
+	if err != nil {
+		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err)
+	}
+	a.logger().Info("a2a message sent", "workflow_id", workflowID(ctx), "message_id", in.Message.MessageID, "task_id", snap.TaskID, "state", snap.State)
+	return snap, nil
+}
+
+// WatchInput names the task to watch and the state last observed.
+type WatchInput struct {
+	Interface cards.Interface `json:"interface"`
+	TaskID    string          `json:"task_id"`
+	// Since is the last state the workflow recorded; WatchTask returns only
+	// when the remote state differs from it.
+	Since string `json:"since"`
+}
+
+// WatchTask polls GetTask (A2A 1.0 §3.1.3) with backoff until the remote
+// state differs from in.Since, heartbeating all the while, so that history
+// grows per state change and not per poll. Transient errors are retried
+// inside the loop. Errors: "authorization", "protocol" (for example
+// TaskNotFound).
+func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Snapshot, error) {
+	c, err := a2aclient.Dial(ctx, in.Interface, a.DialOptions)
+	if err != nil {
+		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err)
+	}
+	defer c.Close()
+	wait, maxWait := a.PollInitial, a.PollMax
+	if wait <= 0 {
+		wait = time.Second
+	}
+	if maxWait <= 0 {
+		maxWait = 30 * time.Second
+	}
+	polls, failures := 0, 0
+	for {
+		snap, err := c.GetTask(ctx, in.TaskID)
+		polls++
+		if err != nil {
+			var ce *a2aclient.CallError
+			if !errors.As(err, &ce) || !ce.Retryable() {
+				if ctx.Err() != nil {
+					return a2aclient.Snapshot{}, ctx.Err()
+				}
+				return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err)
+			}
+			failures++
+		} else if snap.State != in.Since {
+			return snap, nil
+		}
+		activity.RecordHeartbeat(ctx, heartbeat{Polls: polls, Failures: failures})
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return a2aclient.Snapshot{}, ctx.Err()
+		case <-t.C:
+		}
+		wait = min(wait*2, maxWait)
+	}
+}
+
+type heartbeat struct {
+	Polls    int `json:"polls"`
+	Failures int `json:"failures"`
+}
+
+// CancelInput names the task to cancel.
+type CancelInput struct {
+	Interface cards.Interface `json:"interface"`
+	TaskID    string          `json:"task_id"`
+}
+
+// CancelTask asks the agent to cancel the task (A2A 1.0 §3.1.5) and returns
+// the task as reported. Errors: "protocol" (TaskNotCancelable,
+// TaskNotFound), "authorization", "transient".
+func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (a2aclient.Snapshot, error) {
+	c, err := a2aclient.Dial(ctx, in.Interface, a.DialOptions)
+	if err != nil {
+		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err)
+	}
+	defer c.Close()
+	snap, err := c.CancelTask(ctx, in.TaskID)
+	if err != nil {
+		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err)
+	}
+	return snap, nil
+}
+
+func (a *Activities) callFail(ctx context.Context, op string, err error) error {
+	cat := contracts.CategoryProtocol
+	var ce *a2aclient.CallError
+	if errors.As(err, &ce) {
+		cat = ce.Category
+	}
+	return a.fail(ctx, op, cat, err)
+}
+
+// fail logs the failure by id and category and returns the
+// ApplicationError the workflow will see.
+func (a *Activities) fail(ctx context.Context, op string, cat contracts.Category, err error) error {
+	a.logger().Warn("activity failed", "activity", op, "workflow_id", workflowID(ctx), "category", string(cat))
+	if cat == contracts.CategoryTransient {
+		return temporal.NewApplicationErrorWithCause(err.Error(), string(cat), nil)
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), string(cat), nil)
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
+}
+
+func workflowID(ctx context.Context) (id string) {
+	defer func() {
+		if recover() != nil {
+			id = ""
+		}
+	}()
+	return activity.GetInfo(ctx).WorkflowExecution.ID
+}

@@ -1,0 +1,309 @@
+// Package cards fetches, parses and digests A2A Agent Cards and selects the
+// interface a delegation will use.
+//
+// Fetch (A2A 1.0 §8.2) reads the card over HTTP with a size limit and
+// timeouts; Parse accepts the 1.0 format and the 0.3 format (through a2a-go/v2
+// a2acompat/a2av0); Digest is "sha256:" + hex of the RFC 8785 canonical form
+// (gowebpki/jcs) of the card as received, without "signatures" (A2A 1.0
+// §8.4.1); SelectInterface picks the newest protocol version this client
+// speaks, then the preferred binding (A2A 1.0 §8.3, §5.2).
+//
+// Signature checks, the trust store and the HTTP guard against internal
+// addresses are separate steps built on top of this package.
+package cards
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/gowebpki/jcs"
+)
+
+// WellKnownPath is the Agent Card path of A2A 1.0 §8.2.
+const WellKnownPath = "/.well-known/agent-card.json"
+
+// DefaultMaxBytes is the default size limit of a card body (1 MiB).
+const DefaultMaxBytes = 1 << 20
+
+// Error is a card error with a kind, so that callers can map it to an
+// outcome category without parsing text.
+type Error struct {
+	Kind string // "fetch", "http_status", "too_large", "malformed", "no_interface", "skill_missing"
+	Msg  string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Kind + ": " + e.Msg + ": " + e.Err.Error()
+	}
+	return e.Kind + ": " + e.Msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Transient reports whether retrying the fetch may help (connection errors,
+// timeouts, 5xx, 429).
+func (e *Error) Transient() bool {
+	return e.Kind == "fetch" || e.Kind == "http_status_transient"
+}
+
+// Fetcher fetches Agent Cards. The zero value uses sane defaults.
+type Fetcher struct {
+	// Client is the HTTP client; nil means one with Timeout (default 10 s)
+	// and a dialer timeout of 5 s.
+	Client *http.Client
+	// MaxBytes is the body limit (default DefaultMaxBytes).
+	MaxBytes int64
+	// Timeout bounds one fetch (default 10 s).
+	Timeout time.Duration
+}
+
+// Card is a fetched and parsed Agent Card with the bytes it was parsed from.
+type Card struct {
+	URL    string         // the URL the card was fetched from
+	Raw    []byte         // the body as received
+	Parsed *a2a.AgentCard // parsed with the 1.0 model (0.3 cards converted)
+	Digest string         // "sha256:<hex>", see Digest
+}
+
+// CardURL returns the URL of the card: u itself, or u with WellKnownPath
+// when u has no path.
+func CardURL(u string) (string, error) {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return "", &Error{Kind: "malformed", Msg: "agent_card_url is not a URL", Err: err}
+	}
+	if parsed.Scheme != "http" && parsed.Scheme != "https" {
+		return "", &Error{Kind: "malformed", Msg: fmt.Sprintf("agent_card_url scheme %q is not http or https", parsed.Scheme)}
+	}
+	if parsed.Host == "" {
+		return "", &Error{Kind: "malformed", Msg: "agent_card_url has no host"}
+	}
+	if parsed.Path == "" || parsed.Path == "/" {
+		parsed.Path = WellKnownPath
+	}
+	return parsed.String(), nil
+}
+
+// Fetch GETs the card at cardURL (see CardURL), enforcing the size limit and
+// timeouts, then parses and digests it. Errors are *Error.
+func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
+	u, err := CardURL(cardURL)
+	if err != nil {
+		return nil, err
+	}
+	timeout := f.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, &Error{Kind: "malformed", Msg: "cannot build request", Err: err}
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := f.client().Do(req)
+	if err != nil {
+		return nil, &Error{Kind: "fetch", Msg: "GET " + u, Err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		kind := "http_status"
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+			kind = "http_status_transient"
+		}
+		return nil, &Error{Kind: kind, Msg: fmt.Sprintf("GET %s: HTTP %d", u, resp.StatusCode)}
+	}
+	limit := f.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, &Error{Kind: "fetch", Msg: "reading " + u, Err: err}
+	}
+	if int64(len(body)) > limit {
+		return nil, &Error{Kind: "too_large", Msg: fmt.Sprintf("card body exceeds %d bytes", limit)}
+	}
+	c, err := Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	c.URL = u
+	return c, nil
+}
+
+func (f *Fetcher) client() *http.Client {
+	if f.Client != nil {
+		return f.Client
+	}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: 10 * time.Second,
+		},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 3 {
+				return errors.New("too many redirects")
+			}
+			if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+				return fmt.Errorf("redirect to another origin (%s://%s) refused", req.URL.Scheme, req.URL.Host)
+			}
+			return nil
+		},
+	}
+}
+
+// Parse parses a card body in the 1.0 or the 0.3 format and digests it.
+// Errors are *Error of kind "malformed".
+func Parse(body []byte) (*Card, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return nil, &Error{Kind: "malformed", Msg: "card is not a JSON object", Err: err}
+	}
+	parsed, err := a2av0.NewAgentCardParser()(body)
+	if err != nil {
+		return nil, &Error{Kind: "malformed", Msg: "card does not match the Agent Card schema", Err: err}
+	}
+	if _, has := probe["supportedInterfaces"]; !has && len(parsed.SupportedInterfaces) == 0 {
+		// A2A 0.3 §5.5: preferredTransport defaults to JSONRPC at the main url.
+		var legacy struct {
+			URL             string `json:"url"`
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if json.Unmarshal(body, &legacy) == nil && legacy.URL != "" {
+			v := a2av0.Version
+			if legacy.ProtocolVersion != "" {
+				v = a2a.ProtocolVersion(legacy.ProtocolVersion)
+			}
+			parsed.SupportedInterfaces = []*a2a.AgentInterface{{URL: legacy.URL, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: v}}
+		}
+	}
+	if strings.TrimSpace(parsed.Name) == "" {
+		return nil, &Error{Kind: "malformed", Msg: "card has no name"}
+	}
+	digest, err := Digest(body)
+	if err != nil {
+		return nil, err
+	}
+	return &Card{Raw: body, Parsed: parsed, Digest: digest}, nil
+}
+
+// Digest returns "sha256:" + hex of the RFC 8785 canonical form of the card
+// JSON without its "signatures" member (A2A 1.0 §8.4.1).
+func Digest(body []byte) (string, error) {
+	canon, err := CanonicalWithoutSignatures(body)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// CanonicalWithoutSignatures returns the RFC 8785 (JCS) form of the card JSON
+// with the top-level "signatures" member removed.
+func CanonicalWithoutSignatures(body []byte) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, &Error{Kind: "malformed", Msg: "card is not a JSON object", Err: err}
+	}
+	delete(obj, "signatures")
+	stripped, err := json.Marshal(obj)
+	if err != nil {
+		return nil, &Error{Kind: "malformed", Msg: "card cannot be re-encoded", Err: err}
+	}
+	canon, err := jcs.Transform(stripped)
+	if err != nil {
+		return nil, &Error{Kind: "malformed", Msg: "card cannot be canonicalized (RFC 8785)", Err: err}
+	}
+	return canon, nil
+}
+
+// Interface is the selected A2A interface: where and how to talk to the agent.
+type Interface struct {
+	URL     string `json:"url"`
+	Binding string `json:"binding"` // "JSONRPC" or "HTTP+JSON"
+	Version string `json:"version"` // "1.0" or "0.3"
+	Tenant  string `json:"tenant,omitempty"`
+}
+
+// SupportedBindings are the protocol bindings this client speaks, in order
+// of preference.
+var SupportedBindings = []string{string(a2a.TransportProtocolJSONRPC), string(a2a.TransportProtocolHTTPJSON)}
+
+// SupportedVersions are the protocol versions (Major.Minor) this client
+// speaks, newest first (A2A 1.0 §3.6).
+var SupportedVersions = []string{"1.0", "0.3"}
+
+// MajorMinor reduces a protocol version to Major.Minor ("0.3.0" → "0.3");
+// A2A 1.0 §3.6: patch versions are not considered in negotiation.
+func MajorMinor(v string) string {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) >= 2 {
+		return parts[0] + "." + parts[1]
+	}
+	if len(parts) == 1 && parts[0] != "" {
+		return parts[0] + ".0"
+	}
+	return ""
+}
+
+// SelectInterface picks from the card's supportedInterfaces the newest
+// protocol version in SupportedVersions, then the first binding of
+// SupportedBindings (A2A 1.0 §5.2: the client chooses among the declared
+// interfaces). Errors are *Error of kind "no_interface".
+func SelectInterface(card *a2a.AgentCard) (Interface, error) {
+	var best *Interface
+	rank := func(i Interface) int {
+		return slices.Index(SupportedVersions, i.Version)*len(SupportedBindings) + slices.Index(SupportedBindings, i.Binding)
+	}
+	var seen []string
+	for _, si := range card.SupportedInterfaces {
+		if si == nil {
+			continue
+		}
+		cand := Interface{URL: si.URL, Binding: string(si.ProtocolBinding), Version: MajorMinor(string(si.ProtocolVersion)), Tenant: si.Tenant}
+		seen = append(seen, cand.Binding+"@"+cand.Version)
+		if !slices.Contains(SupportedVersions, cand.Version) || !slices.Contains(SupportedBindings, cand.Binding) {
+			continue
+		}
+		if u, err := url.Parse(cand.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			continue
+		}
+		if best == nil || rank(cand) < rank(*best) {
+			c := cand
+			best = &c
+		}
+	}
+	if best == nil {
+		return Interface{}, &Error{Kind: "no_interface", Msg: fmt.Sprintf("no supported interface: card offers %v, this client speaks %v over %v", seen, SupportedVersions, SupportedBindings)}
+	}
+	return *best, nil
+}
+
+// FindSkill returns the card's skill with the given id.
+func FindSkill(card *a2a.AgentCard, id string) (a2a.AgentSkill, bool) {
+	for _, s := range card.Skills {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return a2a.AgentSkill{}, false
+}

@@ -1,0 +1,398 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/workflows"
+)
+
+// clientFlags are the flags every client command takes.
+type clientFlags struct {
+	address   string
+	namespace string
+}
+
+func (f *clientFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
+	cmd.Flags().StringVar(&f.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+}
+
+func (f *clientFlags) dial(ctx context.Context) (client.Client, error) {
+	c, err := client.DialContext(ctx, client.Options{
+		HostPort: f.address, Namespace: f.namespace,
+		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	})
+	if err != nil {
+		return nil, temporalErr(fmt.Errorf("connecting to Temporal at %s: %w", f.address, err))
+	}
+	return c, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func newStartCmd() *cobra.Command {
+	var cf clientFlags
+	var contractPath string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "start --contract FILE [--wait]",
+		Short: "Start a delegation from a contract file and print its workflow id",
+		Long: `Start a delegation. The contract (JSON, see contracts/examples/lost-parcel.json) is
+decoded strictly and validated before anything is sent. The workflow id is the
+contract's local_workflow_id; starting a second delegation under a running id fails.
+With --wait, print each state change as it happens and the Outcome JSON at the end;
+the exit code is 0 only when the status is "completed".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if contractPath == "" {
+				return usageErr(errors.New("--contract is required"))
+			}
+			raw, err := readFileOrStdin(contractPath)
+			if err != nil {
+				return usageErr(err)
+			}
+			d, err := contracts.DecodeDelegation(raw, time.Now())
+			if err != nil {
+				return usageErr(fmt.Errorf("contract %s:\n%w", contractPath, err))
+			}
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			run, err := workflows.Start(ctx, c, d)
+			if err != nil {
+				return temporalErr(err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), run.GetID())
+			if !wait {
+				return nil
+			}
+			return waitAndPrint(ctx, cmd.OutOrStdout(), c, run)
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().StringVar(&contractPath, "contract", "", "contract JSON file (- for stdin)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the outcome, printing each state change")
+	return cmd
+}
+
+func readFileOrStdin(path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(path)
+}
+
+// waitAndPrint prints state changes (from Query "state") until the run
+// ends, then the Outcome JSON.
+func waitAndPrint(ctx context.Context, w io.Writer, c client.Client, run client.WorkflowRun) error {
+	done := make(chan error, 1)
+	var out contracts.Outcome
+	go func() { done <- run.Get(ctx, &out) }()
+	start := time.Now()
+	printed := 0
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	show := func() {
+		s, err := workflows.QueryStateOf(ctx, c, run.GetID())
+		if err != nil {
+			return
+		}
+		for ; printed < len(s.Transitions); printed++ {
+			tr := s.Transitions[printed]
+			line := fmt.Sprintf("[%7.1fs] %s", tr.At.Sub(s.StartedAt).Seconds(), tr.State)
+			if tr.State == "input-required" && s.Question != nil {
+				line += fmt.Sprintf(" — the agent asks: %q; answer with: delegate answer %s --text \"...\"", s.Question.Text, run.GetID())
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	for {
+		select {
+		case err := <-done:
+			show()
+			if err != nil {
+				return temporalErr(fmt.Errorf("delegation %s: %w", run.GetID(), err))
+			}
+			b, _ := json.MarshalIndent(out, "", "  ")
+			fmt.Fprintln(w, string(b))
+			fmt.Fprintf(w, "finished in %.1fs: %s\n", time.Since(start).Seconds(), out.Status)
+			if out.Status != contracts.StatusCompleted {
+				return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s", run.GetID(), out.Status)}
+			}
+			return nil
+		case <-tick.C:
+			show()
+		case <-ctx.Done():
+			return temporalErr(ctx.Err())
+		}
+	}
+}
+
+func newStatusCmd() *cobra.Command {
+	var cf clientFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status ID [--json]",
+		Short: "Show the local state of a delegation (Query \"state\")",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			s, err := workflows.QueryStateOf(ctx, c, args[0])
+			if err != nil {
+				return temporalErr(fmt.Errorf("query %q of %s: %w", workflows.QueryState, args[0], err))
+			}
+			if asJSON {
+				b, _ := json.MarshalIndent(s, "", "  ")
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return nil
+			}
+			printState(cmd.OutOrStdout(), s)
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole state as JSON")
+	return cmd
+}
+
+func printState(w io.Writer, s workflows.State) {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	row("delegation", s.LocalWorkflowID)
+	row("purpose", s.Purpose)
+	row("agent", strings.TrimSpace(s.Agent.Name+" "+s.Agent.CardURL))
+	row("card digest", s.Agent.CardDigest)
+	if s.Protocol.Version != "" {
+		row("protocol", fmt.Sprintf("A2A %s over %s at %s", s.Protocol.Version, s.Protocol.Binding, s.Protocol.URL))
+	}
+	row("remote state", s.A2AState)
+	row("remote task", s.RemoteTaskID)
+	row("context", s.ContextID)
+	row("deadline", s.Deadline.UTC().Format(time.RFC3339))
+	row("input rounds", fmt.Sprint(s.InputRounds))
+	if q := s.Question; q != nil {
+		row("question", fmt.Sprintf("%q (since %s)", q.Text, q.Since.UTC().Format(time.RFC3339)))
+		row("answer with", fmt.Sprintf("delegate answer %s --text \"...\" --by NAME", s.LocalWorkflowID))
+	}
+	if o := s.Outcome; o != nil {
+		row("status", string(o.Status))
+		for _, out := range o.Outputs {
+			row("output", fmt.Sprintf("%s %s %s", out.Kind, out.ArtifactID, compact(out.Data, out.Text)))
+		}
+		for _, r := range o.RejectedArtifacts {
+			row("rejected", fmt.Sprintf("%s: %s", r.ArtifactID, r.Reason))
+		}
+		if o.Error != nil {
+			row("error", fmt.Sprintf("[%s] %s", o.Error.Category, o.Error.Message))
+		}
+	}
+	_ = tw.Flush()
+}
+
+func compact(data json.RawMessage, text string) string {
+	if len(data) > 0 {
+		return string(data)
+	}
+	return fmt.Sprintf("%q", text)
+}
+
+func newAnswerCmd() *cobra.Command {
+	var cf clientFlags
+	var text, data, by string
+	cmd := &cobra.Command{
+		Use:   "answer ID --text T [--data JSON] [--by NAME]",
+		Short: "Answer the remote agent's question (Update \"provide-input\")",
+		Long: `Answer the question of a delegation waiting in input-required. The answer goes
+through the Update "provide-input", so an empty answer, or an answer when no
+question is pending, is refused at once with the reason.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a := contracts.Answer{Text: text, AnsweredBy: by}
+			if data != "" {
+				if !json.Valid([]byte(data)) {
+					return usageErr(errors.New("--data: not valid JSON"))
+				}
+				a.Data = json.RawMessage(data)
+			}
+			if by == "" {
+				a.AnsweredBy = envOr("USER", "")
+			}
+			if err := a.Validate(); err != nil {
+				return usageErr(err)
+			}
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			res, err := workflows.Answer(ctx, c, args[0], a)
+			if err != nil {
+				return temporalErr(fmt.Errorf("answer refused: %w", err))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "answer accepted for round %d of %s\n", res.Round, args[0])
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().StringVar(&text, "text", "", "answer text")
+	cmd.Flags().StringVar(&data, "data", "", "answer data (JSON)")
+	cmd.Flags().StringVar(&by, "by", "", "who answers (default $USER)")
+	return cmd
+}
+
+func newCancelCmd() *cobra.Command {
+	var cf clientFlags
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel ID [--reason R]",
+		Short: "Cancel a delegation; the workflow cancels the remote task",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := workflows.Cancel(ctx, c, cf.namespace, args[0], reason); err != nil {
+				return temporalErr(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cancel requested for %s\n", args[0])
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "reason, recorded in the workflow history")
+	return cmd
+}
+
+func newListCmd() *cobra.Command {
+	var cf clientFlags
+	var state string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--state S]",
+		Short: "List delegations (visibility query on search attribute A2AState)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			q := fmt.Sprintf("WorkflowType = %q", workflows.WorkflowType)
+			if state != "" {
+				if strings.ContainsAny(state, `"\`) {
+					return usageErr(errors.New("--state: quotes and backslashes are not allowed"))
+				}
+				q += fmt.Sprintf(" AND A2AState = %q", state)
+			}
+			rows, err := listDelegations(ctx, c, cf.namespace, q)
+			if err != nil {
+				return temporalErr(err)
+			}
+			if asJSON {
+				b, _ := json.MarshalIndent(rows, "", "  ")
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tAGENT\tREMOTE STATE\tSTATUS\tSTARTED")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Agent, r.A2AState, r.Status, r.Started.Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().StringVar(&state, "state", "", `only delegations whose A2AState is S (e.g. "input-required")`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+type listRow struct {
+	ID       string    `json:"id"`
+	Agent    string    `json:"agent"`
+	A2AState string    `json:"a2a_state"`
+	Status   string    `json:"workflow_status"`
+	Started  time.Time `json:"started"`
+}
+
+func listDelegations(ctx context.Context, c client.Client, ns, query string) ([]listRow, error) {
+	var rows []listRow
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: ns, Query: query, NextPageToken: token})
+		if err != nil {
+			var inv *serviceerror.InvalidArgument
+			if errors.As(err, &inv) {
+				return nil, fmt.Errorf("visibility query %q refused: %w", query, err)
+			}
+			return nil, err
+		}
+		for _, ex := range resp.Executions {
+			r := listRow{ID: ex.Execution.WorkflowId, Status: statusName(ex.Status), Started: ex.StartTime.AsTime().UTC()}
+			if sa := ex.SearchAttributes; sa != nil {
+				r.Agent = keyword(sa.IndexedFields["A2AAgent"].GetData())
+				r.A2AState = keyword(sa.IndexedFields["A2AState"].GetData())
+			}
+			rows = append(rows, r)
+		}
+		token = resp.NextPageToken
+		if len(token) == 0 {
+			break
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Started.After(rows[j].Started) })
+	return rows, nil
+}
+
+func keyword(data []byte) string {
+	var s string
+	if json.Unmarshal(data, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+func statusName(s enums.WorkflowExecutionStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
+}
+

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/internal/devserver"
+	"github.com/a2adelegate/delegate/workflows"
+)
+
+// workerFlags configure the worker.
+type workerFlags struct {
+	pollInitial, pollMax time.Duration
+}
+
+func (f *workerFlags) add(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&f.pollInitial, "poll-initial", time.Second, "first GetTask polling interval (doubles each poll)")
+	cmd.Flags().DurationVar(&f.pollMax, "poll-max", 30*time.Second, "longest GetTask polling interval")
+}
+
+// runWorker runs the worker until ctx is done.
+func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog.Logger) error {
+	w := worker.New(c, workflows.TaskQueue, worker.Options{})
+	workflows.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger})
+	if err := w.Start(); err != nil {
+		return temporalErr(fmt.Errorf("starting the worker: %w", err))
+	}
+	logger.Info("worker started", "task_queue", workflows.TaskQueue)
+	<-ctx.Done()
+	w.Stop()
+	logger.Info("worker stopped")
+	return nil
+}
+
+func newLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func newWorkerCmd() *cobra.Command {
+	var cf clientFlags
+	var wf workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run the delegate worker against an external Temporal server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			logger := newLogger()
+			c, err := client.DialContext(ctx, client.Options{HostPort: cf.address, Namespace: cf.namespace, Logger: sdklog.NewStructuredLogger(logger)})
+			if err != nil {
+				return temporalErr(fmt.Errorf("connecting to Temporal at %s: %w", cf.address, err))
+			}
+			defer c.Close()
+			return runWorker(ctx, c, wf, logger)
+		},
+	}
+	cf.add(cmd)
+	wf.add(cmd)
+	return cmd
+}
+
+func newDevCmd() *cobra.Command {
+	var cfg devserver.Config
+	var noWorker bool
+	var wf workerFlags
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run an embedded Temporal server (SQLite) with the Temporal UI and the worker",
+		Long: `Run a development Temporal server in this process: SQLite persistence in
+.delegate/temporal.db (or in memory with --memory), the frontend on 127.0.0.1:7233,
+the Temporal UI on 127.0.0.1:8233, namespace "default" with the search attributes
+A2AState, A2AAgent, A2ARemoteTaskId and A2APurpose, and the worker. Ctrl-C shuts
+down cleanly; a restart on the same --db carries on with the open delegations.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			logger := newLogger()
+			cfg.SearchAttributes = workflows.SearchAttributeNames
+			srv, err := devserver.Start(ctx, cfg)
+			if err != nil {
+				return temporalErr(err)
+			}
+			defer srv.Stop()
+			where := "in memory"
+			if !cfg.Memory {
+				where = cfg.DBPath
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Temporal server %s (namespace %q, %s)\n", srv.FrontendAddr(), srv.Namespace(), where)
+			if u := srv.UIURL(); u != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "Temporal UI     %s\n", u)
+			}
+			if noWorker {
+				<-ctx.Done()
+				return nil
+			}
+			c, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(logger)})
+			if err != nil {
+				return temporalErr(err)
+			}
+			defer c.Close()
+			return runWorker(ctx, c, wf, logger)
+		},
+	}
+	cmd.Flags().StringVar(&cfg.DBPath, "db", ".delegate/temporal.db", "SQLite file")
+	cmd.Flags().BoolVar(&cfg.Memory, "memory", false, "keep everything in memory (lost at exit)")
+	cmd.Flags().IntVar(&cfg.Port, "port", 7233, "frontend gRPC port")
+	cmd.Flags().IntVar(&cfg.UIPort, "ui-port", 8233, "Temporal UI port (-1: no UI)")
+	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "do not run the worker in this process")
+	wf.add(cmd)
+	return cmd
+}

@@ -1,0 +1,235 @@
+package contracts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Delegation is the local contract for one piece of delegated work. Its JSON
+// field names are part of the public contract.
+//
+//	{
+//	  "local_workflow_id": "lost-parcel-1",
+//	  "agent_card_url": "http://127.0.0.1:9999/.well-known/agent-card.json",
+//	  "skill": "open-claim",
+//	  "purpose": "open a claim for a lost parcel",
+//	  "message": {"text": "...", "data": {"order_id": "A-1001"}},
+//	  "allowed_outputs": ["claim_opened"],
+//	  "deadline": "2030-01-01T00:00:00Z",
+//	  "write_authority": "none"
+//	}
+type Delegation struct {
+	// LocalWorkflowID is also the Temporal Workflow ID of the delegation.
+	LocalWorkflowID string `json:"local_workflow_id"`
+	// AgentCardURL is where the remote Agent Card is fetched (A2A 1.0 §8.2).
+	// A URL without a path means the well-known path /.well-known/agent-card.json.
+	AgentCardURL string `json:"agent_card_url"`
+	// Skill is the id of the AgentSkill of the card this delegation uses.
+	Skill string `json:"skill"`
+	// Purpose says why the work is delegated; shown to operators.
+	Purpose string `json:"purpose"`
+	// Message is the first message sent to the remote agent.
+	Message MessageSpec `json:"message"`
+	// AllowedOutputs lists the artifact kinds (Artifact.name) that may
+	// become outputs. Non-empty, unique, each matching OutputKindPattern.
+	AllowedOutputs []string `json:"allowed_outputs"`
+	// Deadline is the latest time (RFC 3339) the delegation may run.
+	Deadline time.Time `json:"deadline"`
+	// WriteAuthority is what the remote agent may change locally; only
+	// "none" is accepted: every output is a proposal.
+	WriteAuthority string `json:"write_authority"`
+}
+
+// MessageSpec is the content of an outbound A2A Message: a text Part and,
+// optionally, a data Part (any JSON value except null).
+type MessageSpec struct {
+	Text string          `json:"text"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// WriteAuthorityNone is the only accepted value of Delegation.WriteAuthority.
+const WriteAuthorityNone = "none"
+
+// OutputKindPattern is the rule every entry of allowed_outputs must match.
+var OutputKindPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// workflowIDPattern keeps local_workflow_id printable and bounded; Temporal
+// accepts more, but an id shown in a UI and a shell should be plain.
+var workflowIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`)
+
+// FieldError is a decoding or validation error about one field of a contract.
+// Field is the JSON path of the field ("message.text", "allowed_outputs[1]").
+type FieldError struct {
+	Field string
+	Rule  string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Rule }
+
+// ErrInvalidContract wraps every FieldError returned by this package, so that
+// callers can test errors.Is(err, ErrInvalidContract).
+var ErrInvalidContract = errors.New("invalid contract")
+
+func (e *FieldError) Unwrap() error { return ErrInvalidContract }
+
+// DecodeDelegation decodes a Delegation strictly and validates it against now.
+// Errors are *FieldError (joined when several fields are wrong): an unknown
+// field, a wrong type, a missing required field, or a rule broken.
+func DecodeDelegation(data []byte, now time.Time) (Delegation, error) {
+	var d Delegation
+	if err := strictDecode(data, &d, map[string]string{"deadline": "string"}, []string{
+		"local_workflow_id", "agent_card_url", "skill", "purpose", "message",
+		"allowed_outputs", "deadline", "write_authority",
+	}); err != nil {
+		return Delegation{}, err
+	}
+	if err := d.Validate(now); err != nil {
+		return Delegation{}, err
+	}
+	return d, nil
+}
+
+// Validate checks the rules of a Delegation (also the ones strict decoding
+// cannot see). It is called again by the workflow before anything is sent.
+func (d Delegation) Validate(now time.Time) error {
+	var errs []error
+	add := func(field, rule string) { errs = append(errs, &FieldError{Field: field, Rule: rule}) }
+
+	if d.LocalWorkflowID == "" {
+		add("local_workflow_id", "required")
+	} else if !workflowIDPattern.MatchString(d.LocalWorkflowID) {
+		add("local_workflow_id", "must match "+workflowIDPattern.String())
+	}
+	if d.AgentCardURL == "" {
+		add("agent_card_url", "required")
+	} else if !strings.HasPrefix(d.AgentCardURL, "http://") && !strings.HasPrefix(d.AgentCardURL, "https://") {
+		add("agent_card_url", "must be an http or https URL")
+	}
+	if strings.TrimSpace(d.Skill) == "" {
+		add("skill", "required")
+	}
+	if strings.TrimSpace(d.Purpose) == "" {
+		add("purpose", "required")
+	}
+	if strings.TrimSpace(d.Message.Text) == "" && len(d.Message.Data) == 0 {
+		add("message", "needs text or data")
+	}
+	if len(d.Message.Data) > 0 && bytes.Equal(bytes.TrimSpace(d.Message.Data), []byte("null")) {
+		add("message.data", "must not be null")
+	}
+	if len(d.AllowedOutputs) == 0 {
+		add("allowed_outputs", "must not be empty")
+	}
+	seen := map[string]bool{}
+	for i, k := range d.AllowedOutputs {
+		f := fmt.Sprintf("allowed_outputs[%d]", i)
+		if !OutputKindPattern.MatchString(k) {
+			add(f, fmt.Sprintf("%q must match %s", k, OutputKindPattern))
+		} else if seen[k] {
+			add(f, fmt.Sprintf("%q is listed twice", k))
+		}
+		seen[k] = true
+	}
+	if d.Deadline.IsZero() {
+		add("deadline", "required (RFC 3339)")
+	} else if !d.Deadline.After(now) {
+		add("deadline", fmt.Sprintf("must be in the future (got %s, now %s)", d.Deadline.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+	}
+	switch d.WriteAuthority {
+	case WriteAuthorityNone:
+	case "":
+		add("write_authority", `required; only "none" is accepted`)
+	default:
+		add("write_authority", fmt.Sprintf(`only "none" is accepted, got %q: a delegation never grants the remote agent write authority`, d.WriteAuthority))
+	}
+	return errors.Join(errs...)
+}
+
+// Allows reports whether kind is one of the allowed outputs.
+func (d Delegation) Allows(kind string) bool {
+	for _, k := range d.AllowedOutputs {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// strictDecode decodes one JSON object into v, refusing unknown fields,
+// wrong types, trailing data and missing required fields. Errors are
+// *FieldError.
+//
+// kinds names fields whose JSON kind is checked before decoding ("string"),
+// for fields whose own UnmarshalJSON would not name them in its error.
+func strictDecode(data []byte, v any, kinds map[string]string, required []string) error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return &FieldError{Field: "(document)", Rule: "must be a JSON object"}
+	}
+	var present map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &present); err != nil {
+		return &FieldError{Field: "(document)", Rule: "malformed JSON: " + err.Error()}
+	}
+	for f, kind := range kinds {
+		raw, ok := present[f]
+		if ok && kind == "string" && (len(raw) == 0 || raw[0] != '"') {
+			return &FieldError{Field: f, Rule: "wrong type: want string"}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &FieldError{Field: "(document)", Rule: "trailing data after the JSON object"}
+	}
+	var errs []error
+	for _, f := range required {
+		if _, ok := present[f]; !ok {
+			errs = append(errs, &FieldError{Field: f, Rule: "required"})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func decodeError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		field := typeErr.Field
+		if field == "" {
+			field = "(document)"
+		}
+		return &FieldError{Field: field, Rule: fmt.Sprintf("wrong type: got JSON %s, want %s", typeErr.Value, jsonTypeName(typeErr.Type.String()))}
+	}
+	var timeErr *time.ParseError
+	if errors.As(err, &timeErr) {
+		return &FieldError{Field: "deadline", Rule: "must be an RFC 3339 time: " + timeErr.Error()}
+	}
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return &FieldError{Field: strings.Trim(rest, `"`), Rule: "unknown field"}
+	}
+	return &FieldError{Field: "(document)", Rule: "malformed JSON: " + msg}
+}
+
+func jsonTypeName(goType string) string {
+	switch {
+	case goType == "string", goType == "time.Time":
+		return "string"
+	case strings.HasPrefix(goType, "[]"):
+		return "array"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "float"):
+		return "number"
+	case goType == "bool":
+		return "boolean"
+	default:
+		return "object"
+	}
+}

@@ -1,0 +1,132 @@
+package contracts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+)
+
+// Answer is what an operator gives when the remote Task asks for input
+// (TaskState INPUT_REQUIRED, A2A 1.0 §4.1.3). It is sent to the remote agent
+// as a follow-up Message with the same taskId and contextId (A2A 1.0 §3.4.3).
+type Answer struct {
+	Text       string          `json:"text"`
+	Data       json.RawMessage `json:"data,omitempty"`
+	AnsweredBy string          `json:"answered_by,omitempty"`
+}
+
+// Validate refuses an empty answer: it needs non-blank text or non-null data.
+func (a Answer) Validate() error {
+	var errs []error
+	if strings.TrimSpace(a.Text) == "" && len(a.Data) == 0 {
+		errs = append(errs, &FieldError{Field: "text", Rule: "an answer needs text or data"})
+	}
+	if len(a.Data) > 0 {
+		d := bytes.TrimSpace(a.Data)
+		if bytes.Equal(d, []byte("null")) {
+			errs = append(errs, &FieldError{Field: "data", Rule: "must not be null"})
+		} else if !json.Valid(d) {
+			errs = append(errs, &FieldError{Field: "data", Rule: "must be valid JSON"})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DecodeAnswer decodes an Answer strictly (unknown fields and wrong types are
+// errors naming the field) and validates it.
+func DecodeAnswer(data []byte) (Answer, error) {
+	var a Answer
+	if err := strictDecode(data, &a, nil, nil); err != nil {
+		return Answer{}, err
+	}
+	return a, a.Validate()
+}
+
+// Status is the final status of a delegation, part of the public contract.
+type Status string
+
+// Outcome statuses.
+const (
+	StatusCompleted           Status = "completed"
+	StatusInvalidOutput       Status = "invalid_output"
+	StatusFailed              Status = "failed"
+	StatusRejected            Status = "rejected"
+	StatusCanceled            Status = "canceled"
+	StatusDeadlineExceeded    Status = "deadline_exceeded"
+	StatusUnknownOutcome      Status = "unknown_outcome"
+	StatusAuthorizationDenied Status = "authorization_denied"
+	StatusProtocolError       Status = "protocol_error"
+)
+
+// Category separates kinds of error (DESIGN.md, principle 6); each has one
+// handling. Part of the public contract.
+type Category string
+
+// Error categories.
+const (
+	CategoryProtocol       Category = "protocol"
+	CategoryAuthorization  Category = "authorization"
+	CategoryTransient      Category = "transient"
+	CategoryRemoteBusiness Category = "remote_business"
+	CategoryInvalidOutput  Category = "invalid_output"
+	CategoryUnknownOutcome Category = "unknown_outcome"
+	CategoryDeadline       Category = "deadline"
+	CategoryCanceled       Category = "canceled"
+	CategoryInvalidInput   Category = "invalid_contract"
+	CategoryCard           Category = "card"
+)
+
+// Outcome is the result of a delegation: the workflow's return value.
+type Outcome struct {
+	LocalWorkflowID   string             `json:"local_workflow_id"`
+	Status            Status             `json:"status"`
+	RemoteTaskID      string             `json:"remote_task_id"`
+	ContextID         string             `json:"context_id"`
+	Agent             AgentInfo          `json:"agent"`
+	Protocol          ProtocolInfo       `json:"protocol"`
+	Outputs           []Output           `json:"outputs"`
+	RejectedArtifacts []RejectedArtifact `json:"rejected_artifacts"`
+	InputRounds       int                `json:"input_rounds"`
+	Error             *ErrorInfo         `json:"error,omitempty"`
+}
+
+// AgentInfo identifies the remote agent by its Agent Card (A2A 1.0 §4.4.1).
+// CardDigest is "sha256:" + hex of the RFC 8785 form of the card without
+// its signatures.
+type AgentInfo struct {
+	Name        string `json:"name"`
+	CardURL     string `json:"card_url"`
+	CardVersion string `json:"card_version"`
+	CardDigest  string `json:"card_digest"`
+}
+
+// ProtocolInfo is the negotiated protocol version ("1.0", "0.3"), binding
+// ("JSONRPC", "HTTP+JSON") and the interface URL used (A2A 1.0 §8.3).
+type ProtocolInfo struct {
+	Version string `json:"version"`
+	Binding string `json:"binding"`
+	URL     string `json:"url"`
+}
+
+// Output is one artifact that passed the contract. Kind is the artifact's
+// name; Data is its data part (JSON), Text its text parts joined.
+type Output struct {
+	Kind       string          `json:"kind"`
+	ArtifactID string          `json:"artifact_id"`
+	Data       json.RawMessage `json:"data,omitempty"`
+	Text       string          `json:"text,omitempty"`
+}
+
+// RejectedArtifact is an artifact that failed the contract, with the reason.
+type RejectedArtifact struct {
+	ArtifactID string `json:"artifact_id"`
+	Reason     string `json:"reason"`
+}
+
+// ErrorInfo is an error with its category. Message never holds secrets or
+// remote message bodies beyond what the status needs.
+type ErrorInfo struct {
+	Category Category `json:"category"`
+	Message  string   `json:"message"`
+}

@@ -1,0 +1,197 @@
+// Package e2e runs delegations end to end in one process: the embedded
+// Temporal server (in-memory SQLite), the claims agent (a real a2asrv
+// server), and a worker, all on free loopback ports.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/claimsagent"
+	"github.com/a2adelegate/delegate/internal/devserver"
+	"github.com/a2adelegate/delegate/workflows"
+)
+
+type env struct {
+	srv   *devserver.Server
+	c     client.Client
+	agent *claimsagent.Agent
+	base  string
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: 0, SearchAttributes: workflows.SearchAttributeNames})
+	if err != nil {
+		t.Fatalf("devserver.Start() error = %v", err)
+	}
+	t.Cleanup(srv.Stop)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	agent := claimsagent.New(claimsagent.Config{BaseURL: base, WorkDelay: 50 * time.Millisecond})
+	go func() { _ = agent.Serve(ctx, ln) }()
+
+	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatalf("client.Dial() error = %v", err)
+	}
+	t.Cleanup(c.Close)
+	w := worker.New(c, workflows.TaskQueue, worker.Options{})
+	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond})
+	if err := w.Start(); err != nil {
+		t.Fatalf("worker.Start() error = %v", err)
+	}
+	t.Cleanup(w.Stop)
+	return &env{srv: srv, c: c, agent: agent, base: base}
+}
+
+func lostParcel(id, base string) contracts.Delegation {
+	return contracts.Delegation{
+		LocalWorkflowID: id,
+		AgentCardURL:    base + "/.well-known/agent-card.json",
+		Skill:           "open-claim",
+		Purpose:         "open a claim for a lost parcel",
+		Message:         contracts.MessageSpec{Text: "My parcel for order A-1001 never arrived.", Data: json.RawMessage(`{"order_id":"A-1001"}`)},
+		AllowedOutputs:  []string{"claim_opened"},
+		Deadline:        time.Now().Add(10 * time.Minute).UTC().Truncate(time.Second),
+		WriteAuthority:  "none",
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, info := cond()
+		if ok {
+			return
+		}
+		last = info
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s (last: %s)", d, what, last)
+}
+
+func TestLostParcelEndToEnd(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	d := lostParcel("lost-parcel-e2e", e.base)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatalf("workflows.Start() error = %v", err)
+	}
+
+	waitFor(t, "input-required", 60*time.Second, func() (bool, string) {
+		s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.A2AState == "input-required" && s.Question != nil, s.A2AState
+	})
+	s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Question.Text != claimsagent.Question {
+		t.Errorf("question = %q, want %q", s.Question.Text, claimsagent.Question)
+	}
+
+	// A second delegation under the running id is refused.
+	if _, err := workflows.Start(ctx, e.c, d); !errors.Is(err, workflows.ErrAlreadyRunning) {
+		t.Errorf("second Start() error = %v, want ErrAlreadyRunning", err)
+	}
+
+	// Visibility finds it waiting for an operator.
+	waitFor(t, "visibility A2AState", 30*time.Second, func() (bool, string) {
+		resp, err := e.c.ListWorkflow(ctx, listRequest(e.srv.Namespace(), `A2AState = "input-required"`))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, ex := range resp.Executions {
+			if ex.Execution.WorkflowId == d.LocalWorkflowID {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d executions", len(resp.Executions))
+	})
+
+	// An empty answer is refused by the Update's validator.
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{}); err == nil {
+		t.Errorf("Answer(empty) error = nil, want a refusal")
+	}
+	res, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo: box.jpg", AnsweredBy: "e2e"})
+	if err != nil {
+		t.Fatalf("Answer() error = %v", err)
+	}
+	if res.Round != 1 {
+		t.Errorf("Answer().Round = %d, want 1", res.Round)
+	}
+
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatalf("run.Get() error = %v", err)
+	}
+	if out.Status != contracts.StatusCompleted {
+		t.Fatalf("status = %q (error %+v), want completed", out.Status, out.Error)
+	}
+	if len(out.Outputs) != 1 || out.Outputs[0].Kind != "claim_opened" {
+		t.Fatalf("outputs = %+v, want one claim_opened", out.Outputs)
+	}
+	var claim struct {
+		ClaimID string `json:"claim_id"`
+		OrderID string `json:"order_id"`
+	}
+	if err := json.Unmarshal(out.Outputs[0].Data, &claim); err != nil {
+		t.Fatalf("output data %s: %v", out.Outputs[0].Data, err)
+	}
+	if claim.OrderID != "A-1001" || claim.ClaimID == "" {
+		t.Errorf("claim = %+v, want order A-1001 and a claim id", claim)
+	}
+	if out.InputRounds != 1 {
+		t.Errorf("input_rounds = %d, want 1", out.InputRounds)
+	}
+	if out.Protocol.Version != "1.0" || out.Protocol.Binding != "JSONRPC" {
+		t.Errorf("protocol = %+v, want 1.0 over JSONRPC", out.Protocol)
+	}
+	if out.Agent.Name != "Claims Agent" || len(out.Agent.CardDigest) != len("sha256:")+64 {
+		t.Errorf("agent = %+v", out.Agent)
+	}
+	if out.RemoteTaskID == "" || out.ContextID == "" {
+		t.Errorf("remote ids missing: %+v", out)
+	}
+	if n := e.agent.TaskCount(); n != 1 {
+		t.Errorf("agent task count = %d, want 1", n)
+	}
+
+	// The UI is served.
+	resp, err := http.Get(e.srv.UIURL())
+	if err != nil {
+		t.Fatalf("GET UI: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET UI status = %d", resp.StatusCode)
+	}
+}

@@ -1,0 +1,195 @@
+// Package claimsagent is a small but real A2A 1.0 agent (a2a-go/v2 a2asrv)
+// that opens claims for lost parcels. It is the remote side of the demo
+// (`make run`) and of the end-to-end tests.
+//
+// It serves the Agent Card at /.well-known/agent-card.json (A2A 1.0 §8.2)
+// with two supportedInterfaces, JSON-RPC at /a2a/jsonrpc and HTTP+JSON at
+// /a2a/rest, skill "open-claim", capabilities.streaming true.
+//
+// Scenario "lost-parcel" (the default): the first message gives a Task that
+// goes WORKING, then INPUT_REQUIRED with a status message asking for a photo
+// of the box. A follow-up with the same taskId and contextId completes it with
+// one artifact named "claim_opened" whose data part is
+// {"claim_id": "CLM-...", "order_id": "..."}; the order id comes from the
+// request's data part ("order_id") or its text ("order A-1001").
+//
+// Other scenarios, chosen by the data field "scenario" of the first message,
+// exist for tests: "instant" (completes at once), "fail" (FAILED with a
+// reason), "wrong-kind" (completes with an artifact named "refund_issued"),
+// "slow" (stays WORKING until canceled).
+//
+// A follow-up whose taskId is unknown is refused with TaskNotFoundError, one
+// whose contextId does not match the task with InvalidParams (A2A 1.0
+// §3.4.2, §3.4.3); a repeated messageId does not create a second task (A2A
+// 1.0 §3.3.1): the agent answers with the task the first one created.
+package claimsagent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"iter"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+// Scenarios.
+const (
+	ScenarioLostParcel = "lost-parcel"
+	ScenarioInstant    = "instant"
+	ScenarioFail       = "fail"
+	ScenarioWrongKind  = "wrong-kind"
+	ScenarioSlow       = "slow"
+)
+
+// Question is the status message of the INPUT_REQUIRED state.
+const Question = "Please send a photo of the box the parcel was shipped in."
+
+// ArtifactKind is the name of the artifact of a completed claim.
+const ArtifactKind = "claim_opened"
+
+var orderPattern = regexp.MustCompile(`\b[A-Z]{1,4}-\d{1,10}\b`)
+
+// executor implements a2asrv.AgentExecutor.
+type executor struct {
+	workDelay time.Duration
+
+	mu        sync.Mutex
+	scenarios map[a2a.TaskID]string
+	orders    map[a2a.TaskID]string
+}
+
+func newExecutor(workDelay time.Duration) *executor {
+	return &executor{workDelay: workDelay, scenarios: map[a2a.TaskID]string{}, orders: map[a2a.TaskID]string{}}
+}
+
+func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		if ec.StoredTask == nil {
+			e.start(ctx, ec, yield)
+			return
+		}
+		e.followUp(ctx, ec, yield)
+	}
+}
+
+func (e *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield func(a2a.Event, error) bool) {
+	scenario, order := readRequest(ec.Message)
+	e.mu.Lock()
+	e.scenarios[ec.TaskID], e.orders[ec.TaskID] = scenario, order
+	e.mu.Unlock()
+
+	if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {
+		return
+	}
+	if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+		return
+	}
+	if !e.pause(ctx) {
+		return
+	}
+	switch scenario {
+	case ScenarioInstant:
+		e.complete(ec, order, ArtifactKind, yield)
+	case ScenarioFail:
+		msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("no shipment found for order "+order))
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateFailed, msg), nil)
+	case ScenarioWrongKind:
+		e.complete(ec, order, "refund_issued", yield)
+	case ScenarioSlow:
+		<-ctx.Done()
+	default:
+		msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(Question))
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, msg), nil)
+	}
+}
+
+func (e *executor) followUp(ctx context.Context, ec *a2asrv.ExecutorContext, yield func(a2a.Event, error) bool) {
+	e.mu.Lock()
+	order := e.orders[ec.TaskID]
+	e.mu.Unlock()
+	if order == "" {
+		_, order = readRequest(ec.StoredTask.History[0])
+	}
+	if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
+		return
+	}
+	if !e.pause(ctx) {
+		return
+	}
+	e.complete(ec, order, ArtifactKind, yield)
+}
+
+func (e *executor) complete(ec *a2asrv.ExecutorContext, order, kind string, yield func(a2a.Event, error) bool) {
+	art := a2a.NewArtifactEvent(ec, a2a.NewDataPart(map[string]any{"claim_id": newClaimID(), "order_id": order}))
+	art.Artifact.Name = kind
+	if !yield(art, nil) {
+		return
+	}
+	yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
+}
+
+func (e *executor) pause(ctx context.Context) bool {
+	if e.workDelay <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(e.workDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (e *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("claim canceled on request"))
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, msg), nil)
+	}
+}
+
+// readRequest takes the scenario and the order id from the first message.
+func readRequest(m *a2a.Message) (scenario, order string) {
+	scenario = ScenarioLostParcel
+	if m == nil {
+		return scenario, "unknown"
+	}
+	var texts []string
+	for _, p := range m.Parts {
+		if p == nil {
+			continue
+		}
+		if t := p.Text(); t != "" {
+			texts = append(texts, t)
+		}
+		if d, ok := p.Data().(map[string]any); ok {
+			if s, ok := d["scenario"].(string); ok && s != "" {
+				scenario = s
+			}
+			if o, ok := d["order_id"].(string); ok && o != "" {
+				order = o
+			}
+		}
+	}
+	if order == "" {
+		order = orderPattern.FindString(strings.Join(texts, " "))
+	}
+	if order == "" {
+		order = "unknown"
+	}
+	return scenario, order
+}
+
+func newClaimID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("CLM-%s", strings.ToUpper(hex.EncodeToString(b)))
+}

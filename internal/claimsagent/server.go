@@ -1,0 +1,220 @@
+package claimsagent
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+)
+
+// Paths of the two interfaces, below the agent's base URL.
+const (
+	JSONRPCPath = "/a2a/jsonrpc"
+	RESTPath    = "/a2a/rest"
+)
+
+// SkillID is the id of the agent's only skill.
+const SkillID = "open-claim"
+
+// Config configures the agent.
+type Config struct {
+	// BaseURL is the URL the agent is reached at, as written in its card,
+	// e.g. "http://127.0.0.1:9999".
+	BaseURL string
+	// WorkDelay is how long the agent "works" between states (default 0).
+	WorkDelay time.Duration
+	// Logger receives request logs (ids and categories only); nil: discard.
+	Logger *slog.Logger
+}
+
+// Agent is the claims agent: an http.Handler serving the card and both
+// interfaces.
+type Agent struct {
+	card    *a2a.AgentCard
+	handler *dedupHandler
+	mux     *http.ServeMux
+}
+
+// New builds the agent.
+func New(cfg Config) *Agent {
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	card := Card(base)
+	inner := a2asrv.NewHandler(newExecutor(cfg.WorkDelay), a2asrv.WithLogger(logger))
+	h := &dedupHandler{RequestHandler: inner, seen: map[string]*sendEntry{}}
+	mux := http.NewServeMux()
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
+	mux.Handle(JSONRPCPath, a2asrv.NewJSONRPCHandler(h))
+	mux.Handle(RESTPath+"/", http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h)))
+	return &Agent{card: card, handler: h, mux: mux}
+}
+
+// Card returns the Agent Card of an agent reached at base.
+func Card(base string) *a2a.AgentCard {
+	return &a2a.AgentCard{
+		Name:        "Claims Agent",
+		Description: "Opens claims for lost or damaged parcels. Asks for evidence when it needs it.",
+		Version:     "1.0.0",
+		Provider:    &a2a.AgentProvider{Org: "delegate example", URL: base},
+		SupportedInterfaces: []*a2a.AgentInterface{
+			a2a.NewAgentInterface(base+JSONRPCPath, a2a.TransportProtocolJSONRPC),
+			a2a.NewAgentInterface(base+RESTPath, a2a.TransportProtocolHTTPJSON),
+		},
+		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		DefaultInputModes:  []string{"text/plain", "application/json"},
+		DefaultOutputModes: []string{"application/json"},
+		Skills: []a2a.AgentSkill{{
+			ID:          SkillID,
+			Name:        "Open a claim",
+			Description: "Opens a claim for a lost parcel given an order id; may ask for a photo of the box.",
+			Tags:        []string{"claims", "parcels"},
+			Examples:    []string{"My parcel for order A-1001 was lost."},
+			InputModes:  []string{"text/plain", "application/json"},
+			OutputModes: []string{"application/json"},
+		}},
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (a *Agent) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// TaskCount returns how many distinct tasks the agent created.
+func (a *Agent) TaskCount() int { return a.handler.taskCount() }
+
+// Serve serves the agent on ln until ctx is done, then shuts down.
+func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// dedupHandler makes SendMessage idempotent on messageId (A2A 1.0 §3.3.1):
+// a message id seen before gets the task its first delivery created or
+// continued, without executing again.
+type dedupHandler struct {
+	a2asrv.RequestHandler
+
+	mu    sync.Mutex
+	seen  map[string]*sendEntry
+	tasks map[a2a.TaskID]bool
+}
+
+type sendEntry struct {
+	done   chan struct{}
+	taskID a2a.TaskID
+}
+
+func (h *dedupHandler) taskCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.tasks)
+}
+
+// claim returns the entry for id and whether this caller is its first.
+func (h *dedupHandler) claim(id string) (*sendEntry, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e, ok := h.seen[id]; ok {
+		return e, false
+	}
+	e := &sendEntry{done: make(chan struct{})}
+	h.seen[id] = e
+	return e, true
+}
+
+func (h *dedupHandler) settle(id string, e *sendEntry, taskID a2a.TaskID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if taskID == "" {
+		delete(h.seen, id) // nothing was created: a retry may execute
+	} else {
+		e.taskID = taskID
+		if h.tasks == nil {
+			h.tasks = map[a2a.TaskID]bool{}
+		}
+		h.tasks[taskID] = true
+	}
+	close(e.done)
+}
+
+func (h *dedupHandler) replay(ctx context.Context, e *sendEntry) (*a2a.Task, bool, error) {
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return nil, true, ctx.Err()
+	}
+	if e.taskID == "" {
+		return nil, false, nil
+	}
+	t, err := h.RequestHandler.GetTask(ctx, &a2a.GetTaskRequest{ID: e.taskID})
+	return t, true, err
+}
+
+func (h *dedupHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	if req == nil || req.Message == nil || req.Message.ID == "" {
+		return h.RequestHandler.SendMessage(ctx, req)
+	}
+	id := req.Message.ID
+	e, first := h.claim(id)
+	if !first {
+		if t, ok, err := h.replay(ctx, e); ok {
+			return t, err
+		}
+		return h.SendMessage(ctx, req)
+	}
+	res, err := h.RequestHandler.SendMessage(ctx, req)
+	var tid a2a.TaskID
+	if t, ok := res.(*a2a.Task); ok && err == nil {
+		tid = t.ID
+	}
+	h.settle(id, e, tid)
+	return res, err
+}
+
+func (h *dedupHandler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	if req == nil || req.Message == nil || req.Message.ID == "" {
+		return h.RequestHandler.SendStreamingMessage(ctx, req)
+	}
+	return func(yield func(a2a.Event, error) bool) {
+		id := req.Message.ID
+		e, first := h.claim(id)
+		if !first {
+			if t, ok, err := h.replay(ctx, e); ok {
+				yield(t, err)
+				return
+			}
+			e, _ = h.claim(id)
+		}
+		var tid a2a.TaskID
+		defer func() { h.settle(id, e, tid) }()
+		for ev, err := range h.RequestHandler.SendStreamingMessage(ctx, req) {
+			if ev != nil && tid == "" {
+				if info := ev.TaskInfo(); info.TaskID != "" {
+					tid = info.TaskID
+				}
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,333 @@
+// Package devserver runs an embedded Temporal server (go.temporal.io/server)
+// on SQLite, file-backed or in memory, with the Temporal UI
+// (github.com/temporalio/ui-server/v2), for `delegate dev` and the
+// end-to-end tests.
+//
+// At start it creates the namespace (default "default") and registers the
+// custom Keyword search attributes of package workflows (A2AState, A2AAgent,
+// A2ARemoteTaskId, A2APurpose), also on a database created by an earlier
+// run. Everything listens on loopback.
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/metrics"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+)
+
+// Config configures the embedded server.
+type Config struct {
+	// DBPath is the SQLite file (created with its schema when missing).
+	// Ignored when Memory is set. Default ".delegate/temporal.db".
+	DBPath string
+	// Memory keeps everything in memory; lost at Stop.
+	Memory bool
+	// IP to listen on; default 127.0.0.1.
+	IP string
+	// Port of the frontend (gRPC); 0 picks a free port.
+	Port int
+	// UIPort of the Temporal UI; 0 picks a free port; -1 disables the UI.
+	UIPort int
+	// Namespace to create; default "default".
+	Namespace string
+	// SearchAttributes are custom Keyword search attributes to register.
+	SearchAttributes []string
+	// LogLevel of the server's own log (to stderr); default "error".
+	LogLevel string
+}
+
+// Server is a running embedded server.
+type Server struct {
+	cfg          Config
+	temporal     temporal.Server
+	ui           *uiserver.Server
+	frontendAddr string
+	uiAddr       string
+}
+
+// FrontendAddr is host:port of the frontend gRPC endpoint.
+func (s *Server) FrontendAddr() string { return s.frontendAddr }
+
+// UIURL is the URL of the Temporal UI, "" when disabled.
+func (s *Server) UIURL() string {
+	if s.uiAddr == "" {
+		return ""
+	}
+	return "http://" + s.uiAddr
+}
+
+// Namespace is the namespace created at start.
+func (s *Server) Namespace() string { return s.cfg.Namespace }
+
+// Start starts the server and the UI and returns once the frontend
+// answers and the search attributes are registered.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.IP == "" {
+		cfg.IP = "127.0.0.1"
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	if cfg.DBPath == "" {
+		cfg.DBPath = filepath.Join(".delegate", "temporal.db")
+	}
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "error"
+	}
+	var err error
+	if cfg.Port == 0 {
+		if cfg.Port, err = freePort(cfg.IP); err != nil {
+			return nil, err
+		}
+	}
+	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
+	if cfg.Memory {
+		sqlCfg.ConnectAttributes["mode"] = "memory"
+		sqlCfg.ConnectAttributes["cache"] = "shared"
+		sqlCfg.DatabaseName = fmt.Sprintf("delegate-%d-%d", os.Getpid(), time.Now().UnixNano())
+	} else {
+		sqlCfg.ConnectAttributes["mode"] = "rwc"
+		sqlCfg.ConnectAttributes["_journal_mode"] = "wal"
+		sqlCfg.DatabaseName = cfg.DBPath
+		if err := os.MkdirAll(filepath.Dir(cfg.DBPath), 0o755); err != nil {
+			return nil, fmt.Errorf("devserver: --db directory: %w", err)
+		}
+		if _, err := os.Stat(cfg.DBPath); errors.Is(err, os.ErrNotExist) {
+			if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
+				return nil, fmt.Errorf("devserver: setting up the SQLite schema in %s: %w", cfg.DBPath, err)
+			}
+		}
+	}
+	sas := map[string]enumspb.IndexedValueType{}
+	for _, n := range cfg.SearchAttributes {
+		sas[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	nsCfg, err := sqliteschema.NewNamespaceConfig("active", cfg.Namespace, false, sas)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: namespace config: %w", err)
+	}
+	if err := sqliteschema.CreateNamespaces(sqlCfg, nsCfg); err != nil {
+		return nil, fmt.Errorf("devserver: creating namespace %q: %w", cfg.Namespace, err)
+	}
+
+	scfg, err := serverConfig(cfg, sqlCfg)
+	if err != nil {
+		return nil, err
+	}
+	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: cfg.LogLevel, Format: "console"}))
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(scfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(logger),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("devserver: starting Temporal: %w", err)
+	}
+	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))}
+	if err := s.ensureSearchAttributes(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if cfg.UIPort >= 0 {
+		if err := s.startUI(); err != nil {
+			s.Stop()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func serverConfig(cfg Config, sqlCfg *config.SQL) (*config.Config, error) {
+	ports := make([]int, 8)
+	for i := range ports {
+		p, err := freePort(cfg.IP)
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	metricsPort, err := freePort(cfg.IP)
+	if err != nil {
+		return nil, err
+	}
+	svc := func(grpc, membership int, bindIP string) config.Service {
+		rpc := config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnLocalHost: bindIP == ""}
+		if bindIP != "" {
+			rpc.BindOnIP = bindIP
+		}
+		return config.Service{RPC: rpc}
+	}
+	front := net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))
+	return &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: "127.0.0.1"},
+			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
+				ListenAddress: net.JoinHostPort(cfg.IP, strconv.Itoa(metricsPort)), HandlerPath: "/metrics",
+			}},
+		},
+		Persistence: config.Persistence{
+			DefaultStore: sqliteplugin.PluginName, VisibilityStore: sqliteplugin.PluginName, NumHistoryShards: 1,
+			DataStores: map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			EnableGlobalNamespace: false, FailoverVersionIncrement: 10,
+			MasterClusterName: "active", CurrentClusterName: "active",
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: front},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": svc(cfg.Port, ports[0], cfg.IP),
+			"history":  svc(ports[1], ports[2], ""),
+			"matching": svc(ports[3], ports[4], ""),
+			"worker":   svc(ports[5], ports[6], ""),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		PublicClient: config.PublicClient{HostPort: front},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+	}, nil
+}
+
+// ensureSearchAttributes waits for the frontend and registers any custom
+// search attribute that is missing (a database created by an older run).
+func (s *Server) ensureSearchAttributes(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{HostPort: s.frontendAddr, Namespace: s.cfg.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		return fmt.Errorf("devserver: dialing the frontend: %w", err)
+	}
+	defer c.Close()
+	var resp *operatorservice.ListSearchAttributesResponse
+	for {
+		resp, err = c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: s.cfg.Namespace})
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devserver: the frontend did not answer: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for _, n := range s.cfg.SearchAttributes {
+		if _, ok := resp.GetCustomAttributes()[n]; !ok {
+			missing[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: s.cfg.Namespace, SearchAttributes: missing,
+	})
+	if err != nil {
+		return fmt.Errorf("devserver: registering search attributes: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) startUI() error {
+	port := s.cfg.UIPort
+	if port == 0 {
+		p, err := freePort(s.cfg.IP)
+		if err != nil {
+			return err
+		}
+		port = p
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.cfg.IP, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("devserver: UI port %d: %w", port, err)
+	}
+	_ = ln.Close()
+	cfg := &uiconfig.Config{
+		Host:                s.cfg.IP,
+		Port:                port,
+		TemporalGRPCAddress: s.frontendAddr,
+		EnableUI:            true,
+		DefaultNamespace:    s.cfg.Namespace,
+		DisableNewsFetch:    true,
+		HideLogs:            true,
+		CORS:                uiconfig.CORS{CookieInsecure: true},
+	}
+	s.ui = uiserver.NewServer(uioptions.WithConfigProvider(cfg))
+	go func() { _ = s.ui.Start() }()
+	s.uiAddr = net.JoinHostPort(s.cfg.IP, strconv.Itoa(port))
+	return waitTCP(s.uiAddr, 30*time.Second)
+}
+
+// Stop stops the UI and the server.
+func (s *Server) Stop() {
+	if s.ui != nil {
+		s.ui.Stop()
+	}
+	if s.temporal != nil {
+		_ = s.temporal.Stop()
+	}
+}
+
+func freePort(ip string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("devserver: finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitTCP(addr string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("devserver: %s did not accept connections: %w", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// quietLogger drops the SDK client's own log lines.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `make run`: the embedded Temporal server with its UI and the worker, the
+# example claims agent, and one sample delegation (lost-parcel), until Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TEMPORAL_PORT=${TEMPORAL_PORT:-7233}
+UI_PORT=${UI_PORT:-8233}
+AGENT_ADDR=${AGENT_ADDR:-127.0.0.1:9999}
+export TEMPORAL_ADDRESS="127.0.0.1:${TEMPORAL_PORT}"
+mkdir -p .delegate
+
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  echo
+  echo "stopping..."
+  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup INT TERM EXIT
+
+./bin/delegate dev --port "$TEMPORAL_PORT" --ui-port "$UI_PORT" > .delegate/dev.log 2>&1 &
+pids+=($!)
+./bin/claims-agent --addr "$AGENT_ADDR" > .delegate/claims-agent.log 2>&1 &
+pids+=($!)
+
+# Wait (bounded) until the server answers and the agent serves its card.
+for i in $(seq 1 300); do
+  if ./bin/delegate list >/dev/null 2>&1 && (exec 3<>"/dev/tcp/${AGENT_ADDR%:*}/${AGENT_ADDR##*:}") 2>/dev/null; then
+    break
+  fi
+  if ! kill -0 "${pids[0]}" 2>/dev/null; then echo "delegate dev exited; see .delegate/dev.log"; cat .delegate/dev.log; exit 1; fi
+  if [ "$i" = 300 ]; then echo "timed out waiting for the server; see .delegate/*.log"; exit 1; fi
+  sleep 0.2
+done
+
+# The sample contract, with a fresh id, the local agent's card and a deadline one hour from now.
+id="lost-parcel-$(date +%Y%m%d-%H%M%S)"
+deadline=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
+sed -e "s/\"local_workflow_id\": \"[^\"]*\"/\"local_workflow_id\": \"${id}\"/" \
+    -e "s#\"agent_card_url\": \"[^\"]*\"#\"agent_card_url\": \"http://${AGENT_ADDR}/.well-known/agent-card.json\"#" \
+    -e "s/\"deadline\": \"[^\"]*\"/\"deadline\": \"${deadline}\"/" \
+    contracts/examples/lost-parcel.json > .delegate/lost-parcel.json
+./bin/delegate start --contract .delegate/lost-parcel.json >/dev/null
+
+# Wait until the remote agent asks its question.
+for i in $(seq 1 150); do
+  state=$(./bin/delegate status "$id" --json 2>/dev/null | sed -n 's/^  "a2a_state": "\(.*\)",$/\1/p')
+  [ "$state" = "input-required" ] && break
+  sleep 0.2
+done
+
+cat <<MSG
+
+delegate is running.
+  Temporal UI      http://127.0.0.1:${UI_PORT}/namespaces/default/workflows/${id}
+  Temporal server  ${TEMPORAL_ADDRESS} (SQLite: .delegate/temporal.db; logs: .delegate/*.log)
+  claims agent     http://${AGENT_ADDR}/.well-known/agent-card.json
+
+The sample delegation ${id} is ${state:-starting}: the claims agent asks for a photo of the box.
+Answer it from the UI (Send Signal or Update "provide-input" with {"text": "photo: box.jpg"}), or in another shell:
+
+  ./bin/delegate answer ${id} --text "photo attached: box.jpg" --by "$(whoami)"
+  ./bin/delegate status ${id}
+
+Waiting for delegations: ./bin/delegate list --state input-required
+Press Ctrl-C to stop.
+MSG
+
+wait "${pids[0]}"

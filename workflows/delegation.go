@@ -1,0 +1,473 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// State is the authoritative local state of one delegation (DESIGN.md
+// principle 5), returned by Query "state".
+type State struct {
+	LocalWorkflowID string    `json:"local_workflow_id"`
+	Purpose         string    `json:"purpose"`
+	Skill           string    `json:"skill"`
+	AgentCardURL    string    `json:"agent_card_url"`
+	Deadline        time.Time `json:"deadline"`
+	StartedAt       time.Time `json:"started_at"`
+	// A2AState is the remote TaskState in short form ("working",
+	// "input-required", ...) or a local phase ("resolving", "sending");
+	// mirrored in search attribute A2AState.
+	A2AState     string                 `json:"a2a_state"`
+	RemoteTaskID string                 `json:"remote_task_id,omitempty"`
+	ContextID    string                 `json:"context_id,omitempty"`
+	Agent        contracts.AgentInfo    `json:"agent"`
+	Protocol     contracts.ProtocolInfo `json:"protocol"`
+	Interface    cards.Interface        `json:"interface"`
+	// Question is the pending remote request for input, nil when none.
+	Question    *Question      `json:"question,omitempty"`
+	InputRounds int            `json:"input_rounds"`
+	Answers     []AnswerRecord `json:"answers,omitempty"`
+	// IgnoredAnswers counts signals that arrived while no question was
+	// pending (they are never applied to a later question).
+	IgnoredAnswers int          `json:"ignored_answers,omitempty"`
+	Transitions    []Transition `json:"transitions"`
+	// LastSnapshot is the last remote Task observed (untrusted data).
+	LastSnapshot *a2aclient.Snapshot `json:"last_snapshot,omitempty"`
+	// Outcome is set when the delegation has ended.
+	Outcome *contracts.Outcome `json:"outcome,omitempty"`
+}
+
+// Question is what the remote agent asked (untrusted text, shown, never
+// obeyed) and since when.
+type Question struct {
+	Round int             `json:"round"`
+	State string          `json:"state"`
+	Text  string          `json:"text"`
+	Data  json.RawMessage `json:"data,omitempty"`
+	Since time.Time       `json:"since"`
+}
+
+// AnswerRecord is one answer sent to the remote agent.
+type AnswerRecord struct {
+	Round      int             `json:"round"`
+	Text       string          `json:"text"`
+	Data       json.RawMessage `json:"data,omitempty"`
+	AnsweredBy string          `json:"answered_by,omitempty"`
+	Via        string          `json:"via"` // "signal" or "update"
+	At         time.Time       `json:"at"`
+	MessageID  string          `json:"message_id"`
+}
+
+// Transition is one observed state change.
+type Transition struct {
+	State string    `json:"state"`
+	At    time.Time `json:"at"`
+}
+
+// ProvideInputResult is the result of Update "provide-input".
+type ProvideInputResult struct {
+	Round int `json:"round"`
+}
+
+// MessageID returns the deterministic messageId of round n of a delegation:
+// a UUIDv5 (RFC 9562, SHA-1, URL namespace) of "delegate:<workflowID>/<n>".
+// A resend of the same round carries the same id (A2A 1.0 §3.3.1).
+func MessageID(workflowID string, round int) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "delegate:%s/%d", workflowID, round)).String()
+}
+
+// ErrTypeInvalidContract is the ApplicationError type of a workflow that
+// was started with a contract that does not validate.
+const ErrTypeInvalidContract = "invalid_contract"
+
+// Delegation is the workflow. Its input is the contract, its result the
+// Outcome. It resolves the card, sends the message with messageId
+// MessageID(id, 0), follows the remote Task, asks an operator through Signal
+// or Update "provide-input" when the Task is INPUT_REQUIRED or
+// AUTH_REQUIRED, validates the artifacts of a COMPLETED Task, and cancels
+// the remote Task on workflow cancellation or at the deadline.
+func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome, error) {
+	info := workflow.GetInfo(ctx)
+	r := &run{
+		d: d,
+		s: &State{
+			LocalWorkflowID: d.LocalWorkflowID, Purpose: d.Purpose, Skill: d.Skill,
+			AgentCardURL: d.AgentCardURL, Deadline: d.Deadline, StartedAt: workflow.Now(ctx),
+			Transitions: []Transition{},
+		},
+		wfID: info.WorkflowExecution.ID,
+	}
+	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (*State, error) { return r.s, nil },
+		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
+		return contracts.Outcome{}, err
+	}
+	if err := d.Validate(workflow.Now(ctx)); err != nil {
+		return contracts.Outcome{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidContract, nil)
+	}
+	if err := r.registerInput(ctx); err != nil {
+		return contracts.Outcome{}, err
+	}
+	// The deadline: a timer that, when it fires, interrupts whatever waits.
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		if err := workflow.NewTimer(gctx, d.Deadline.Sub(workflow.Now(gctx))).Get(gctx, nil); err == nil {
+			r.deadlineHit = true
+		}
+	})
+	_ = workflow.UpsertTypedSearchAttributes(ctx,
+		SearchA2APurpose.ValueSet(truncate(d.Purpose, 200)),
+		SearchA2AAgent.ValueSet(d.AgentCardURL))
+	out := r.main(ctx)
+	r.s.Outcome = &out
+	r.s.Question = nil
+	workflow.SetCurrentDetails(ctx, finishedDetails(out))
+	return out, nil
+}
+
+type run struct {
+	d           contracts.Delegation
+	s           *State
+	wfID        string
+	deadlineHit bool
+	pending     *contracts.Answer
+	pendingVia  string
+}
+
+// registerInput registers Signal and Update "provide-input".
+func (r *run) registerInput(ctx workflow.Context) error {
+	ch := workflow.GetSignalChannelWithOptions(ctx, ProvideInput, workflow.SignalChannelOptions{
+		Description: `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name"}.`,
+	})
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for {
+			var a contracts.Answer
+			if !ch.Receive(gctx, &a) {
+				return
+			}
+			if a.Validate() != nil || r.s.Question == nil || r.pending != nil {
+				r.s.IgnoredAnswers++
+				continue
+			}
+			r.pending, r.pendingVia = &a, "signal"
+		}
+	})
+	return workflow.SetUpdateHandlerWithOptions(ctx, ProvideInput,
+		func(ctx workflow.Context, a contracts.Answer) (ProvideInputResult, error) {
+			r.pending, r.pendingVia = &a, "update"
+			return ProvideInputResult{Round: r.s.Question.Round}, nil
+		},
+		workflow.UpdateHandlerOptions{
+			Description: `Answer the remote agent's question; refused when empty or when no question is pending. Payload {"text": "...", "data": {...}, "answered_by": "name"}.`,
+			Validator: func(ctx workflow.Context, a contracts.Answer) error {
+				if err := a.Validate(); err != nil {
+					return err
+				}
+				if r.s.Question == nil {
+					return fmt.Errorf("no question is pending (remote state %q)", r.s.A2AState)
+				}
+				if r.pending != nil {
+					return errors.New("an answer for this question was already given")
+				}
+				return nil
+			},
+		})
+}
+
+// main runs the delegation and returns its Outcome.
+func (r *run) main(ctx workflow.Context) contracts.Outcome {
+	r.setState(ctx, PhaseResolving)
+	var card activities.ResolvedCard
+	if err := r.activity(ctx, resolveOptions(), acts.ResolveCard,
+		activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill}, &card); err != nil {
+		return r.failed(ctx, err)
+	}
+	r.s.Agent = card.Agent
+	r.s.Interface = card.Interface
+	r.s.Protocol = contracts.ProtocolInfo{Version: card.Interface.Version, Binding: card.Interface.Binding, URL: card.Interface.URL}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AAgent.ValueSet(card.Agent.Name))
+
+	r.setState(ctx, PhaseSending)
+	snap, err := r.send(ctx, 0, r.d.Message.Text, r.d.Message.Data)
+	if err != nil {
+		return r.failed(ctx, err)
+	}
+	for {
+		r.observe(ctx, snap)
+		switch {
+		case snap.State == a2aclient.StateMessage:
+			return r.outcome(contracts.StatusInvalidOutput, &contracts.ErrorInfo{Category: contracts.CategoryInvalidOutput,
+				Message: "the agent replied with a Message and created no Task: there is no artifact to validate"})
+		case a2aclient.Terminal(snap.State):
+			return r.finish(snap)
+		case a2aclient.Interrupted(snap.State):
+			a, via, err := r.waitForAnswer(ctx, snap)
+			if err != nil {
+				return r.failed(ctx, err)
+			}
+			r.s.InputRounds++
+			round := r.s.InputRounds
+			r.s.Answers = append(r.s.Answers, AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
+				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, round)})
+			r.s.Question = nil
+			r.setState(ctx, PhaseSending)
+			snap, err = r.send(ctx, round, a.Text, a.Data)
+			if err != nil {
+				return r.failed(ctx, err)
+			}
+		default:
+			var next a2aclient.Snapshot
+			in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State}
+			if err := r.activity(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next); err != nil {
+				return r.failed(ctx, err)
+			}
+			snap = next
+		}
+	}
+}
+
+// send sends round n with the same taskId and contextId as before.
+func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMessage) (a2aclient.Snapshot, error) {
+	in := activities.SendInput{Interface: r.s.Interface, Message: a2aclient.Outbound{
+		MessageID: MessageID(r.wfID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
+	}}
+	var snap a2aclient.Snapshot
+	err := r.activity(ctx, sendOptions(), acts.SendMessage, in, &snap)
+	return snap, err
+}
+
+// observe records a remote snapshot: ids, state, transition.
+func (r *run) observe(ctx workflow.Context, snap a2aclient.Snapshot) {
+	s := snap
+	r.s.LastSnapshot = &s
+	if snap.TaskID != "" && r.s.RemoteTaskID == "" {
+		r.s.RemoteTaskID = snap.TaskID
+		_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2ARemoteTaskID.ValueSet(snap.TaskID))
+	}
+	if snap.ContextID != "" && r.s.ContextID == "" {
+		r.s.ContextID = snap.ContextID
+	}
+	r.setState(ctx, snap.State)
+}
+
+func (r *run) setState(ctx workflow.Context, state string) {
+	if state == r.s.A2AState {
+		return
+	}
+	r.s.A2AState = state
+	r.s.Transitions = append(r.s.Transitions, Transition{State: state, At: workflow.Now(ctx)})
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AState.ValueSet(state))
+	if r.s.Question == nil {
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** · remote state `%s` · deadline %s",
+			escapeMarkdown(r.d.Purpose), state, r.d.Deadline.UTC().Format(time.RFC3339)))
+	}
+}
+
+// waitForAnswer shows the question and waits for an operator's answer,
+// the deadline, or cancellation.
+func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (contracts.Answer, string, error) {
+	r.s.Question = &Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData, Since: workflow.Now(ctx)}
+	r.pending = nil
+	workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))
+	if err := workflow.Await(ctx, func() bool { return r.pending != nil || r.deadlineHit }); err != nil {
+		return contracts.Answer{}, "", err
+	}
+	if r.pending == nil {
+		return contracts.Answer{}, "", errDeadline
+	}
+	a, via := *r.pending, r.pendingVia
+	r.pending = nil
+	return a, via, nil
+}
+
+var errDeadline = errors.New("deadline reached")
+
+// activity runs one activity, interrupted by the deadline or cancellation.
+func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn any, in any, out any) error {
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
+	defer cancel()
+	f := workflow.ExecuteActivity(actx, fn, in)
+	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.deadlineHit }); err != nil {
+		return err
+	}
+	if !f.IsReady() {
+		return errDeadline
+	}
+	return f.Get(ctx, out)
+}
+
+// failed turns an error into the Outcome, canceling the remote task where
+// the delegation stops while the task may still run.
+func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
+	switch {
+	case errors.Is(err, errDeadline):
+		r.cancelRemote(ctx)
+		return r.outcome(contracts.StatusDeadlineExceeded, &contracts.ErrorInfo{Category: contracts.CategoryDeadline,
+			Message: "deadline " + r.d.Deadline.UTC().Format(time.RFC3339) + " reached in state " + r.s.A2AState})
+	case temporal.IsCanceledError(err) || ctx.Err() != nil:
+		r.cancelRemote(ctx)
+		return r.outcome(contracts.StatusCanceled, &contracts.ErrorInfo{Category: contracts.CategoryCanceled,
+			Message: "the delegation was canceled locally in state " + r.s.A2AState})
+	}
+	var appErr *temporal.ApplicationError
+	cat, msg := contracts.CategoryProtocol, err.Error()
+	if errors.As(err, &appErr) {
+		cat, msg = contracts.Category(appErr.Type()), appErr.Message()
+	}
+	status := contracts.StatusProtocolError
+	switch cat {
+	case contracts.CategoryAuthorization:
+		status = contracts.StatusAuthorizationDenied
+	case contracts.CategoryUnknownOutcome:
+		status = contracts.StatusUnknownOutcome
+	}
+	return r.outcome(status, &contracts.ErrorInfo{Category: cat, Message: msg})
+}
+
+// cancelRemote asks the agent to cancel the task, in a disconnected context
+// so that it runs even when the workflow is being canceled. The last
+// observed state is kept in State.LastSnapshot.
+func (r *run) cancelRemote(ctx workflow.Context) {
+	if r.s.RemoteTaskID == "" || a2aclient.Terminal(r.s.A2AState) {
+		return
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	dctx = workflow.WithActivityOptions(dctx, cancelOptions())
+	var snap a2aclient.Snapshot
+	if err := workflow.ExecuteActivity(dctx, acts.CancelTask,
+		activities.CancelInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID}, &snap).Get(dctx, &snap); err == nil {
+		r.observe(dctx, snap)
+	}
+}
+
+// finish turns a terminal remote task into the Outcome.
+func (r *run) finish(snap a2aclient.Snapshot) contracts.Outcome {
+	reason := truncate(snap.StatusText, 2000)
+	switch snap.State {
+	case a2aclient.StateCompleted:
+		outputs, rejected := contracts.ValidateArtifacts(r.d, snap.Artifacts)
+		o := r.outcome(contracts.StatusCompleted, nil)
+		o.Outputs, o.RejectedArtifacts = outputs, rejected
+		switch {
+		case len(rejected) > 0:
+			o.Status = contracts.StatusInvalidOutput
+			o.Error = &contracts.ErrorInfo{Category: contracts.CategoryInvalidOutput,
+				Message: fmt.Sprintf("%d of %d artifacts failed the contract", len(rejected), len(snap.Artifacts))}
+		case len(outputs) == 0:
+			o.Status = contracts.StatusInvalidOutput
+			o.Error = &contracts.ErrorInfo{Category: contracts.CategoryInvalidOutput, Message: "the remote task completed with no artifact"}
+		}
+		return o
+	case a2aclient.StateRejected:
+		return r.outcome(contracts.StatusRejected, &contracts.ErrorInfo{Category: contracts.CategoryRemoteBusiness, Message: "the remote agent rejected the task: " + reason})
+	case a2aclient.StateCanceled:
+		return r.outcome(contracts.StatusCanceled, &contracts.ErrorInfo{Category: contracts.CategoryRemoteBusiness, Message: "the remote agent canceled the task: " + reason})
+	default:
+		return r.outcome(contracts.StatusFailed, &contracts.ErrorInfo{Category: contracts.CategoryRemoteBusiness, Message: "the remote task failed: " + reason})
+	}
+}
+
+func (r *run) outcome(status contracts.Status, e *contracts.ErrorInfo) contracts.Outcome {
+	return contracts.Outcome{
+		LocalWorkflowID: r.d.LocalWorkflowID, Status: status,
+		RemoteTaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID,
+		Agent: r.s.Agent, Protocol: r.s.Protocol,
+		Outputs: []contracts.Output{}, RejectedArtifacts: []contracts.RejectedArtifact{},
+		InputRounds: r.s.InputRounds, Error: e,
+	}
+}
+
+func resolveOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	}
+}
+
+func sendOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	}
+}
+
+func (r *run) watchOptions(ctx workflow.Context) workflow.ActivityOptions {
+	left := r.d.Deadline.Sub(workflow.Now(ctx)) + time.Minute
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: max(left, time.Minute),
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	}
+}
+
+func cancelOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// escapeMarkdown makes untrusted text inert in the Temporal UI's markdown:
+// markup characters are backslash-escaped, so remote text cannot add
+// links, images or HTML.
+func escapeMarkdown(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune("\\`*_{}[]()<>#+-.!|~&", c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func questionDetails(d contracts.Delegation, s *State, wfID string) string {
+	q := s.Question
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Waiting for input (round %d)\n\n", q.Round)
+	fmt.Fprintf(&b, "**%s** asks, since %s (remote state `%s`):\n\n", escapeMarkdown(s.Agent.Name), q.Since.UTC().Format(time.RFC3339), q.State)
+	for _, line := range strings.Split(truncate(q.Text, 2000), "\n") {
+		fmt.Fprintf(&b, "> %s\n", escapeMarkdown(line))
+	}
+	fmt.Fprintf(&b, "\nPurpose: %s · deadline %s\n\n", escapeMarkdown(d.Purpose), d.Deadline.UTC().Format(time.RFC3339))
+	b.WriteString("**How to answer:** send Signal or Update `provide-input` with\n\n")
+	b.WriteString("```json\n{\"text\": \"...\", \"answered_by\": \"your name\"}\n```\n\n")
+	fmt.Fprintf(&b, "or run `delegate answer %s --text \"...\" --by \"your name\"`.\n", wfID)
+	return b.String()
+}
+
+func finishedDetails(o contracts.Outcome) string {
+	s := fmt.Sprintf("**Finished: `%s`** · %d output(s), %d rejected artifact(s), %d input round(s)",
+		o.Status, len(o.Outputs), len(o.RejectedArtifacts), o.InputRounds)
+	if o.Error != nil {
+		s += fmt.Sprintf(" · error category `%s`", o.Error.Category)
+	}
+	return s
+}
+
+// acts is used only for its method values: the activity names.
+var acts *activities.Activities
