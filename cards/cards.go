@@ -41,7 +41,10 @@ const DefaultMaxBytes = 1 << 20
 // Error is a card error with a kind, so that callers can map it to an
 // outcome category without parsing text.
 type Error struct {
-	Kind string // "fetch", "http_status", "too_large", "malformed", "no_interface", "skill_missing"
+	// Kind is one of "fetch", "http_status", "http_status_transient",
+	// "redirect_refused", "too_large", "malformed", "no_interface",
+	// "skill_missing".
+	Kind string
 	Msg  string
 	Err  error
 }
@@ -60,6 +63,8 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) Transient() bool {
 	return e.Kind == "fetch" || e.Kind == "http_status_transient"
 }
+
+var errRedirect = errors.New("redirect refused")
 
 // Fetcher fetches Agent Cards. The zero value uses sane defaults.
 type Fetcher struct {
@@ -119,6 +124,9 @@ func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 	req.Header.Set("Accept", "application/json")
 	resp, err := f.client().Do(req)
 	if err != nil {
+		if errors.Is(err, errRedirect) {
+			return nil, &Error{Kind: "redirect_refused", Msg: "GET " + u, Err: err}
+		}
 		return nil, &Error{Kind: "fetch", Msg: "GET " + u, Err: err}
 	}
 	defer resp.Body.Close()
@@ -161,10 +169,10 @@ func (f *Fetcher) client() *http.Client {
 		},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 3 {
-				return errors.New("too many redirects")
+				return fmt.Errorf("%w: more than 3 redirects", errRedirect)
 			}
 			if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
-				return fmt.Errorf("redirect to another origin (%s://%s) refused", req.URL.Scheme, req.URL.Host)
+				return fmt.Errorf("%w: to another origin (%s://%s)", errRedirect, req.URL.Scheme, req.URL.Host)
 			}
 			return nil
 		},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -186,9 +185,6 @@ func strictDecode(data []byte, v any, kinds map[string]string, required []string
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return &FieldError{Field: "(document)", Rule: "trailing data after the JSON object"}
 	}
 	var errs []error
 	for _, f := range required {

@@ -35,7 +35,7 @@ func setup(t *testing.T) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: 0, SearchAttributes: workflows.SearchAttributeNames})
+	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: 0, SearchAttributes: workflows.SearchAttributeNames, LogLevel: "fatal"})
 	if err != nil {
 		t.Fatalf("devserver.Start() error = %v", err)
 	}

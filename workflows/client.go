@@ -21,8 +21,12 @@ import (
 
 // Register registers the Delegation workflow and the activities on a worker.
 func Register(r worker.Registry, a *activities.Activities) {
-	r.RegisterWorkflowWithOptions(Delegation, workflow.RegisterOptions{Name: WorkflowType})
+	r.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
 	r.RegisterActivity(a)
+}
+
+func workflowRegisterOptions() workflow.RegisterOptions {
+	return workflow.RegisterOptions{Name: WorkflowType}
 }
 
 // ErrAlreadyRunning is returned by Start when a delegation with the same
@@ -38,10 +42,10 @@ func Start(ctx context.Context, c client.Client, d contracts.Delegation) (client
 		return nil, err
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       d.LocalWorkflowID,
-		TaskQueue:                TaskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		ID:                                       d.LocalWorkflowID,
+		TaskQueue:                                TaskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		// The workflow itself ends at the deadline; the run timeout is a
 		// backstop a day later.

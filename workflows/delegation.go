@@ -311,13 +311,13 @@ func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn a
 func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 	switch {
 	case errors.Is(err, errDeadline):
+		msg := "deadline " + r.d.Deadline.UTC().Format(time.RFC3339) + " reached in state " + r.s.A2AState
 		r.cancelRemote(ctx)
-		return r.outcome(contracts.StatusDeadlineExceeded, &contracts.ErrorInfo{Category: contracts.CategoryDeadline,
-			Message: "deadline " + r.d.Deadline.UTC().Format(time.RFC3339) + " reached in state " + r.s.A2AState})
+		return r.outcome(contracts.StatusDeadlineExceeded, &contracts.ErrorInfo{Category: contracts.CategoryDeadline, Message: msg})
 	case temporal.IsCanceledError(err) || ctx.Err() != nil:
+		msg := "the delegation was canceled locally in state " + r.s.A2AState
 		r.cancelRemote(ctx)
-		return r.outcome(contracts.StatusCanceled, &contracts.ErrorInfo{Category: contracts.CategoryCanceled,
-			Message: "the delegation was canceled locally in state " + r.s.A2AState})
+		return r.outcome(contracts.StatusCanceled, &contracts.ErrorInfo{Category: contracts.CategoryCanceled, Message: msg})
 	}
 	var appErr *temporal.ApplicationError
 	cat, msg := contracts.CategoryProtocol, err.Error()

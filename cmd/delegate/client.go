@@ -395,4 +395,3 @@ func keyword(data []byte) string {
 func statusName(s enums.WorkflowExecutionStatus) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }
-

@@ -164,13 +164,26 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 func serverConfig(cfg Config, sqlCfg *config.SQL) (*config.Config, error) {
-	ports := make([]int, 8)
+	// With a database file the internal ports follow the frontend port
+	// (port+1 .. port+7): the cluster membership recorded in the file then
+	// names the same addresses after a restart, and the restarted server
+	// does not wait for the old, unreachable members to expire.
+	ports := make([]int, 7)
+	derived := !cfg.Memory
 	for i := range ports {
-		p, err := freePort(cfg.IP)
-		if err != nil {
-			return nil, err
+		ports[i] = cfg.Port + 1 + i
+		if derived && !portFree(cfg.IP, ports[i]) {
+			derived = false
 		}
-		ports[i] = p
+	}
+	if !derived {
+		for i := range ports {
+			p, err := freePort(cfg.IP)
+			if err != nil {
+				return nil, err
+			}
+			ports[i] = p
+		}
 	}
 	metricsPort, err := freePort(cfg.IP)
 	if err != nil {
@@ -308,6 +321,15 @@ func freePort(ip string) (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func portFree(ip string, port int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	_ = ln.Close()
+	return true
 }
 
 func waitTCP(addr string, d time.Duration) error {

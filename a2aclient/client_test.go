@@ -1,0 +1,136 @@
+package a2aclient
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/claimsagent"
+)
+
+func TestSendGetCancelAgainstClaimsAgent(t *testing.T) {
+	var mu sync.Mutex
+	var versions []string
+	srv := httptest.NewUnstartedServer(nil)
+	agent := claimsagent.New(claimsagent.Config{BaseURL: "http://" + srv.Listener.Addr().String()})
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		versions = append(versions, r.Header.Get("A2A-Version"))
+		mu.Unlock()
+		agent.ServeHTTP(w, r)
+	})
+	srv.Start()
+	defer srv.Close()
+
+	for _, binding := range []string{"JSONRPC", "HTTP+JSON"} {
+		t.Run(binding, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			path := claimsagent.JSONRPCPath
+			if binding == "HTTP+JSON" {
+				path = claimsagent.RESTPath
+			}
+			c, err := Dial(ctx, cards.Interface{URL: srv.URL + path, Binding: binding, Version: "1.0"}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			snap, err := c.SendMessage(ctx, Outbound{MessageID: "m-" + binding, Text: "order Z-9 lost", Data: []byte(`{"scenario":"slow"}`)})
+			if err != nil {
+				t.Fatalf("SendMessage() error = %v", err)
+			}
+			if snap.TaskID == "" || Terminal(snap.State) {
+				t.Fatalf("SendMessage() = %+v, want a running task (returnImmediately)", snap)
+			}
+			got, err := c.GetTask(ctx, snap.TaskID)
+			if err != nil || got.TaskID != snap.TaskID {
+				t.Fatalf("GetTask() = %+v, %v", got, err)
+			}
+			canceled, err := c.CancelTask(ctx, snap.TaskID)
+			if err != nil || canceled.State != StateCanceled {
+				t.Fatalf("CancelTask() = %+v, %v", canceled, err)
+			}
+			_, err = c.GetTask(ctx, "no-such-task")
+			var ce *CallError
+			if !errors.As(err, &ce) || ce.Category != contracts.CategoryProtocol {
+				t.Errorf("GetTask(unknown) error = %v, want category protocol", err)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, v := range versions {
+		if v != "1.0" {
+			t.Errorf("A2A-Version header = %q, want 1.0 on every call (A2A 1.0 §3.6.1)", v)
+		}
+	}
+	if len(versions) == 0 {
+		t.Fatal("no request reached the agent")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	status := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	c, err := Dial(ctx, cards.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		status int
+		want   contracts.Category
+	}{
+		{http.StatusUnauthorized, contracts.CategoryAuthorization},
+		{http.StatusForbidden, contracts.CategoryAuthorization},
+		{http.StatusServiceUnavailable, contracts.CategoryTransient},
+		{http.StatusInternalServerError, contracts.CategoryTransient},
+		{http.StatusBadRequest, contracts.CategoryProtocol},
+	} {
+		status = tt.status
+		_, err := c.GetTask(ctx, "t")
+		var ce *CallError
+		if !errors.As(err, &ce) || ce.Category != tt.want || ce.Status != tt.status {
+			t.Errorf("HTTP %d: error = %v, want category %s", tt.status, err, tt.want)
+		}
+	}
+
+	// Connection refused: not written, transient.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	c2, _ := Dial(ctx, cards.Interface{URL: "http://" + addr, Binding: "JSONRPC", Version: "1.0"}, Options{})
+	_, err = c2.SendMessage(ctx, Outbound{MessageID: "m", Text: "x"})
+	var ce *CallError
+	if !errors.As(err, &ce) || ce.Category != contracts.CategoryTransient || ce.Written {
+		t.Errorf("refused connection: error = %+v, want transient, not written", err)
+	}
+
+	// Accepted, then no answer: written, unknown outcome.
+	stop := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	defer hang.Close()
+	defer close(stop)
+	c3, _ := Dial(ctx, cards.Interface{URL: hang.URL, Binding: "JSONRPC", Version: "1.0"}, Options{})
+	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = c3.SendMessage(tctx, Outbound{MessageID: "m", Text: "x"})
+	if !errors.As(err, &ce) || ce.Category != contracts.CategoryUnknownOutcome || !ce.Written {
+		t.Errorf("hung send: error = %+v, want unknown_outcome, written", err)
+	}
+}

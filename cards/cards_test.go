@@ -1,0 +1,195 @@
+package cards
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+const card10 = `{
+  "name": "Claims Agent", "description": "d", "version": "1.0.0",
+  "supportedInterfaces": [
+    {"url": "https://agent.example/a2a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+    {"url": "https://agent.example/a2a/jsonrpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+    {"url": "https://agent.example/grpc", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+  ],
+  "capabilities": {"streaming": true},
+  "defaultInputModes": ["text/plain"], "defaultOutputModes": ["application/json"],
+  "skills": [{"id": "open-claim", "name": "Open", "description": "d", "tags": []}]
+}`
+
+const card03 = `{
+  "protocolVersion": "0.3.0",
+  "name": "Legacy Agent", "description": "d", "version": "2.1",
+  "url": "https://legacy.example/a2a",
+  "preferredTransport": "JSONRPC",
+  "additionalInterfaces": [{"url": "https://legacy.example/rest", "transport": "HTTP+JSON"}],
+  "capabilities": {"streaming": false},
+  "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+  "skills": [{"id": "open-claim", "name": "Open", "description": "d", "tags": []}]
+}`
+
+func TestParse10(t *testing.T) {
+	c, err := Parse([]byte(card10))
+	if err != nil {
+		t.Fatalf("Parse() error = %v", err)
+	}
+	if c.Parsed.Name != "Claims Agent" || !c.Parsed.Capabilities.Streaming {
+		t.Errorf("parsed %+v", c.Parsed)
+	}
+	iface, err := SelectInterface(c.Parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Interface{URL: "https://agent.example/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}
+	if iface != want {
+		t.Errorf("SelectInterface() = %+v, want %+v (JSONRPC preferred over HTTP+JSON; GRPC not spoken)", iface, want)
+	}
+}
+
+func TestParse03(t *testing.T) {
+	c, err := Parse([]byte(card03))
+	if err != nil {
+		t.Fatalf("Parse() error = %v", err)
+	}
+	iface, err := SelectInterface(c.Parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Interface{URL: "https://legacy.example/a2a", Binding: "JSONRPC", Version: "0.3"}
+	if iface != want {
+		t.Errorf("SelectInterface() = %+v, want %+v", iface, want)
+	}
+	if _, ok := FindSkill(c.Parsed, "open-claim"); !ok {
+		t.Errorf("skill open-claim not found")
+	}
+}
+
+func TestParse03DefaultTransport(t *testing.T) {
+	// A2A 0.3: preferredTransport defaults to JSONRPC.
+	body := strings.Replace(card03, `"preferredTransport": "JSONRPC",`, "", 1)
+	body = strings.Replace(body, `"additionalInterfaces": [{"url": "https://legacy.example/rest", "transport": "HTTP+JSON"}],`, "", 1)
+	c, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	iface, err := SelectInterface(c.Parsed)
+	if err != nil || iface.Binding != "JSONRPC" || iface.Version != "0.3" {
+		t.Errorf("SelectInterface() = %+v, %v", iface, err)
+	}
+}
+
+func TestSelectPrefersNewestVersion(t *testing.T) {
+	card := &a2a.AgentCard{SupportedInterfaces: []*a2a.AgentInterface{
+		{URL: "https://a/old", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
+		{URL: "https://a/new", ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"},
+	}}
+	iface, err := SelectInterface(card)
+	if err != nil || iface.URL != "https://a/new" {
+		t.Errorf("SelectInterface() = %+v, %v; want the 1.0 interface", iface, err)
+	}
+}
+
+func TestSelectNoSupportedInterface(t *testing.T) {
+	card := &a2a.AgentCard{SupportedInterfaces: []*a2a.AgentInterface{
+		{URL: "https://a/grpc", ProtocolBinding: "GRPC", ProtocolVersion: "1.0"},
+		{URL: "https://a/v2", ProtocolBinding: "JSONRPC", ProtocolVersion: "2.0"},
+		{URL: "ftp://a/x", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
+	}}
+	_, err := SelectInterface(card)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != "no_interface" {
+		t.Errorf("SelectInterface() error = %v, want no_interface", err)
+	}
+}
+
+func TestDigestIgnoresSignaturesAndFormatting(t *testing.T) {
+	a, err := Digest([]byte(`{"b": 1, "a": "x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Digest([]byte(`{"a":"x","b":1.0,"signatures":[{"protected":"p","signature":"s"}]}`))
+	if a != b {
+		t.Errorf("digests differ: %s vs %s", a, b)
+	}
+	c, _ := Digest([]byte(`{"a":"y","b":1}`))
+	if a == c {
+		t.Errorf("different cards give the same digest")
+	}
+	if !strings.HasPrefix(a, "sha256:") || len(a) != 71 {
+		t.Errorf("digest %q is not sha256:<64 hex>", a)
+	}
+}
+
+func TestParseMalformed(t *testing.T) {
+	for _, body := range []string{`[]`, `{"name": 5}`, `{"description": "no name"}`, `not json`} {
+		_, err := Parse([]byte(body))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Kind != "malformed" {
+			t.Errorf("Parse(%s) error = %v, want malformed", body, err)
+		}
+	}
+}
+
+func TestFetch(t *testing.T) {
+	var hits int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits++
+		switch r.URL.Path {
+		case WellKnownPath:
+			_, _ = w.Write([]byte(card10))
+		case "/big":
+			_, _ = w.Write([]byte(`{"name":"` + strings.Repeat("x", 2<<20) + `"}`))
+		case "/down":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/redirect":
+			http.Redirect(w, r, "http://169.254.169.254/latest", http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	f := &Fetcher{}
+
+	c, err := f.Fetch(ctx, srv.URL) // no path: the well-known path
+	if err != nil {
+		t.Fatalf("Fetch() error = %v", err)
+	}
+	if c.URL != srv.URL+WellKnownPath || c.Parsed.Name != "Claims Agent" || c.Digest == "" {
+		t.Errorf("Fetch() = %+v", c)
+	}
+
+	tests := []struct {
+		path      string
+		kind      string
+		transient bool
+	}{
+		{"/big", "too_large", false},
+		{"/down", "http_status_transient", true},
+		{"/missing", "http_status", false},
+		{"/redirect", "redirect_refused", false},
+	}
+	for _, tt := range tests {
+		_, err := f.Fetch(ctx, srv.URL+tt.path)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Kind != tt.kind {
+			t.Errorf("Fetch(%s) error = %v, want kind %s", tt.path, err, tt.kind)
+			continue
+		}
+		if ce.Transient() != tt.transient {
+			t.Errorf("Fetch(%s) Transient() = %v, want %v", tt.path, ce.Transient(), tt.transient)
+		}
+		if tt.path == "/redirect" && !strings.Contains(err.Error(), "another origin") {
+			t.Errorf("redirect error = %v, want a refusal of the other origin", err)
+		}
+	}
+	if _, err := f.Fetch(ctx, "file:///etc/passwd"); err == nil {
+		t.Errorf("Fetch(file://) error = nil")
+	}
+}

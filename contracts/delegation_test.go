@@ -1,0 +1,184 @@
+package contracts
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+const valid = `{
+  "local_workflow_id": "lost-parcel-1",
+  "agent_card_url": "http://127.0.0.1:9999/.well-known/agent-card.json",
+  "skill": "open-claim",
+  "purpose": "open a claim",
+  "message": {"text": "lost parcel", "data": {"order_id": "A-1001"}},
+  "allowed_outputs": ["claim_opened", "claim_note"],
+  "deadline": "2027-01-01T00:00:00Z",
+  "write_authority": "none"
+}`
+
+// with returns valid with field set to raw JSON (or removed when raw is "").
+func with(t *testing.T, field, raw string) []byte {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(valid), &m); err != nil {
+		t.Fatal(err)
+	}
+	if raw == "" {
+		delete(m, field)
+	} else {
+		m[field] = json.RawMessage(raw)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDecodeDelegationValid(t *testing.T) {
+	d, err := DecodeDelegation([]byte(valid), now)
+	if err != nil {
+		t.Fatalf("DecodeDelegation() error = %v", err)
+	}
+	if d.LocalWorkflowID != "lost-parcel-1" || d.Skill != "open-claim" || len(d.AllowedOutputs) != 2 {
+		t.Errorf("decoded %+v", d)
+	}
+	if !d.Deadline.Equal(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("deadline = %v", d.Deadline)
+	}
+	if string(d.Message.Data) != `{"order_id": "A-1001"}` && !json.Valid(d.Message.Data) {
+		t.Errorf("message.data = %s", d.Message.Data)
+	}
+}
+
+func TestDecodeDelegationRules(t *testing.T) {
+	tests := []struct {
+		name      string
+		doc       []byte
+		wantField string
+		wantRule  string
+	}{
+		{"unknown field", with(t, "priority", `"high"`), "priority", "unknown field"},
+		{"unknown nested field", with(t, "message", `{"text":"x","html":"<b>"}`), "html", "unknown field"},
+		{"wrong type skill", with(t, "skill", `42`), "skill", "wrong type"},
+		{"wrong type allowed_outputs", with(t, "allowed_outputs", `"claim_opened"`), "allowed_outputs", "wrong type"},
+		{"wrong type message.text", with(t, "message", `{"text": 1}`), "message.text", "wrong type"},
+		{"wrong type deadline", with(t, "deadline", `1767225600`), "deadline", "wrong type"},
+		{"missing local_workflow_id", with(t, "local_workflow_id", ""), "local_workflow_id", "required"},
+		{"missing agent_card_url", with(t, "agent_card_url", ""), "agent_card_url", "required"},
+		{"missing skill", with(t, "skill", ""), "skill", "required"},
+		{"missing purpose", with(t, "purpose", ""), "purpose", "required"},
+		{"missing message", with(t, "message", ""), "message", "required"},
+		{"missing allowed_outputs", with(t, "allowed_outputs", ""), "allowed_outputs", "required"},
+		{"missing deadline", with(t, "deadline", ""), "deadline", "required"},
+		{"missing write_authority", with(t, "write_authority", ""), "write_authority", "required"},
+		{"empty message", with(t, "message", `{"text": "  "}`), "message", "needs text or data"},
+		{"null message data", with(t, "message", `{"text": "x", "data": null}`), "message.data", "must not be null"},
+		{"empty allowed_outputs", with(t, "allowed_outputs", `[]`), "allowed_outputs", "must not be empty"},
+		{"duplicate allowed_outputs", with(t, "allowed_outputs", `["a","a"]`), "allowed_outputs[1]", "listed twice"},
+		{"bad allowed_outputs pattern", with(t, "allowed_outputs", `["Claim-Opened"]`), "allowed_outputs[0]", "must match"},
+		{"allowed_outputs too long", with(t, "allowed_outputs", `["a`+strings.Repeat("b", 64)+`"]`), "allowed_outputs[0]", "must match"},
+		{"deadline in the past", with(t, "deadline", `"2020-01-01T00:00:00Z"`), "deadline", "in the future"},
+		{"deadline not RFC 3339", with(t, "deadline", `"tomorrow"`), "deadline", "RFC 3339"},
+		{"write_authority full", with(t, "write_authority", `"full"`), "write_authority", `only "none" is accepted`},
+		{"agent_card_url not http", with(t, "agent_card_url", `"file:///etc/passwd"`), "agent_card_url", "http or https"},
+		{"bad workflow id", with(t, "local_workflow_id", `"has space"`), "local_workflow_id", "must match"},
+		{"not an object", []byte(`["x"]`), "(document)", "JSON object"},
+		{"trailing data", []byte(valid + ` {}`), "(document)", "after top-level value"},
+		{"malformed", []byte(`{"skill": `), "(document)", "malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeDelegation(tt.doc, now)
+			if err == nil {
+				t.Fatalf("DecodeDelegation() error = nil, want %s: %s", tt.wantField, tt.wantRule)
+			}
+			if !errors.Is(err, ErrInvalidContract) {
+				t.Errorf("error %v is not ErrInvalidContract", err)
+			}
+			if !hasFieldError(err, tt.wantField, tt.wantRule) {
+				t.Errorf("DecodeDelegation() error = %v, want field %q with rule containing %q", err, tt.wantField, tt.wantRule)
+			}
+		})
+	}
+}
+
+func hasFieldError(err error, field, rule string) bool {
+	var fe *FieldError
+	if errors.As(err, &fe) && fe.Field == field && strings.Contains(fe.Rule, rule) {
+		return true
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if hasFieldError(e, field, rule) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestDecodeAnswer(t *testing.T) {
+	tests := []struct {
+		doc     string
+		wantErr string
+	}{
+		{`{"text": "photo.jpg", "answered_by": "ops"}`, ""},
+		{`{"data": {"photo": "box.jpg"}}`, ""},
+		{`{"text": ""}`, "needs text or data"},
+		{`{"text": "x", "data": null}`, "must not be null"},
+		{`{"text": "x", "approve": true}`, "unknown field"},
+		{`{"text": 7}`, "wrong type"},
+	}
+	for _, tt := range tests {
+		_, err := DecodeAnswer([]byte(tt.doc))
+		if tt.wantErr == "" && err != nil {
+			t.Errorf("DecodeAnswer(%s) error = %v", tt.doc, err)
+		}
+		if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("DecodeAnswer(%s) error = %v, want %q", tt.doc, err, tt.wantErr)
+		}
+	}
+}
+
+func TestExampleContractDecodes(t *testing.T) {
+	raw, err := os.ReadFile("examples/lost-parcel.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeDelegation(raw, now); err != nil {
+		t.Fatalf("examples/lost-parcel.json: %v", err)
+	}
+}
+
+func TestValidateArtifacts(t *testing.T) {
+	d := Delegation{AllowedOutputs: []string{"claim_opened"}}
+	data := func(s string) Part { return Part{Kind: PartData, Data: json.RawMessage(s)} }
+	arts := []Artifact{
+		{ArtifactID: "a1", Name: "claim_opened", Parts: []Part{data(`{"claim_id":"C"}`)}},
+		{ArtifactID: "a2", Name: "refund_issued", Parts: []Part{data(`{}`)}},
+		{ArtifactID: "a3", Name: "claim_opened", Parts: []Part{}},
+		{ArtifactID: "a4", Name: "claim_opened", Parts: []Part{data(`1`), data(`2`)}},
+		{ArtifactID: "", Name: "claim_opened", Parts: []Part{data(`{}`)}},
+		{ArtifactID: "a6", Name: "claim_opened", Parts: []Part{{Kind: PartText, Text: "note"}}},
+	}
+	outs, rej := ValidateArtifacts(d, arts)
+	if len(outs) != 2 || outs[0].ArtifactID != "a1" || outs[1].Text != "note" {
+		t.Errorf("outputs = %+v", outs)
+	}
+	want := map[string]string{"a2": ReasonKindNotAllowed, "a3": ReasonNoContent, "a4": ReasonMultipleData, "": ReasonMissingID}
+	if len(rej) != len(want) {
+		t.Fatalf("rejected = %+v, want %d", rej, len(want))
+	}
+	for _, r := range rej {
+		if !strings.HasPrefix(r.Reason, want[r.ArtifactID]) {
+			t.Errorf("artifact %q reason = %q, want prefix %q", r.ArtifactID, r.Reason, want[r.ArtifactID])
+		}
+	}
+}

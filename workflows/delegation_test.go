@@ -1,0 +1,301 @@
+package workflows
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/suite"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+type DelegationSuite struct {
+	suite.Suite
+	testsuite.WorkflowTestSuite
+	env *testsuite.TestWorkflowEnvironment
+}
+
+func TestDelegation(t *testing.T) { suite.Run(t, new(DelegationSuite)) }
+
+func (s *DelegationSuite) SetupTest() {
+	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.SetStartTime(t0)
+	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+	s.env.RegisterActivity(&activities.Activities{})
+	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{
+		Agent:     contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
+		Interface: cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
+	}, nil).Maybe()
+}
+
+func (s *DelegationSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
+
+func contract() contracts.Delegation {
+	return contracts.Delegation{
+		LocalWorkflowID: "wf-1", AgentCardURL: "http://agent/.well-known/agent-card.json", Skill: "open-claim",
+		Purpose: "open a claim", Message: contracts.MessageSpec{Text: "lost parcel A-1001"},
+		AllowedOutputs: []string{"claim_opened"}, Deadline: t0.Add(time.Hour), WriteAuthority: "none",
+	}
+}
+
+func snap(state string, arts ...contracts.Artifact) a2aclient.Snapshot {
+	return a2aclient.Snapshot{TaskID: "task-1", ContextID: "ctx-1", State: state, Artifacts: arts}
+}
+
+func claim(name string) contracts.Artifact {
+	return contracts.Artifact{ArtifactID: "art-" + name, Name: name, Parts: []contracts.Part{{Kind: contracts.PartData, Data: json.RawMessage(`{"claim_id":"C-1","order_id":"A-1001"}`)}}}
+}
+
+// sendIs matches a SendInput by round (its messageId) and task id.
+func sendIs(round int, taskID string) any {
+	return mock.MatchedBy(func(in activities.SendInput) bool {
+		return in.Message.MessageID == MessageID("default-test-workflow-id", round) && in.Message.TaskID == taskID
+	})
+}
+
+func (s *DelegationSuite) outcome() contracts.Outcome {
+	s.True(s.env.IsWorkflowCompleted())
+	s.NoError(s.env.GetWorkflowError())
+	var o contracts.Outcome
+	s.NoError(s.env.GetWorkflowResult(&o))
+	return o
+}
+
+func (s *DelegationSuite) state() State {
+	v, err := s.env.QueryWorkflow(QueryState)
+	s.Require().NoError(err)
+	var st State
+	s.Require().NoError(v.Get(&st))
+	return st
+}
+
+func (s *DelegationSuite) TestHappyPathWithoutInput() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("submitted"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "submitted" })).
+		Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "working" })).
+		Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Require().Len(o.Outputs, 1)
+	s.Equal("claim_opened", o.Outputs[0].Kind)
+	s.JSONEq(`{"claim_id":"C-1","order_id":"A-1001"}`, string(o.Outputs[0].Data))
+	s.Empty(o.RejectedArtifacts)
+	s.Equal("task-1", o.RemoteTaskID)
+	s.Equal("ctx-1", o.ContextID)
+	s.Equal(contracts.ProtocolInfo{Version: "1.0", Binding: "JSONRPC", URL: "http://agent/a2a/jsonrpc"}, o.Protocol)
+	s.Equal(0, o.InputRounds)
+	st := s.state()
+	var seen []string
+	for _, tr := range st.Transitions {
+		seen = append(seen, tr.State)
+	}
+	s.Equal([]string{"resolving", "sending", "submitted", "working", "completed"}, seen)
+}
+
+// expectInputRound scripts: first send → input-required; follow-up with the
+// same task → working → completed.
+func (s *DelegationSuite) expectInputRound(answerText string) {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool {
+		return in.Message.MessageID == MessageID("default-test-workflow-id", 1) &&
+			in.Message.TaskID == "task-1" && in.Message.ContextID == "ctx-1" && in.Message.Text == answerText
+	})).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+}
+
+func (s *DelegationSuite) TestInputRequiredAnsweredBySignal() {
+	s.expectInputRound("photo.jpg")
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Equal("input-required", st.A2AState)
+		s.Require().NotNil(st.Question)
+		s.Equal(1, st.Question.Round)
+		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal(1, o.InputRounds)
+	st := s.state()
+	s.Require().Len(st.Answers, 1)
+	s.Equal("signal", st.Answers[0].Via)
+	s.Equal("ops", st.Answers[0].AnsweredBy)
+	s.Nil(st.Question)
+}
+
+func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
+	s.expectInputRound("photo.jpg")
+	var rejectedEmpty, rejectedEarly error
+	var accepted *ProvideInputResult
+	// Before the question: refused.
+	s.env.RegisterDelayedCallback(func() {
+		s.env.UpdateWorkflow(ProvideInput, "early", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejectedEarly = err },
+			OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, contracts.Answer{Text: "too early"})
+	}, 0)
+	s.env.RegisterDelayedCallback(func() {
+		s.env.UpdateWorkflow(ProvideInput, "empty", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejectedEmpty = err },
+			OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, contracts.Answer{Text: "   "})
+		s.env.UpdateWorkflow(ProvideInput, "good", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { s.Fail("rejected", err.Error()) },
+			OnAccept: func() {},
+			OnComplete: func(v any, err error) {
+				s.NoError(err)
+				r := v.(ProvideInputResult)
+				accepted = &r
+			},
+		}, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal(1, o.InputRounds)
+	s.ErrorContains(rejectedEarly, "no question is pending")
+	s.ErrorContains(rejectedEmpty, "an answer needs text or data")
+	s.Require().NotNil(accepted)
+	s.Equal(1, accepted.Round)
+	s.Equal("update", s.state().Answers[0].Via)
+}
+
+func (s *DelegationSuite) TestInvalidArtifactKind() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
+		Return(snap("completed", claim("claim_opened"), claim("refund_issued")), nil).Once()
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusInvalidOutput, o.Status)
+	s.Len(o.Outputs, 1)
+	s.Require().Len(o.RejectedArtifacts, 1)
+	s.Equal("art-refund_issued", o.RejectedArtifacts[0].ArtifactID)
+	s.Contains(o.RejectedArtifacts[0].Reason, "kind_not_allowed")
+	s.Equal(contracts.CategoryInvalidOutput, o.Error.Category)
+}
+
+func (s *DelegationSuite) TestRemoteFailed() {
+	failed := snap("failed")
+	failed.StatusText = "no shipment found"
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(failed, nil).Once()
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusFailed, o.Status)
+	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
+	s.Contains(o.Error.Message, "no shipment found")
+	s.Empty(o.Outputs)
+}
+
+func (s *DelegationSuite) TestRemoteRejected() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("rejected"), nil).Once()
+	s.env.ExecuteWorkflow(Delegation, contract())
+	s.Equal(contracts.StatusRejected, s.outcome().Status)
+}
+
+func (s *DelegationSuite) TestCancelCancelsRemoteTask() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(10*time.Minute).Return(snap("completed"), nil).Maybe()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, activities.CancelInput{
+		Interface: cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, TaskID: "task-1",
+	}).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCanceled, o.Status)
+	s.Equal(contracts.CategoryCanceled, o.Error.Category)
+	s.Equal("canceled", s.state().A2AState)
+}
+
+func (s *DelegationSuite) TestCancelWhileWaitingForInput() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	s.Equal(contracts.StatusCanceled, s.outcome().Status)
+}
+
+func (s *DelegationSuite) TestDeadlineWhileWaitingForInput() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
+	s.Equal(contracts.CategoryDeadline, o.Error.Category)
+	s.Contains(o.Error.Message, "input-required")
+}
+
+func (s *DelegationSuite) TestDeadlineWhileWatching() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(2*time.Hour).Return(snap("completed"), nil).Maybe()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.ExecuteWorkflow(Delegation, contract())
+	s.Equal(contracts.StatusDeadlineExceeded, s.outcome().Status)
+}
+
+func (s *DelegationSuite) TestUnauthorizedSend() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
+		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: HTTP 401", string(contracts.CategoryAuthorization), nil)).Once()
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	s.Equal(contracts.CategoryAuthorization, o.Error.Category)
+}
+
+func (s *DelegationSuite) TestInvalidContractFailsWorkflow() {
+	d := contract()
+	d.WriteAuthority = "full"
+	s.env.ExecuteWorkflow(Delegation, d)
+	s.True(s.env.IsWorkflowCompleted())
+	err := s.env.GetWorkflowError()
+	s.Require().Error(err)
+	s.True(strings.Contains(err.Error(), "write_authority"), err.Error())
+}
+
+func (s *DelegationSuite) TestSignalWithoutQuestionIsIgnored() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "unasked"}) }, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	s.Equal(contracts.StatusCompleted, s.outcome().Status)
+	st := s.state()
+	s.Equal(1, st.IgnoredAnswers)
+	s.Empty(st.Answers)
+}
+
+func TestMessageIDIsDeterministicPerRound(t *testing.T) {
+	a, b := MessageID("wf", 0), MessageID("wf", 0)
+	if a != b {
+		t.Fatalf("MessageID not deterministic: %s != %s", a, b)
+	}
+	if MessageID("wf", 1) == a || MessageID("wf2", 0) == a {
+		t.Fatalf("MessageID collides across rounds or workflows")
+	}
+	if a[14] != '5' {
+		t.Fatalf("MessageID %s is not a UUIDv5", a)
+	}
+}
+
+func TestEscapeMarkdown(t *testing.T) {
+	got := escapeMarkdown(`[click](http://x) <img src=x> ![i](y)`)
+	for i, c := range got {
+		if strings.ContainsRune("[]()<>!", c) && (i == 0 || got[i-1] != '\\') {
+			t.Errorf("escapeMarkdown left an unescaped %q at %d in %q", c, i, got)
+		}
+	}
+}
