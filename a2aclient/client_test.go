@@ -17,27 +17,28 @@ import (
 
 func TestSendGetCancelAgainstClaimsAgent(t *testing.T) {
 	var mu sync.Mutex
-	var versions []string
+	versions := map[string]string{}
 	srv := httptest.NewUnstartedServer(nil)
 	agent := claimsagent.New(claimsagent.Config{BaseURL: "http://" + srv.Listener.Addr().String()})
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		versions = append(versions, r.Header.Get("A2A-Version"))
+		versions[r.URL.Path] = r.Header.Get("A2A-Version")
 		mu.Unlock()
 		agent.ServeHTTP(w, r)
 	})
 	srv.Start()
 	defer srv.Close()
 
-	for _, binding := range []string{"JSONRPC", "HTTP+JSON"} {
-		t.Run(binding, func(t *testing.T) {
+	for _, tc := range []struct{ name, binding, version, path string }{
+		{"JSONRPC 1.0", "JSONRPC", "1.0", claimsagent.JSONRPCPath},
+		{"HTTP+JSON 1.0", "HTTP+JSON", "1.0", claimsagent.RESTPath},
+		{"JSONRPC 0.3", "JSONRPC", "0.3", claimsagent.LegacyJSONRPCPath},
+	} {
+		binding := tc.name
+		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			path := claimsagent.JSONRPCPath
-			if binding == "HTTP+JSON" {
-				path = claimsagent.RESTPath
-			}
-			c, err := Dial(ctx, cards.Interface{URL: srv.URL + path, Binding: binding, Version: "1.0"}, Options{})
+			c, err := Dial(ctx, cards.Interface{URL: srv.URL + tc.path, Binding: tc.binding, Version: tc.version}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,9 +67,13 @@ func TestSendGetCancelAgainstClaimsAgent(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, v := range versions {
-		if v != "1.0" {
-			t.Errorf("A2A-Version header = %q, want 1.0 on every call (A2A 1.0 §3.6.1)", v)
+	for path, v := range versions {
+		want := "1.0"
+		if path == claimsagent.LegacyJSONRPCPath {
+			want = "0.3"
+		}
+		if v != want && !(want == "0.3" && v == "") {
+			t.Errorf("%s: A2A-Version header = %q, want %s (A2A 1.0 §3.6.1)", path, v, want)
 		}
 	}
 	if len(versions) == 0 {

@@ -3,8 +3,9 @@
 // (`make run`) and of the end-to-end tests.
 //
 // It serves the Agent Card at /.well-known/agent-card.json (A2A 1.0 §8.2)
-// with two supportedInterfaces, JSON-RPC at /a2a/jsonrpc and HTTP+JSON at
-// /a2a/rest, skill "open-claim", capabilities.streaming true.
+// with supportedInterfaces JSON-RPC at /a2a/jsonrpc and HTTP+JSON at
+// /a2a/rest (A2A 1.0), and JSON-RPC at /a2a/v0.3/jsonrpc (A2A 0.3); skill
+// "open-claim", capabilities.streaming true.
 //
 // Scenario "lost-parcel" (the default): the first message gives a Task that
 // goes WORKING, then INPUT_REQUIRED with a status message asking for a photo

@@ -54,7 +54,7 @@ func TestCard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(card.SupportedInterfaces) != 2 || !card.Capabilities.Streaming || len(card.Skills) != 1 || card.Skills[0].ID != SkillID {
+	if len(card.SupportedInterfaces) != 3 || !card.Capabilities.Streaming || len(card.Skills) != 1 || card.Skills[0].ID != SkillID {
 		t.Errorf("card = %+v", card)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
 
@@ -19,6 +20,10 @@ import (
 const (
 	JSONRPCPath = "/a2a/jsonrpc"
 	RESTPath    = "/a2a/rest"
+	// LegacyJSONRPCPath serves A2A 0.3 JSON-RPC (a2a-go/v2 a2acompat/a2av0),
+	// for clients and tests of the 0.3 path; listed in the card with
+	// protocolVersion "0.3".
+	LegacyJSONRPCPath = "/a2a/v0.3/jsonrpc"
 )
 
 // SkillID is the id of the agent's only skill.
@@ -57,6 +62,7 @@ func New(cfg Config) *Agent {
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle(JSONRPCPath, a2asrv.NewJSONRPCHandler(h))
 	mux.Handle(RESTPath+"/", http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h)))
+	mux.Handle(LegacyJSONRPCPath, a2av0.NewJSONRPCHandler(h))
 	return &Agent{card: card, handler: h, mux: mux}
 }
 
@@ -70,6 +76,7 @@ func Card(base string) *a2a.AgentCard {
 		SupportedInterfaces: []*a2a.AgentInterface{
 			a2a.NewAgentInterface(base+JSONRPCPath, a2a.TransportProtocolJSONRPC),
 			a2a.NewAgentInterface(base+RESTPath, a2a.TransportProtocolHTTPJSON),
+			{URL: base + LegacyJSONRPCPath, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version},
 		},
 		Capabilities:       a2a.AgentCapabilities{Streaming: true},
 		DefaultInputModes:  []string{"text/plain", "application/json"},
