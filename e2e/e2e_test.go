@@ -185,6 +185,25 @@ func TestLostParcelEndToEnd(t *testing.T) {
 		t.Errorf("agent task count = %d, want 1", n)
 	}
 
+	// The id of an ended delegation may be used again: a new delegation with
+	// new message ids, so the agent opens a new task.
+	if _, err := workflows.Start(ctx, e.c, d); err != nil {
+		t.Fatalf("Start() again after completion error = %v", err)
+	}
+	waitFor(t, "a second task", 60*time.Second, func() (bool, string) {
+		s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.Question != nil && s.RemoteTaskID != out.RemoteTaskID, s.A2AState
+	})
+	if n := e.agent.TaskCount(); n != 2 {
+		t.Errorf("agent task count after reuse = %d, want 2", n)
+	}
+	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "test done"); err != nil {
+		t.Errorf("Cancel() error = %v", err)
+	}
+
 	// The UI is served.
 	resp, err := http.Get(e.srv.UIURL())
 	if err != nil {

@@ -59,7 +59,8 @@ delegate is running.
   claims agent     http://${AGENT_ADDR}/.well-known/agent-card.json
 
 The sample delegation ${id} is ${state:-starting}: the claims agent asks for a photo of the box.
-Answer it from the UI (Send Signal or Update "provide-input" with {"text": "photo: box.jpg"}), or in another shell:
+Answer it from the UI (Send Signal or Update "provide-input" with {"text": "photo attached: box.jpg", "answered_by": "you"}),
+or in another shell:
 
   ./bin/delegate answer ${id} --text "photo attached: box.jpg" --by "$(whoami)"
   ./bin/delegate status ${id}

@@ -82,10 +82,14 @@ type ProvideInputResult struct {
 }
 
 // MessageID returns the deterministic messageId of round n of a delegation:
-// a UUIDv5 (RFC 9562, SHA-1, URL namespace) of "delegate:<workflowID>/<n>".
-// A resend of the same round carries the same id (A2A 1.0 §3.3.1).
-func MessageID(workflowID string, round int) string {
-	return uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "delegate:%s/%d", workflowID, round)).String()
+// a UUIDv5 (RFC 9562, SHA-1, URL namespace) of
+// "delegate:<workflowID>/<firstRunID>/<n>". A resend of the same round
+// carries the same id, so an agent that deduplicates sees one message (A2A
+// 1.0 §3.3.1); a new delegation that reuses the local_workflow_id of an
+// ended one gets new ids (its first run id differs), and continue-as-new
+// keeps them (the first run id stays).
+func MessageID(workflowID, firstRunID string, round int) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, fmt.Appendf(nil, "delegate:%s/%s/%d", workflowID, firstRunID, round)).String()
 }
 
 // ErrTypeInvalidContract is the ApplicationError type of a workflow that
@@ -94,7 +98,7 @@ const ErrTypeInvalidContract = "invalid_contract"
 
 // Delegation is the workflow. Its input is the contract, its result the
 // Outcome. It resolves the card, sends the message with messageId
-// MessageID(id, 0), follows the remote Task, asks an operator through Signal
+// MessageID(id, run, 0), follows the remote Task, asks an operator through Signal
 // or Update "provide-input" when the Task is INPUT_REQUIRED or
 // AUTH_REQUIRED, validates the artifacts of a COMPLETED Task, and cancels
 // the remote Task on workflow cancellation or at the deadline.
@@ -107,7 +111,7 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 			AgentCardURL: d.AgentCardURL, Deadline: d.Deadline, StartedAt: workflow.Now(ctx),
 			Transitions: []Transition{},
 		},
-		wfID: info.WorkflowExecution.ID,
+		wfID: info.WorkflowExecution.ID, firstRunID: info.FirstRunID,
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (*State, error) { return r.s, nil },
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
@@ -139,6 +143,7 @@ type run struct {
 	d           contracts.Delegation
 	s           *State
 	wfID        string
+	firstRunID  string
 	deadlineHit bool
 	pending     *contracts.Answer
 	pendingVia  string
@@ -218,7 +223,7 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 			r.s.InputRounds++
 			round := r.s.InputRounds
 			r.s.Answers = append(r.s.Answers, AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
-				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, round)})
+				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round)})
 			r.s.Question = nil
 			r.setState(ctx, PhaseSending)
 			snap, err = r.send(ctx, round, a.Text, a.Data)
@@ -239,7 +244,7 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 // send sends round n with the same taskId and contextId as before.
 func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMessage) (a2aclient.Snapshot, error) {
 	in := activities.SendInput{Interface: r.s.Interface, Message: a2aclient.Outbound{
-		MessageID: MessageID(r.wfID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
+		MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
 	}}
 	var snap a2aclient.Snapshot
 	err := r.activity(ctx, sendOptions(), acts.SendMessage, in, &snap)

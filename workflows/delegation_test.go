@@ -63,7 +63,7 @@ func claim(name string) contracts.Artifact {
 // sendIs matches a SendInput by round (its messageId) and task id.
 func sendIs(round int, taskID string) any {
 	return mock.MatchedBy(func(in activities.SendInput) bool {
-		return in.Message.MessageID == MessageID("default-test-workflow-id", round) && in.Message.TaskID == taskID
+		return in.Message.MessageID == MessageID("default-test-workflow-id", "", round) && in.Message.TaskID == taskID
 	})
 }
 
@@ -113,7 +113,7 @@ func (s *DelegationSuite) TestHappyPathWithoutInput() {
 func (s *DelegationSuite) expectInputRound(answerText string) {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool {
-		return in.Message.MessageID == MessageID("default-test-workflow-id", 1) &&
+		return in.Message.MessageID == MessageID("default-test-workflow-id", "", 1) &&
 			in.Message.TaskID == "task-1" && in.Message.ContextID == "ctx-1" && in.Message.Text == answerText
 	})).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
@@ -279,12 +279,12 @@ func (s *DelegationSuite) TestSignalWithoutQuestionIsIgnored() {
 }
 
 func TestMessageIDIsDeterministicPerRound(t *testing.T) {
-	a, b := MessageID("wf", 0), MessageID("wf", 0)
+	a, b := MessageID("wf", "run-1", 0), MessageID("wf", "run-1", 0)
 	if a != b {
 		t.Fatalf("MessageID not deterministic: %s != %s", a, b)
 	}
-	if MessageID("wf", 1) == a || MessageID("wf2", 0) == a {
-		t.Fatalf("MessageID collides across rounds or workflows")
+	if MessageID("wf", "run-1", 1) == a || MessageID("wf2", "run-1", 0) == a || MessageID("wf", "run-2", 0) == a {
+		t.Fatalf("MessageID collides across rounds, workflows or runs")
 	}
 	if a[14] != '5' {
 		t.Fatalf("MessageID %s is not a UUIDv5", a)

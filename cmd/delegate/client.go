@@ -46,6 +46,14 @@ func (f *clientFlags) dial(ctx context.Context) (client.Client, error) {
 	return c, nil
 }
 
+// oneID requires exactly one argument, the delegation's workflow id.
+func oneID(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageErr(fmt.Errorf("%s needs exactly one argument, the delegation's workflow id (its local_workflow_id); got %d", cmd.Name(), len(args)))
+	}
+	return nil
+}
+
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
 		return v
@@ -160,7 +168,7 @@ func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status ID [--json]",
 		Short: "Show the local state of a delegation (Query \"state\")",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := cf.dial(ctx)
@@ -236,11 +244,11 @@ func newAnswerCmd() *cobra.Command {
 	var text, data, by string
 	cmd := &cobra.Command{
 		Use:   "answer ID --text T [--data JSON] [--by NAME]",
+		Args:  oneID,
 		Short: "Answer the remote agent's question (Update \"provide-input\")",
 		Long: `Answer the question of a delegation waiting in input-required. The answer goes
 through the Update "provide-input", so an empty answer, or an answer when no
 question is pending, is refused at once with the reason.`,
-		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a := contracts.Answer{Text: text, AnsweredBy: by}
 			if data != "" {
@@ -282,7 +290,7 @@ func newCancelCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel ID [--reason R]",
 		Short: "Cancel a delegation; the workflow cancels the remote task",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := cf.dial(ctx)
@@ -290,6 +298,13 @@ func newCancelCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			desc, err := c.DescribeWorkflowExecution(ctx, args[0], "")
+			if err != nil {
+				return temporalErr(err)
+			}
+			if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", args[0], statusName(st), args[0]))
+			}
 			if err := workflows.Cancel(ctx, c, cf.namespace, args[0], reason); err != nil {
 				return temporalErr(err)
 			}
@@ -334,7 +349,7 @@ func newListCmd() *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tAGENT\tREMOTE STATE\tSTATUS\tSTARTED")
+			fmt.Fprintln(tw, "ID\tAGENT\tREMOTE STATE\tWORKFLOW\tSTARTED")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Agent, r.A2AState, r.Status, r.Started.Format(time.RFC3339))
 			}
