@@ -1,27 +1,42 @@
 package contracts
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"mime"
+	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Artifact is a remote A2A Artifact (A2A 1.0 §4.1.7) as recorded in local
 // state, before it is validated. It is untrusted data.
 type Artifact struct {
-	ArtifactID string `json:"artifact_id"`
-	Name       string `json:"name"`
-	Parts      []Part `json:"parts"`
+	ArtifactID string         `json:"artifact_id"`
+	Name       string         `json:"name"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
+	Parts      []Part         `json:"parts"`
+	// Withheld is set (with the rejection reason) when the worker did not
+	// keep the content because it broke a limit (see ApplyLimits); Size and
+	// SHA256 then describe what was received.
+	Withheld string `json:"withheld,omitempty"`
+	Size     int    `json:"size,omitempty"`
+	SHA256   string `json:"sha256,omitempty"`
 }
 
-// Part is one recorded A2A Part (A2A 1.0 §4.1.6). Kind is "text", "data",
-// "file" (url or raw bytes); exactly one of Text, Data, URL is set.
+// Part is one recorded A2A Part (A2A 1.0 §4.1.6). Kind is "text", "data" or
+// "file"; a file is a URL (recorded, never fetched) or inline Raw bytes.
 type Part struct {
 	Kind      string          `json:"kind"`
 	Text      string          `json:"text,omitempty"`
 	Data      json.RawMessage `json:"data,omitempty"`
 	URL       string          `json:"url,omitempty"`
+	Raw       []byte          `json:"raw,omitempty"`
+	Filename  string          `json:"filename,omitempty"`
 	MediaType string          `json:"media_type,omitempty"`
+	Metadata  map[string]any  `json:"metadata,omitempty"`
 }
 
 // Part kinds.
@@ -31,41 +46,181 @@ const (
 	PartFile = "file"
 )
 
-// Rejection reasons (prefixes of RejectedArtifact.Reason).
+// MediaTypeOf is the media type a part is judged by: its own mediaType, or
+// text/plain for text, application/json for data, application/octet-stream
+// for a file without one. Parameters are dropped and case is folded.
+func (p Part) MediaTypeOf() string {
+	mt := p.MediaType
+	if mt == "" {
+		switch p.Kind {
+		case PartText:
+			mt = "text/plain"
+		case PartData:
+			mt = "application/json"
+		default:
+			mt = "application/octet-stream"
+		}
+	}
+	if parsed, _, err := mime.ParseMediaType(mt); err == nil {
+		return parsed
+	}
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// size is the number of content bytes the part carries.
+func (p Part) size() int { return len(p.Text) + len(p.Data) + len(p.Raw) + len(p.URL) }
+
+// Rejection reasons: the first word of RejectedArtifact.Reason.
 const (
-	ReasonKindNotAllowed = "kind_not_allowed"
-	ReasonNoContent      = "no_content"
-	ReasonMultipleData   = "multiple_data_parts"
-	ReasonMissingID      = "missing_artifact_id"
+	ReasonKindNotAllowed      = "kind_not_allowed"
+	ReasonKindConflict        = "kind_conflict"
+	ReasonNoContent           = "no_content"
+	ReasonMultipleData        = "multiple_data_parts"
+	ReasonMissingID           = "missing_artifact_id"
+	ReasonMediaTypeNotAllowed = "media_type_not_allowed"
+	ReasonSchemaViolation     = "schema_violation"
+	ReasonResourceOutOfScope  = "resource_out_of_scope"
+	ReasonClaimsAuthority     = "claims_authority"
+	ReasonTooManyArtifacts    = "too_many_artifacts"
+	ReasonTooLarge            = "too_large"
+	ReasonTotalTooLarge       = "total_too_large"
+	ReasonTooDeep             = "too_deep"
 )
 
+// AuthorityKeys are metadata keys by which remote content would claim
+// approval or authority; an artifact carrying one (on itself or a part,
+// any case) is rejected: a remote message cannot widen the delegation.
+var AuthorityKeys = []string{"approved", "authorized", "authorization", "authority", "write_authority", "scope", "permissions"}
+
+// OutputKindKey is the artifact metadata key that names its kind when
+// present (it must then agree with the artifact's name, if any).
+const OutputKindKey = "output_kind"
+
+// Validator validates artifacts against one contract. Build it once per
+// contract with NewValidator.
+type Validator struct {
+	d       Delegation
+	limits  Limits
+	modes   []string
+	schemas map[string]*compiledSchema
+}
+
+// NewValidator compiles the contract's output schemas. It fails only for a
+// contract that does not validate (see Delegation.Validate).
+func NewValidator(d Delegation) (*Validator, error) {
+	v := &Validator{d: d, limits: d.EffectiveLimits(), modes: d.EffectiveOutputModes(), schemas: map[string]*compiledSchema{}}
+	for kind, raw := range d.OutputSchemas {
+		cs, err := compileSchema(raw, d.ResourceScope)
+		if err != nil {
+			return nil, &FieldError{Field: "output_schemas." + kind, Rule: err.Error()}
+		}
+		v.schemas[kind] = cs
+	}
+	return v, nil
+}
+
 // ValidateArtifacts turns the artifacts of a completed remote Task into
-// outputs and rejections under the contract d. An artifact's kind is its
-// name; a kind not in allowed_outputs is rejected. Every artifact ends in
-// exactly one of the two lists, in the order received.
+// outputs and rejections under the contract d (see Validator.Validate).
 func ValidateArtifacts(d Delegation, artifacts []Artifact) (outputs []Output, rejected []RejectedArtifact) {
+	v, err := NewValidator(d)
+	if err != nil {
+		outputs, rejected = []Output{}, []RejectedArtifact{}
+		for _, a := range artifacts {
+			rejected = append(rejected, RejectedArtifact{ArtifactID: a.ArtifactID, Reason: "invalid_contract: " + err.Error()})
+		}
+		return outputs, rejected
+	}
+	return v.Validate(artifacts)
+}
+
+// Validate checks every artifact, in the order received, against the
+// contract: limits (count, bytes, total bytes, JSON depth), kind (name or
+// metadata.output_kind) in allowed_outputs, no authority claims in
+// metadata, every part's media type in output_modes, at most one data
+// part, and the data part against output_schemas[kind] (JSON Schema
+// 2020-12) including resource_scope for strings marked "x-resource-ref".
+// Every artifact ends in exactly one of the two lists.
+func (v *Validator) Validate(artifacts []Artifact) (outputs []Output, rejected []RejectedArtifact) {
 	outputs, rejected = []Output{}, []RejectedArtifact{}
-	for _, a := range artifacts {
-		out, reason := validateArtifact(d, a)
+	total := 0
+	for i, a := range artifacts {
+		reason := ""
+		switch {
+		case a.Withheld != "":
+			reason = a.Withheld
+		case i >= v.limits.MaxArtifacts:
+			reason = fmt.Sprintf("%s: more than %d artifacts", ReasonTooManyArtifacts, v.limits.MaxArtifacts)
+		}
+		size := artifactSize(a)
+		if reason == "" && size > v.limits.MaxArtifactBytes {
+			reason = fmt.Sprintf("%s: %d bytes > %d", ReasonTooLarge, size, v.limits.MaxArtifactBytes)
+		}
+		if reason == "" && total+size > v.limits.MaxTotalBytes {
+			reason = fmt.Sprintf("%s: the artifacts exceed %d bytes in total", ReasonTotalTooLarge, v.limits.MaxTotalBytes)
+		}
+		var out Output
+		if reason == "" {
+			out, reason = v.validateOne(a)
+		}
 		if reason != "" {
 			rejected = append(rejected, RejectedArtifact{ArtifactID: a.ArtifactID, Reason: reason})
 			continue
 		}
+		total += size
 		outputs = append(outputs, out)
 	}
 	return outputs, rejected
 }
 
-func validateArtifact(d Delegation, a Artifact) (Output, string) {
+func artifactSize(a Artifact) int {
+	if a.Withheld != "" {
+		return a.Size
+	}
+	n := 0
+	for _, p := range a.Parts {
+		n += p.size()
+	}
+	return n
+}
+
+// KindOf returns an artifact's kind: metadata.output_kind when present,
+// else its name. ok is false when both are present and differ, or the
+// metadata value is not a string.
+func KindOf(a Artifact) (kind string, ok bool) {
+	mk, has := a.Metadata[OutputKindKey]
+	if !has {
+		return a.Name, true
+	}
+	s, isStr := mk.(string)
+	if !isStr || (a.Name != "" && a.Name != s) {
+		return "", false
+	}
+	return s, true
+}
+
+func (v *Validator) validateOne(a Artifact) (Output, string) {
 	if a.ArtifactID == "" {
 		return Output{}, ReasonMissingID + ": the artifact has no artifactId"
 	}
-	if !d.Allows(a.Name) {
-		return Output{}, fmt.Sprintf("%s: kind %q is not in allowed_outputs %v", ReasonKindNotAllowed, a.Name, d.AllowedOutputs)
+	kind, ok := KindOf(a)
+	if !ok {
+		return Output{}, fmt.Sprintf("%s: name %q and metadata.%s %v differ", ReasonKindConflict, a.Name, OutputKindKey, a.Metadata[OutputKindKey])
 	}
-	out := Output{Kind: a.Name, ArtifactID: a.ArtifactID}
+	if !v.d.Allows(kind) {
+		return Output{}, fmt.Sprintf("%s: kind %q is not in allowed_outputs %v", ReasonKindNotAllowed, kind, v.d.AllowedOutputs)
+	}
+	if key := authorityKey(a.Metadata); key != "" {
+		return Output{}, fmt.Sprintf("%s: artifact metadata key %q claims approval or authority; outputs are proposals only", ReasonClaimsAuthority, key)
+	}
+	out := Output{Kind: kind, ArtifactID: a.ArtifactID, Authority: WriteAuthorityNone}
 	var texts []string
-	for _, p := range a.Parts {
+	for i, p := range a.Parts {
+		if key := authorityKey(p.Metadata); key != "" {
+			return Output{}, fmt.Sprintf("%s: part %d metadata key %q claims approval or authority", ReasonClaimsAuthority, i, key)
+		}
+		if mt := p.MediaTypeOf(); !slices.Contains(v.modes, mt) {
+			return Output{}, fmt.Sprintf("%s: part %d is %s, output_modes allow %v", ReasonMediaTypeNotAllowed, i, mt, v.modes)
+		}
 		switch p.Kind {
 		case PartText:
 			texts = append(texts, p.Text)
@@ -73,12 +228,136 @@ func validateArtifact(d Delegation, a Artifact) (Output, string) {
 			if out.Data != nil {
 				return Output{}, ReasonMultipleData + ": an output carries at most one data part"
 			}
+			if d := jsonDepth(p.Data); d > v.limits.MaxJSONDepth {
+				return Output{}, fmt.Sprintf("%s: JSON nesting depth %d > %d", ReasonTooDeep, d, v.limits.MaxJSONDepth)
+			}
 			out.Data = p.Data
+		case PartFile:
+			f := FileRef{URL: p.URL, MediaType: p.MediaTypeOf(), Filename: p.Filename}
+			if len(p.Raw) > 0 {
+				sum := sha256.Sum256(p.Raw)
+				f.Size, f.SHA256 = len(p.Raw), hex.EncodeToString(sum[:])
+			}
+			out.Files = append(out.Files, f)
+		default:
+			return Output{}, fmt.Sprintf("%s: part %d has unknown kind %q", ReasonNoContent, i, p.Kind)
 		}
 	}
 	out.Text = strings.Join(texts, "\n")
-	if out.Data == nil && out.Text == "" {
-		return Output{}, ReasonNoContent + ": the artifact has no text or data part"
+	if out.Data == nil && out.Text == "" && len(out.Files) == 0 {
+		return Output{}, ReasonNoContent + ": the artifact has no text, data or file part"
+	}
+	if cs := v.schemas[kind]; cs != nil {
+		if out.Data == nil {
+			return Output{}, fmt.Sprintf("%s: output_schemas.%s needs a data part", ReasonSchemaViolation, kind)
+		}
+		if reason := cs.validate(out.Data); reason != "" {
+			return Output{}, reason
+		}
 	}
 	return out, ""
+}
+
+func authorityKey(md map[string]any) string {
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if slices.Contains(AuthorityKeys, strings.ToLower(k)) {
+			return k
+		}
+	}
+	return ""
+}
+
+// jsonDepth returns the nesting depth of a JSON document (a scalar is 0,
+// {} and [] are 1), without decoding it.
+func jsonDepth(b []byte) int {
+	depth, maxDepth, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			maxDepth = max(maxDepth, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return maxDepth
+}
+
+// CutText keeps at most n bytes of remote text (on a rune boundary); a
+// longer text is cut and ends with a marker that gives its full length and
+// sha256, so that what was dropped can still be identified.
+func CutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	sum := sha256.Sum256([]byte(s))
+	return fmt.Sprintf("%s…[cut: %d bytes, sha256:%s]", s[:cut], len(s), hex.EncodeToString(sum[:]))
+}
+
+// ApplyLimits is applied by the worker to what the remote agent returned,
+// before it enters workflow history: artifacts beyond the count limit, and
+// artifacts larger than the byte limit or nested deeper than the depth
+// limit, keep only their id, name, size and sha256 and are marked Withheld
+// with the rejection reason. The workflow then rejects withheld artifacts
+// with that reason. (Remote status text is cut separately with CutText.)
+func ApplyLimits(arts []Artifact, l Limits) []Artifact {
+	l = l.withDefaults()
+	out := make([]Artifact, 0, len(arts))
+	for i, a := range arts {
+		size := artifactSize(a)
+		reason := ""
+		switch {
+		case i >= l.MaxArtifacts:
+			reason = fmt.Sprintf("%s: more than %d artifacts", ReasonTooManyArtifacts, l.MaxArtifacts)
+		case size > l.MaxArtifactBytes:
+			reason = fmt.Sprintf("%s: %d bytes > %d", ReasonTooLarge, size, l.MaxArtifactBytes)
+		default:
+			for _, p := range a.Parts {
+				if d := jsonDepth(p.Data); d > l.MaxJSONDepth {
+					reason = fmt.Sprintf("%s: JSON nesting depth %d > %d", ReasonTooDeep, d, l.MaxJSONDepth)
+					break
+				}
+			}
+		}
+		if reason != "" {
+			h := sha256.New()
+			for _, p := range a.Parts {
+				h.Write([]byte(p.Text))
+				h.Write(p.Data)
+				h.Write(p.Raw)
+				h.Write([]byte(p.URL))
+			}
+			out = append(out, Artifact{ArtifactID: a.ArtifactID, Name: CutText(a.Name, 256), Parts: []Part{},
+				Withheld: reason, Size: size, SHA256: hex.EncodeToString(h.Sum(nil))})
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// FileRef is a file part of an output: a URL (never fetched) or inline
+// bytes counted by Size and identified by SHA256.
+type FileRef struct {
+	URL       string `json:"url,omitempty"`
+	MediaType string `json:"media_type"`
+	Filename  string `json:"filename,omitempty"`
+	Size      int    `json:"size,omitempty"`
+	SHA256    string `json:"sha256,omitempty"`
 }

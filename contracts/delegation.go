@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
+	"slices"
 	"regexp"
 	"strings"
 	"time"
@@ -43,6 +45,81 @@ type Delegation struct {
 	// WriteAuthority is what the remote agent may change locally; only
 	// "none" is accepted: every output is a proposal.
 	WriteAuthority string `json:"write_authority"`
+
+	// OutputSchemas maps an allowed output kind to the JSON Schema (2020-12)
+	// its data part must satisfy. Optional.
+	OutputSchemas map[string]json.RawMessage `json:"output_schemas,omitempty"`
+	// OutputModes lists the media types accepted in artifact parts
+	// (default DefaultOutputModes).
+	OutputModes []string `json:"output_modes,omitempty"`
+	// ResourceScope lists the local resource ids this delegation may name;
+	// a string marked "x-resource-ref": true in an output schema must be one.
+	ResourceScope []string `json:"resource_scope,omitempty"`
+	// OnInvalidArtifact is "fail" (default: status invalid_output) or "drop"
+	// (valid outputs kept, status completed, rejections listed).
+	OnInvalidArtifact string `json:"on_invalid_artifact,omitempty"`
+	// Limits lowers the default limits (DefaultLimits); raising is refused.
+	Limits *Limits `json:"limits,omitempty"`
+}
+
+// DefaultOutputModes are the media types accepted when output_modes is
+// not given.
+var DefaultOutputModes = []string{"application/json", "text/plain"}
+
+// On-invalid-artifact policies.
+const (
+	OnInvalidFail = "fail"
+	OnInvalidDrop = "drop"
+)
+
+// Limits bound what a remote agent can put into local state. A zero field
+// means the default. Bytes count the text, data, inline file bytes and
+// file URL of the parts.
+type Limits struct {
+	MaxArtifacts     int `json:"max_artifacts,omitempty"`      // artifacts per task, default 32
+	MaxArtifactBytes int `json:"max_artifact_bytes,omitempty"` // bytes per artifact, default 262144 (256 KiB)
+	MaxTotalBytes    int `json:"max_total_bytes,omitempty"`    // bytes of all outputs, default 1048576 (1 MiB)
+	MaxJSONDepth     int `json:"max_json_depth,omitempty"`     // nesting depth of a data part, default 32
+	MaxTextChars     int `json:"max_text_chars,omitempty"`     // bytes of remote status text kept, default 4096
+}
+
+// DefaultLimits are the limits of a contract that sets none.
+var DefaultLimits = Limits{MaxArtifacts: 32, MaxArtifactBytes: 256 << 10, MaxTotalBytes: 1 << 20, MaxJSONDepth: 32, MaxTextChars: 4096}
+
+func (l Limits) withDefaults() Limits {
+	pick := func(v, def int) int {
+		if v <= 0 {
+			return def
+		}
+		return v
+	}
+	return Limits{
+		MaxArtifacts:     pick(l.MaxArtifacts, DefaultLimits.MaxArtifacts),
+		MaxArtifactBytes: pick(l.MaxArtifactBytes, DefaultLimits.MaxArtifactBytes),
+		MaxTotalBytes:    pick(l.MaxTotalBytes, DefaultLimits.MaxTotalBytes),
+		MaxJSONDepth:     pick(l.MaxJSONDepth, DefaultLimits.MaxJSONDepth),
+		MaxTextChars:     pick(l.MaxTextChars, DefaultLimits.MaxTextChars),
+	}
+}
+
+// EffectiveLimits returns the contract's limits with defaults filled in.
+func (d Delegation) EffectiveLimits() Limits {
+	if d.Limits == nil {
+		return DefaultLimits
+	}
+	return d.Limits.withDefaults()
+}
+
+// EffectiveOutputModes returns output_modes, or DefaultOutputModes.
+func (d Delegation) EffectiveOutputModes() []string {
+	if len(d.OutputModes) == 0 {
+		return DefaultOutputModes
+	}
+	out := make([]string, len(d.OutputModes))
+	for i, m := range d.OutputModes {
+		out[i] = Part{MediaType: m}.MediaTypeOf()
+	}
+	return out
 }
 
 // MessageSpec is the content of an outbound A2A Message: a text Part and,
@@ -140,6 +217,7 @@ func (d Delegation) Validate(now time.Time) error {
 	} else if !d.Deadline.After(now) {
 		add("deadline", fmt.Sprintf("must be in the future (got %s, now %s)", d.Deadline.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
 	}
+	errs = append(errs, d.validateDepth()...)
 	switch d.WriteAuthority {
 	case WriteAuthorityNone:
 	case "":
@@ -148,6 +226,59 @@ func (d Delegation) Validate(now time.Time) error {
 		add("write_authority", fmt.Sprintf(`only "none" is accepted, got %q: a delegation never grants the remote agent write authority`, d.WriteAuthority))
 	}
 	return errors.Join(errs...)
+}
+
+// validateDepth checks the optional fields of the contract depth
+// (output schemas, modes, scope, policy, limits).
+func (d Delegation) validateDepth() []error {
+	var errs []error
+	add := func(field, rule string) { errs = append(errs, &FieldError{Field: field, Rule: rule}) }
+	kinds := make([]string, 0, len(d.OutputSchemas))
+	for k := range d.OutputSchemas {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		f := "output_schemas." + k
+		if !d.Allows(k) {
+			add(f, fmt.Sprintf("%q is not in allowed_outputs", k))
+			continue
+		}
+		if _, err := compileSchema(d.OutputSchemas[k], d.ResourceScope); err != nil {
+			add(f, err.Error())
+		}
+	}
+	for i, m := range d.OutputModes {
+		if _, _, err := mime.ParseMediaType(m); err != nil || !strings.Contains(m, "/") {
+			add(fmt.Sprintf("output_modes[%d]", i), fmt.Sprintf("%q is not a media type (type/subtype)", m))
+		}
+	}
+	for i, r := range d.ResourceScope {
+		if strings.TrimSpace(r) == "" {
+			add(fmt.Sprintf("resource_scope[%d]", i), "must not be empty")
+		}
+	}
+	switch d.OnInvalidArtifact {
+	case "", OnInvalidFail, OnInvalidDrop:
+	default:
+		add("on_invalid_artifact", fmt.Sprintf(`must be "fail" or "drop", got %q`, d.OnInvalidArtifact))
+	}
+	if l := d.Limits; l != nil {
+		check := func(name string, v, def int) {
+			switch {
+			case v < 0:
+				add("limits."+name, "must not be negative")
+			case v > def:
+				add("limits."+name, fmt.Sprintf("%d is above the default %d: limits can only be lowered", v, def))
+			}
+		}
+		check("max_artifacts", l.MaxArtifacts, DefaultLimits.MaxArtifacts)
+		check("max_artifact_bytes", l.MaxArtifactBytes, DefaultLimits.MaxArtifactBytes)
+		check("max_total_bytes", l.MaxTotalBytes, DefaultLimits.MaxTotalBytes)
+		check("max_json_depth", l.MaxJSONDepth, DefaultLimits.MaxJSONDepth)
+		check("max_text_chars", l.MaxTextChars, DefaultLimits.MaxTextChars)
+	}
+	return errs
 }
 
 // Allows reports whether kind is one of the allowed outputs.

@@ -110,12 +110,17 @@ type ProtocolInfo struct {
 }
 
 // Output is one artifact that passed the contract. Kind is the artifact's
-// name; Data is its data part (JSON), Text its text parts joined.
+// kind (see KindOf); Data is its data part (JSON), Text its text parts
+// joined, Files its file parts (recorded, never fetched). Authority is
+// always "none": an output is a proposal for the backend to act on under
+// its own rules.
 type Output struct {
 	Kind       string          `json:"kind"`
 	ArtifactID string          `json:"artifact_id"`
 	Data       json.RawMessage `json:"data,omitempty"`
 	Text       string          `json:"text,omitempty"`
+	Files      []FileRef       `json:"files,omitempty"`
+	Authority  string          `json:"authority"`
 }
 
 // RejectedArtifact is an artifact that failed the contract, with the reason.
