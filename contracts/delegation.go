@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
