@@ -1,7 +1,6 @@
 package a2aclient
 
 import (
-	"encoding/base64"
 	"encoding/json"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -108,12 +107,12 @@ func SnapshotOf(t *a2a.Task) Snapshot {
 }
 
 func artifactOf(a *a2a.Artifact) contracts.Artifact {
-	out := contracts.Artifact{ArtifactID: string(a.ID), Name: a.Name, Parts: []contracts.Part{}}
+	out := contracts.Artifact{ArtifactID: string(a.ID), Name: a.Name, Metadata: a.Metadata, Parts: []contracts.Part{}}
 	for _, p := range a.Parts {
 		if p == nil {
 			continue
 		}
-		cp := contracts.Part{MediaType: p.MediaType}
+		cp := contracts.Part{MediaType: p.MediaType, Filename: p.Filename, Metadata: p.Metadata}
 		switch c := p.Content.(type) {
 		case a2a.Text:
 			cp.Kind, cp.Text = contracts.PartText, string(c)
@@ -126,7 +125,7 @@ func artifactOf(a *a2a.Artifact) contracts.Artifact {
 		case a2a.URL:
 			cp.Kind, cp.URL = contracts.PartFile, string(c)
 		case a2a.Raw:
-			cp.Kind, cp.URL = contracts.PartFile, "data:;base64,"+base64.StdEncoding.EncodeToString(c)
+			cp.Kind, cp.Raw = contracts.PartFile, []byte(c)
 		default:
 			continue
 		}

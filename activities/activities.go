@@ -48,6 +48,9 @@ type ResolvedCard struct {
 	Agent     contracts.AgentInfo `json:"agent"`
 	Interface cards.Interface     `json:"interface"`
 	Streaming bool                `json:"streaming"`
+	// InputModes are the media types the skill accepts: its inputModes, or
+	// the card's defaultInputModes (A2A 1.0 §4.4.5); empty when undeclared.
+	InputModes []string `json:"input_modes,omitempty"`
 }
 
 // ResolveCard fetches and parses the Agent Card, checks that it offers the
@@ -67,7 +70,8 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 		}
 		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard, err)
 	}
-	if _, ok := cards.FindSkill(card.Parsed, in.Skill); !ok {
+	skill, ok := cards.FindSkill(card.Parsed, in.Skill)
+	if !ok {
 		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard,
 			&cards.Error{Kind: "skill_missing", Msg: fmt.Sprintf("the card of %q offers no skill %q", card.Parsed.Name, in.Skill)})
 	}
@@ -75,12 +79,17 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 	if err != nil {
 		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard, err)
 	}
+	modes := skill.InputModes
+	if len(modes) == 0 {
+		modes = card.Parsed.DefaultInputModes
+	}
 	return ResolvedCard{
 		Agent: contracts.AgentInfo{
 			Name: card.Parsed.Name, CardURL: card.URL, CardVersion: card.Parsed.Version, CardDigest: card.Digest,
 		},
-		Interface: iface,
-		Streaming: card.Parsed.Capabilities.Streaming,
+		Interface:  iface,
+		Streaming:  card.Parsed.Capabilities.Streaming,
+		InputModes: modes,
 	}, nil
 }
 
@@ -88,6 +97,8 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 type SendInput struct {
 	Interface cards.Interface    `json:"interface"`
 	Message   a2aclient.Outbound `json:"message"`
+	// Limits bound what the reply may put into history (see bound).
+	Limits contracts.Limits `json:"limits"`
 }
 
 // SendMessage sends one message (A2A 1.0 §3.1.1). The messageId is chosen
@@ -107,7 +118,7 @@ func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.S
 		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err)
 	}
 	a.logger().Info("a2a message sent", "workflow_id", workflowID(ctx), "message_id", in.Message.MessageID, "task_id", snap.TaskID, "state", snap.State)
-	return snap, nil
+	return bound(snap, in.Limits), nil
 }
 
 // WatchInput names the task to watch and the state last observed.
@@ -117,6 +128,8 @@ type WatchInput struct {
 	// Since is the last state the workflow recorded; WatchTask returns only
 	// when the remote state differs from it.
 	Since string `json:"since"`
+	// Limits bound what the result may put into history (see bound).
+	Limits contracts.Limits `json:"limits"`
 }
 
 // WatchTask polls GetTask (A2A 1.0 §3.1.3) with backoff until the remote
@@ -151,7 +164,7 @@ func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Sn
 			}
 			failures++
 		} else if snap.State != in.Since {
-			return snap, nil
+			return bound(snap, in.Limits), nil
 		}
 		activity.RecordHeartbeat(ctx, heartbeat{Polls: polls, Failures: failures})
 		t := time.NewTimer(wait)
@@ -163,6 +176,22 @@ func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Sn
 		}
 		wait = min(wait*2, maxWait)
 	}
+}
+
+// bound applies the contract's limits to a snapshot before it becomes an
+// activity result, that is workflow history: oversize, too deep or surplus
+// artifacts are withheld (contracts.ApplyLimits) and remote text is cut
+// (contracts.CutText).
+func bound(s a2aclient.Snapshot, l contracts.Limits) a2aclient.Snapshot {
+	lim := l.WithDefaults()
+	s.Artifacts = contracts.ApplyLimits(s.Artifacts, lim)
+	s.StatusText = contracts.CutText(s.StatusText, lim.MaxTextChars)
+	s.Reply = contracts.CutText(s.Reply, lim.MaxTextChars)
+	if len(s.StatusData) > lim.MaxArtifactBytes {
+		s.StatusData = nil
+		s.StatusText += " [status data withheld: over the size limit]"
+	}
+	return s
 }
 
 type heartbeat struct {

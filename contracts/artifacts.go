@@ -317,7 +317,7 @@ func CutText(s string, n int) string {
 // with the rejection reason. The workflow then rejects withheld artifacts
 // with that reason. (Remote status text is cut separately with CutText.)
 func ApplyLimits(arts []Artifact, l Limits) []Artifact {
-	l = l.withDefaults()
+	l = l.WithDefaults()
 	out := make([]Artifact, 0, len(arts))
 	for i, a := range arts {
 		size := artifactSize(a)

@@ -86,7 +86,8 @@ type Limits struct {
 // DefaultLimits are the limits of a contract that sets none.
 var DefaultLimits = Limits{MaxArtifacts: 32, MaxArtifactBytes: 256 << 10, MaxTotalBytes: 1 << 20, MaxJSONDepth: 32, MaxTextChars: 4096}
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults fills zero fields with DefaultLimits.
+func (l Limits) WithDefaults() Limits {
 	pick := func(v, def int) int {
 		if v <= 0 {
 			return def
@@ -107,7 +108,7 @@ func (d Delegation) EffectiveLimits() Limits {
 	if d.Limits == nil {
 		return DefaultLimits
 	}
-	return d.Limits.withDefaults()
+	return d.Limits.WithDefaults()
 }
 
 // EffectiveOutputModes returns output_modes, or DefaultOutputModes.
@@ -279,6 +280,38 @@ func (d Delegation) validateDepth() []error {
 		check("max_text_chars", l.MaxTextChars, DefaultLimits.MaxTextChars)
 	}
 	return errs
+}
+
+// MessageModes returns the media types an outbound message carries:
+// text/plain for text, application/json for data.
+func MessageModes(text string, data json.RawMessage) []string {
+	var modes []string
+	if strings.TrimSpace(text) != "" {
+		modes = append(modes, "text/plain")
+	}
+	if len(data) > 0 && !bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		modes = append(modes, "application/json")
+	}
+	return modes
+}
+
+// CheckInputModes refuses a message whose media types are not all in the
+// modes the remote skill accepts (AgentSkill.inputModes, or the card's
+// defaultInputModes; A2A 1.0 §4.4.5). No declared modes accept anything.
+func CheckInputModes(accepted, carried []string) error {
+	if len(accepted) == 0 {
+		return nil
+	}
+	norm := make([]string, len(accepted))
+	for i, m := range accepted {
+		norm[i] = Part{MediaType: m}.MediaTypeOf()
+	}
+	for _, m := range carried {
+		if !slices.Contains(norm, m) && !slices.Contains(norm, "*/*") {
+			return fmt.Errorf("the skill accepts %v; the message carries %s", accepted, m)
+		}
+	}
+	return nil
 }
 
 // Allows reports whether kind is one of the allowed outputs.

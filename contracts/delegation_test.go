@@ -156,29 +156,3 @@ func TestExampleContractDecodes(t *testing.T) {
 		t.Fatalf("examples/lost-parcel.json: %v", err)
 	}
 }
-
-func TestValidateArtifacts(t *testing.T) {
-	d := Delegation{AllowedOutputs: []string{"claim_opened"}}
-	data := func(s string) Part { return Part{Kind: PartData, Data: json.RawMessage(s)} }
-	arts := []Artifact{
-		{ArtifactID: "a1", Name: "claim_opened", Parts: []Part{data(`{"claim_id":"C"}`)}},
-		{ArtifactID: "a2", Name: "refund_issued", Parts: []Part{data(`{}`)}},
-		{ArtifactID: "a3", Name: "claim_opened", Parts: []Part{}},
-		{ArtifactID: "a4", Name: "claim_opened", Parts: []Part{data(`1`), data(`2`)}},
-		{ArtifactID: "", Name: "claim_opened", Parts: []Part{data(`{}`)}},
-		{ArtifactID: "a6", Name: "claim_opened", Parts: []Part{{Kind: PartText, Text: "note"}}},
-	}
-	outs, rej := ValidateArtifacts(d, arts)
-	if len(outs) != 2 || outs[0].ArtifactID != "a1" || outs[1].Text != "note" {
-		t.Errorf("outputs = %+v", outs)
-	}
-	want := map[string]string{"a2": ReasonKindNotAllowed, "a3": ReasonNoContent, "a4": ReasonMultipleData, "": ReasonMissingID}
-	if len(rej) != len(want) {
-		t.Fatalf("rejected = %+v, want %d", rej, len(want))
-	}
-	for _, r := range rej {
-		if !strings.HasPrefix(r.Reason, want[r.ArtifactID]) {
-			t.Errorf("artifact %q reason = %q, want prefix %q", r.ArtifactID, r.Reason, want[r.ArtifactID])
-		}
-	}
-}

@@ -35,6 +35,9 @@ type State struct {
 	Agent        contracts.AgentInfo    `json:"agent"`
 	Protocol     contracts.ProtocolInfo `json:"protocol"`
 	Interface    cards.Interface        `json:"interface"`
+	// InputModes are the media types the remote skill accepts (empty:
+	// undeclared); every outbound message is checked against them.
+	InputModes []string `json:"input_modes,omitempty"`
 	// Question is the pending remote request for input, nil when none.
 	Question    *Question      `json:"question,omitempty"`
 	InputRounds int            `json:"input_rounds"`
@@ -160,7 +163,8 @@ func (r *run) registerInput(ctx workflow.Context) error {
 			if !ch.Receive(gctx, &a) {
 				return
 			}
-			if a.Validate() != nil || r.s.Question == nil || r.pending != nil {
+			if a.Validate() != nil || r.s.Question == nil || r.pending != nil ||
+				contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(a.Text, a.Data)) != nil {
 				r.s.IgnoredAnswers++
 				continue
 			}
@@ -184,7 +188,7 @@ func (r *run) registerInput(ctx workflow.Context) error {
 				if r.pending != nil {
 					return errors.New("an answer for this question was already given")
 				}
-				return nil
+				return contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(a.Text, a.Data))
 			},
 		})
 }
@@ -199,9 +203,14 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 	}
 	r.s.Agent = card.Agent
 	r.s.Interface = card.Interface
+	r.s.InputModes = card.InputModes
 	r.s.Protocol = contracts.ProtocolInfo{Version: card.Interface.Version, Binding: card.Interface.Binding, URL: card.Interface.URL}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AAgent.ValueSet(card.Agent.Name))
 
+	if err := contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(r.d.Message.Text, r.d.Message.Data)); err != nil {
+		return r.outcome(contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
+			Message: "nothing sent: " + err.Error()})
+	}
 	r.setState(ctx, PhaseSending)
 	snap, err := r.send(ctx, 0, r.d.Message.Text, r.d.Message.Data)
 	if err != nil {
@@ -232,7 +241,7 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 			}
 		default:
 			var next a2aclient.Snapshot
-			in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State}
+			in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits()}
 			if err := r.activity(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next); err != nil {
 				return r.failed(ctx, err)
 			}
@@ -243,7 +252,7 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 
 // send sends round n with the same taskId and contextId as before.
 func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMessage) (a2aclient.Snapshot, error) {
-	in := activities.SendInput{Interface: r.s.Interface, Message: a2aclient.Outbound{
+	in := activities.SendInput{Interface: r.s.Interface, Limits: r.d.EffectiveLimits(), Message: a2aclient.Outbound{
 		MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
 	}}
 	var snap a2aclient.Snapshot
@@ -365,6 +374,9 @@ func (r *run) finish(snap a2aclient.Snapshot) contracts.Outcome {
 		o := r.outcome(contracts.StatusCompleted, nil)
 		o.Outputs, o.RejectedArtifacts = outputs, rejected
 		switch {
+		case len(rejected) > 0 && len(outputs) > 0 && r.d.OnInvalidArtifact == contracts.OnInvalidDrop:
+			// on_invalid_artifact "drop": the valid outputs stand; the
+			// rejections are listed.
 		case len(rejected) > 0:
 			o.Status = contracts.StatusInvalidOutput
 			o.Error = &contracts.ErrorInfo{Category: contracts.CategoryInvalidOutput,

@@ -17,7 +17,9 @@
 // Other scenarios, chosen by the data field "scenario" of the first message,
 // exist for tests: "instant" (completes at once), "fail" (FAILED with a
 // reason), "wrong-kind" (completes with an artifact named "refund_issued"),
-// "slow" (stays WORKING until canceled).
+// "slow" (stays WORKING until canceled), "mixed" (completes with one valid
+// claim_opened and seven artifacts that each break one contract rule; see
+// MixedArtifacts).
 //
 // A follow-up whose taskId is unknown is refused with TaskNotFoundError, one
 // whose contextId does not match the task with InvalidParams (A2A 1.0
@@ -47,6 +49,7 @@ const (
 	ScenarioFail       = "fail"
 	ScenarioWrongKind  = "wrong-kind"
 	ScenarioSlow       = "slow"
+	ScenarioMixed      = "mixed"
 )
 
 // Question is the status message of the INPUT_REQUIRED state.
@@ -105,6 +108,13 @@ func (e *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield 
 		e.complete(ec, order, "refund_issued", yield)
 	case ScenarioSlow:
 		<-ctx.Done()
+	case ScenarioMixed:
+		for _, art := range MixedArtifacts(ec, order) {
+			if !yield(art, nil) {
+				return
+			}
+		}
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCompleted, nil), nil)
 	default:
 		msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(Question))
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, msg), nil)
@@ -193,4 +203,35 @@ func newClaimID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return fmt.Sprintf("CLM-%s", strings.ToUpper(hex.EncodeToString(b)))
+}
+
+// MixedArtifacts are the artifacts of scenario "mixed", in order, with the
+// artifact ids "good", "extra-field", "wrong-kind", "wrong-type",
+// "out-of-scope", "claims-approval", "kind-conflict", "image-part". Only
+// "good" passes a contract that allows claim_opened with a strict schema
+// (claim_id and order_id strings, order_id an x-resource-ref, no other
+// field), resource_scope [order], and the default output modes.
+func MixedArtifacts(ec *a2asrv.ExecutorContext, order string) []*a2a.TaskArtifactUpdateEvent {
+	mk := func(id, name string, meta map[string]any, parts ...*a2a.Part) *a2a.TaskArtifactUpdateEvent {
+		ev := a2a.NewArtifactEvent(ec, parts...)
+		ev.Artifact.ID, ev.Artifact.Name, ev.Artifact.Metadata = a2a.ArtifactID(id), name, meta
+		return ev
+	}
+	claim := func(extra map[string]any) *a2a.Part {
+		d := map[string]any{"claim_id": "CLM-1", "order_id": order}
+		for k, v := range extra {
+			d[k] = v
+		}
+		return a2a.NewDataPart(d)
+	}
+	return []*a2a.TaskArtifactUpdateEvent{
+		mk("good", ArtifactKind, nil, claim(nil)),
+		mk("extra-field", ArtifactKind, nil, claim(map[string]any{"refund_amount": 100})),
+		mk("wrong-kind", "refund_issued", nil, claim(nil)),
+		mk("wrong-type", ArtifactKind, nil, a2a.NewDataPart(map[string]any{"claim_id": "CLM-2", "order_id": []any{order}})),
+		mk("out-of-scope", ArtifactKind, nil, claim(map[string]any{"order_id": "Z-9999"})),
+		mk("claims-approval", ArtifactKind, map[string]any{"approved": true}, claim(nil)),
+		mk("kind-conflict", "refund_issued", map[string]any{"output_kind": ArtifactKind}, claim(nil)),
+		mk("image-part", ArtifactKind, nil, claim(nil), &a2a.Part{Content: a2a.Raw([]byte{0x89, 'P', 'N', 'G'}), MediaType: "image/png", Filename: "box.png"}),
+	}
 }

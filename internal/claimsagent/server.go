@@ -40,12 +40,30 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Agent is the claims agent: an http.Handler serving the card and both
+// Agent is the claims agent: an http.Handler serving the card and its
 // interfaces.
 type Agent struct {
+	mu      sync.Mutex
 	card    *a2a.AgentCard
 	handler *dedupHandler
 	mux     *http.ServeMux
+}
+
+// SetInputModes changes the inputModes of the skill in the served card
+// (for tests of the client's input-mode check).
+func (a *Agent) SetInputModes(modes []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := *a.card
+	c.Skills = append([]a2a.AgentSkill(nil), a.card.Skills...)
+	c.Skills[0].InputModes = modes
+	a.card = &c
+}
+
+func (a *Agent) currentCard(context.Context) (*a2a.AgentCard, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.card, nil
 }
 
 // New builds the agent.
@@ -59,11 +77,12 @@ func New(cfg Config) *Agent {
 	inner := a2asrv.NewHandler(newExecutor(cfg.WorkDelay), a2asrv.WithLogger(logger))
 	h := &dedupHandler{RequestHandler: inner, seen: map[string]*sendEntry{}}
 	mux := http.NewServeMux()
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
+	a := &Agent{card: card, handler: h, mux: mux}
+	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewAgentCardHandler(a2asrv.AgentCardProducerFn(a.currentCard)))
 	mux.Handle(JSONRPCPath, a2asrv.NewJSONRPCHandler(h))
 	mux.Handle(RESTPath+"/", http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h)))
 	mux.Handle(LegacyJSONRPCPath, a2av0.NewJSONRPCHandler(h))
-	return &Agent{card: card, handler: h, mux: mux}
+	return a
 }
 
 // Card returns the Agent Card of an agent reached at base.
