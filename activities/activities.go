@@ -11,8 +11,8 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -35,33 +35,53 @@ type Activities struct {
 	PollInitial, PollMax time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+
+	once sync.Once
 }
 
 // ResolveCardInput names the card and the skill a delegation needs.
 type ResolveCardInput struct {
 	CardURL string `json:"card_url"`
 	Skill   string `json:"skill"`
+	// RequireSignature is the contract's require_signed_card.
+	RequireSignature bool `json:"require_signature,omitempty"`
 }
 
-// ResolvedCard is what the workflow keeps of a resolved card.
+// ResolvedCard is what the workflow keeps of a resolved card. The
+// workflow decides what a missing skill, a missing interface or an
+// unverified signature means (first resolution or change detection).
 type ResolvedCard struct {
-	Agent     contracts.AgentInfo `json:"agent"`
-	Interface cards.Interface     `json:"interface"`
-	Streaming bool                `json:"streaming"`
+	Agent contracts.AgentInfo `json:"agent"`
+	// SkillFound reports whether the card offers the skill.
+	SkillFound bool `json:"skill_found"`
+	// Interface is the selected interface; InterfaceError says why there
+	// is none.
+	Interface      cards.Interface `json:"interface"`
+	InterfaceError string          `json:"interface_error,omitempty"`
+	Streaming      bool            `json:"streaming"`
 	// InputModes are the media types the skill accepts: its inputModes, or
 	// the card's defaultInputModes (A2A 1.0 §4.4.5); empty when undeclared.
 	InputModes []string `json:"input_modes,omitempty"`
+	// Verification is the signature check against the trust store.
+	Verification cards.Verification `json:"verification"`
+	// SignatureRequired is true when the contract or the trust store
+	// requires a verified signature.
+	SignatureRequired bool `json:"signature_required"`
 }
 
-// ResolveCard fetches and parses the Agent Card, checks that it offers the
-// skill, and selects the interface (A2A 1.0 §8.2, §8.3). Errors: "transient"
-// (fetch failed, 5xx), "card" (malformed, too large, skill missing, no
-// supported interface).
+// Trusted reports whether the card may be used: verified, or no signature
+// required.
+func (r ResolvedCard) Trusted() bool {
+	return !r.SignatureRequired || r.Verification.Status == cards.SigVerified
+}
+
+// ResolveCard fetches the Agent Card through the HTTP guard (or the
+// cache), verifies its signatures against the trust store (A2A 1.0
+// §8.4.3), looks up the skill, and selects the interface (A2A 1.0 §8.3),
+// which must pass the guard. Errors: "transient" (fetch failed, 5xx),
+// "card" (refused by the guard, malformed, too large).
 func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (ResolvedCard, error) {
-	f := a.Fetcher
-	if f == nil {
-		f = &cards.Fetcher{}
-	}
+	f := a.fetcher()
 	card, err := f.Fetch(ctx, in.CardURL)
 	if err != nil {
 		var ce *cards.Error
@@ -70,27 +90,53 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 		}
 		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard, err)
 	}
-	skill, ok := cards.FindSkill(card.Parsed, in.Skill)
-	if !ok {
-		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard,
-			&cards.Error{Kind: "skill_missing", Msg: fmt.Sprintf("the card of %q offers no skill %q", card.Parsed.Name, in.Skill)})
-	}
-	iface, err := cards.SelectInterface(card.Parsed)
-	if err != nil {
-		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard, err)
-	}
-	modes := skill.InputModes
-	if len(modes) == 0 {
-		modes = card.Parsed.DefaultInputModes
-	}
-	return ResolvedCard{
+	out := ResolvedCard{
 		Agent: contracts.AgentInfo{
 			Name: card.Parsed.Name, CardURL: card.URL, CardVersion: card.Parsed.Version, CardDigest: card.Digest,
+			Signature: card.Verification.Label(),
 		},
-		Interface:  iface,
-		Streaming:  card.Parsed.Capabilities.Streaming,
-		InputModes: modes,
-	}, nil
+		Streaming:         card.Parsed.Capabilities.Streaming,
+		Verification:      card.Verification,
+		SignatureRequired: in.RequireSignature || f.RequireSignature(card.Origin),
+	}
+	skill, ok := cards.FindSkill(card.Parsed, in.Skill)
+	out.SkillFound = ok
+	out.InputModes = skill.InputModes
+	if len(out.InputModes) == 0 {
+		out.InputModes = card.Parsed.DefaultInputModes
+	}
+	g := f.Guard()
+	iface, err := cards.SelectInterface(card.Parsed, func(u string) error { return g.CheckInterface(u, card.Origin) })
+	if err != nil {
+		out.InterfaceError = err.Error()
+	} else {
+		iface.CardOrigin = card.Origin
+		out.Interface = iface
+	}
+	a.logger().Info("agent card resolved", "workflow_id", workflowID(ctx), "card_digest", card.Digest,
+		"signature", out.Agent.Signature, "from_cache", card.FromCache)
+	return out, nil
+}
+
+func (a *Activities) fetcher() *cards.Fetcher {
+	a.once.Do(func() {
+		if a.Fetcher == nil {
+			a.Fetcher = &cards.Fetcher{}
+		}
+	})
+	return a.Fetcher
+}
+
+// dial makes a client for an interface whose HTTP connections obey the
+// guard of the card's origin (unless DialOptions.HTTPClient is set).
+func (a *Activities) dial(ctx context.Context, iface cards.Interface) (*a2aclient.Client, error) {
+	opts := a.DialOptions
+	if opts.HTTPClient == nil {
+		g := a.fetcher().Guard()
+		g.HeaderTimeout = time.Minute
+		opts.HTTPClient = g.Client(iface.CardOrigin)
+	}
+	return a2aclient.Dial(ctx, iface, opts)
 }
 
 // SendInput is one outbound message over the selected interface.
@@ -108,7 +154,7 @@ type SendInput struct {
 // (the request was written and no answer came: not retried),
 // "authorization" (401/403), "protocol".
 func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.Snapshot, error) {
-	c, err := a2aclient.Dial(ctx, in.Interface, a.DialOptions)
+	c, err := a.dial(ctx, in.Interface)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err)
 	}
@@ -138,7 +184,7 @@ type WatchInput struct {
 // inside the loop. Errors: "authorization", "protocol" (for example
 // TaskNotFound).
 func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Snapshot, error) {
-	c, err := a2aclient.Dial(ctx, in.Interface, a.DialOptions)
+	c, err := a.dial(ctx, in.Interface)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err)
 	}
@@ -209,7 +255,7 @@ type CancelInput struct {
 // the task as reported. Errors: "protocol" (TaskNotCancelable,
 // TaskNotFound), "authorization", "transient".
 func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (a2aclient.Snapshot, error) {
-	c, err := a2aclient.Dial(ctx, in.Interface, a.DialOptions)
+	c, err := a.dial(ctx, in.Interface)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err)
 	}

@@ -2,11 +2,13 @@ package activities
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -24,8 +26,11 @@ func agentServer(t *testing.T) string {
 	return srv.URL
 }
 
+var quiet = slog.New(slog.DiscardHandler)
+
 func activityEnv(t *testing.T, a *Activities) *testsuite.TestActivityEnvironment {
 	var s testsuite.WorkflowTestSuite
+	s.SetLogger(sdklog.NewStructuredLogger(quiet))
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(a)
 	return env
@@ -41,7 +46,7 @@ func category(err error) string {
 
 func TestResolveSendWatch(t *testing.T) {
 	base := agentServer(t)
-	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond}
+	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet}
 	env := activityEnv(t, a)
 
 	v, err := env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: base, Skill: "open-claim"})
@@ -88,16 +93,21 @@ func TestResolveSendWatch(t *testing.T) {
 
 func TestResolveCardErrors(t *testing.T) {
 	base := agentServer(t)
-	a := &Activities{}
+	a := &Activities{Logger: quiet}
 	env := activityEnv(t, a)
 
-	_, err := env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: base, Skill: "refund"})
-	if category(err) != string(contracts.CategoryCard) {
-		t.Errorf("missing skill: error = %v, want category card", err)
+	v, err := env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: base, Skill: "refund"})
+	if err != nil {
+		t.Fatalf("missing skill: error = %v, want a result with SkillFound false", err)
 	}
+	var card ResolvedCard
+	if err := v.Get(&card); err != nil || card.SkillFound || !card.Trusted() {
+		t.Errorf("missing skill: %+v, %v", card, err)
+	}
+	_, err = env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: "file:///etc/passwd", Skill: "open-claim"})
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && !appErr.NonRetryable() {
-		t.Errorf("missing skill must not be retried")
+	if category(err) != string(contracts.CategoryCard) || !errors.As(err, &appErr) || !appErr.NonRetryable() {
+		t.Errorf("bad card URL: error = %v, want non-retryable category card", err)
 	}
 
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")

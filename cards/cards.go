@@ -24,7 +24,10 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -66,24 +69,63 @@ func (e *Error) Transient() bool {
 
 var errRedirect = errors.New("redirect refused")
 
-// Fetcher fetches Agent Cards. The zero value uses sane defaults.
+// Fetcher fetches Agent Cards through the HTTP guard, caches them (A2A 1.0
+// §8.6.2: Cache-Control max-age and ETag with If-None-Match), and verifies
+// their signatures against the trust store. Safe for concurrent use; the
+// zero value works (no trusted keys, default limits).
 type Fetcher struct {
-	// Client is the HTTP client; nil means one with Timeout (default 10 s)
-	// and a dialer timeout of 5 s.
-	Client *http.Client
-	// MaxBytes is the body limit (default DefaultMaxBytes).
+	// Trust is the trust store (nil: none).
+	Trust *TrustStore
+	// MaxBytes is the body limit of a card or a JWKS (default
+	// DefaultMaxBytes).
 	MaxBytes int64
 	// Timeout bounds one fetch (default 10 s).
 	Timeout time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Resolver for the guard; nil means net.DefaultResolver.
+	Resolver *net.Resolver
+	// Requests counts the HTTP requests made (for tests and metrics).
+	Requests atomic.Int64
+
+	mu    sync.Mutex
+	cache map[string]*cacheEntry
 }
 
-// Card is a fetched and parsed Agent Card with the bytes it was parsed from.
-type Card struct {
-	URL    string         // the URL the card was fetched from
-	Raw    []byte         // the body as received
-	Parsed *a2a.AgentCard // parsed with the 1.0 model (0.3 cards converted)
-	Digest string         // "sha256:<hex>", see Digest
+type cacheEntry struct {
+	body    []byte
+	etag    string
+	expires time.Time
+	card    *Card // nil for a JWKS entry
 }
+
+// Guard returns the HTTP guard of the fetcher.
+func (f *Fetcher) Guard() *Guard { return &Guard{Trust: f.Trust, Resolver: f.Resolver} }
+
+func (f *Fetcher) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+// Card is a fetched and parsed Agent Card with the bytes it was parsed
+// from. The card used afterwards is exactly the card that was verified.
+type Card struct {
+	URL          string         // the URL the card was fetched from
+	Origin       string         // its origin
+	Raw          []byte         // the body as received
+	Parsed       *a2a.AgentCard // parsed with the 1.0 model (0.3 cards converted)
+	Digest       string         // "sha256:<hex>", see Digest
+	Verification Verification   // result of Verify against the trust store
+	// FromCache is true when no request was made or the server answered
+	// 304 Not Modified.
+	FromCache bool
+}
+
+// RequireSignature reports whether the trust store requires a verified
+// signature for an origin.
+func (f *Fetcher) RequireSignature(origin string) bool { return f.Trust.For(origin).RequireSignature }
 
 // CardURL returns the URL of the card: u itself, or u with WellKnownPath
 // when u has no path.
@@ -104,12 +146,59 @@ func CardURL(u string) (string, error) {
 	return parsed.String(), nil
 }
 
-// Fetch GETs the card at cardURL (see CardURL), enforcing the size limit and
-// timeouts, then parses and digests it. Errors are *Error.
+// Fetch returns the card at cardURL (see CardURL): from the cache while
+// its max-age lasts, after a conditional request when it has an ETag (a
+// 304 reuses the cached card and its verification), else fetched anew
+// through the guard with the size limit and timeouts, then parsed,
+// digested and verified. Errors are *Error.
 func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 	u, err := CardURL(cardURL)
 	if err != nil {
 		return nil, err
+	}
+	origin, _ := Origin(u)
+	body, fromCache, entry, err := f.get(ctx, u, origin)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	cached := entry.card
+	f.mu.Unlock()
+	if fromCache && cached != nil {
+		c := *cached
+		c.FromCache = true
+		return &c, nil
+	}
+	c, err := Parse(body)
+	if err != nil {
+		return nil, err
+	}
+	c.URL, c.Origin = u, origin
+	c.Verification = Verify(ctx, body, origin, f.Trust, func(ctx context.Context, jku string) ([]byte, error) {
+		b, _, _, err := f.get(ctx, jku, origin)
+		return b, err
+	}, f.now())
+	f.mu.Lock()
+	entry.card = c
+	f.mu.Unlock()
+	return c, nil
+}
+
+// get fetches u on behalf of the card origin, using the cache.
+func (f *Fetcher) get(ctx context.Context, u, origin string) ([]byte, bool, *cacheEntry, error) {
+	g := f.Guard()
+	if err := g.CheckURL(u); err != nil {
+		return nil, false, nil, &Error{Kind: "guard", Msg: "GET " + u, Err: err}
+	}
+	f.mu.Lock()
+	if f.cache == nil {
+		f.cache = map[string]*cacheEntry{}
+	}
+	old := f.cache[u]
+	f.mu.Unlock()
+	now := f.now()
+	if old != nil && now.Before(old.expires) {
+		return old.body, true, old, nil
 	}
 	timeout := f.Timeout
 	if timeout == 0 {
@@ -119,23 +208,36 @@ func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, &Error{Kind: "malformed", Msg: "cannot build request", Err: err}
+		return nil, false, nil, &Error{Kind: "malformed", Msg: "cannot build request", Err: err}
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := f.client().Do(req)
+	if old != nil && old.etag != "" {
+		req.Header.Set("If-None-Match", old.etag)
+	}
+	f.Requests.Add(1)
+	resp, err := g.Client(origin).Do(req)
 	if err != nil {
-		if errors.Is(err, errRedirect) {
-			return nil, &Error{Kind: "redirect_refused", Msg: "GET " + u, Err: err}
+		switch {
+		case errors.Is(err, errRedirect):
+			return nil, false, nil, &Error{Kind: "redirect_refused", Msg: "GET " + u, Err: err}
+		case errors.Is(err, ErrGuard):
+			return nil, false, nil, &Error{Kind: "guard", Msg: "GET " + u, Err: err}
 		}
-		return nil, &Error{Kind: "fetch", Msg: "GET " + u, Err: err}
+		return nil, false, nil, &Error{Kind: "fetch", Msg: "GET " + u, Err: err}
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotModified && old != nil {
+		f.mu.Lock()
+		old.expires = expiry(resp.Header, now)
+		f.mu.Unlock()
+		return old.body, true, old, nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		kind := "http_status"
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			kind = "http_status_transient"
 		}
-		return nil, &Error{Kind: kind, Msg: fmt.Sprintf("GET %s: HTTP %d", u, resp.StatusCode)}
+		return nil, false, nil, &Error{Kind: kind, Msg: fmt.Sprintf("GET %s: HTTP %d", u, resp.StatusCode)}
 	}
 	limit := f.MaxBytes
 	if limit <= 0 {
@@ -143,40 +245,34 @@ func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, &Error{Kind: "fetch", Msg: "reading " + u, Err: err}
+		return nil, false, nil, &Error{Kind: "fetch", Msg: "reading " + u, Err: err}
 	}
 	if int64(len(body)) > limit {
-		return nil, &Error{Kind: "too_large", Msg: fmt.Sprintf("card body exceeds %d bytes", limit)}
+		return nil, false, nil, &Error{Kind: "too_large", Msg: fmt.Sprintf("GET %s: body exceeds %d bytes", u, limit)}
 	}
-	c, err := Parse(body)
-	if err != nil {
-		return nil, err
-	}
-	c.URL = u
-	return c, nil
+	e := &cacheEntry{body: body, etag: resp.Header.Get("ETag"), expires: expiry(resp.Header, now)}
+	f.mu.Lock()
+	f.cache[u] = e
+	f.mu.Unlock()
+	return body, false, e, nil
 }
 
-func (f *Fetcher) client() *http.Client {
-	if f.Client != nil {
-		return f.Client
-	}
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:                 nil,
-			DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: 10 * time.Second,
-		},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 3 {
-				return fmt.Errorf("%w: more than 3 redirects", errRedirect)
+// expiry reads Cache-Control max-age; no-store, no-cache or no max-age
+// mean expired at once, so that the next use revalidates (with the ETag,
+// when there is one).
+func expiry(h http.Header, now time.Time) time.Time {
+	for _, d := range strings.Split(h.Get("Cache-Control"), ",") {
+		d = strings.TrimSpace(strings.ToLower(d))
+		if d == "no-store" || d == "no-cache" {
+			return now
+		}
+		if v, ok := strings.CutPrefix(d, "max-age="); ok {
+			if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
+				return now.Add(time.Duration(secs) * time.Second)
 			}
-			if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
-				return fmt.Errorf("%w: to another origin (%s://%s)", errRedirect, req.URL.Scheme, req.URL.Host)
-			}
-			return nil
-		},
+		}
 	}
+	return now
 }
 
 // Parse parses a card body in the 1.0 or the 0.3 format and digests it.
@@ -250,6 +346,9 @@ type Interface struct {
 	Binding string `json:"binding"` // "JSONRPC" or "HTTP+JSON"
 	Version string `json:"version"` // "1.0" or "0.3"
 	Tenant  string `json:"tenant,omitempty"`
+	// CardOrigin is the origin of the card the interface came from; the
+	// HTTP guard applies that origin's trust entry to the calls.
+	CardOrigin string `json:"card_origin,omitempty"`
 }
 
 // SupportedBindings are the protocol bindings this client speaks, in order
@@ -276,13 +375,15 @@ func MajorMinor(v string) string {
 // SelectInterface picks from the card's supportedInterfaces the newest
 // protocol version in SupportedVersions, then the first binding of
 // SupportedBindings (A2A 1.0 §5.2: the client chooses among the declared
-// interfaces). Errors are *Error of kind "no_interface".
-func SelectInterface(card *a2a.AgentCard) (Interface, error) {
+// interfaces). allow, when not nil, may refuse a candidate URL (the HTTP
+// guard's CheckInterface); refusals are named in the error. Errors are
+// *Error of kind "no_interface".
+func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (Interface, error) {
 	var best *Interface
 	rank := func(i Interface) int {
 		return slices.Index(SupportedVersions, i.Version)*len(SupportedBindings) + slices.Index(SupportedBindings, i.Binding)
 	}
-	var seen []string
+	var seen, refused []string
 	for _, si := range card.SupportedInterfaces {
 		if si == nil {
 			continue
@@ -295,13 +396,23 @@ func SelectInterface(card *a2a.AgentCard) (Interface, error) {
 		if u, err := url.Parse(cand.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			continue
 		}
+		if allow != nil {
+			if err := allow(cand.URL); err != nil {
+				refused = append(refused, err.Error())
+				continue
+			}
+		}
 		if best == nil || rank(cand) < rank(*best) {
 			c := cand
 			best = &c
 		}
 	}
 	if best == nil {
-		return Interface{}, &Error{Kind: "no_interface", Msg: fmt.Sprintf("no supported interface: card offers %v, this client speaks %v over %v", seen, SupportedVersions, SupportedBindings)}
+		msg := fmt.Sprintf("no supported interface: card offers %v, this client speaks %v over %v", seen, SupportedVersions, SupportedBindings)
+		if len(refused) > 0 {
+			msg += "; refused: " + strings.Join(refused, "; ")
+		}
+		return Interface{}, &Error{Kind: "no_interface", Msg: msg}
 	}
 	return *best, nil
 }

@@ -42,7 +42,7 @@ func TestParse10(t *testing.T) {
 	if c.Parsed.Name != "Claims Agent" || !c.Parsed.Capabilities.Streaming {
 		t.Errorf("parsed %+v", c.Parsed)
 	}
-	iface, err := SelectInterface(c.Parsed)
+	iface, err := SelectInterface(c.Parsed, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestParse03(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse() error = %v", err)
 	}
-	iface, err := SelectInterface(c.Parsed)
+	iface, err := SelectInterface(c.Parsed, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestParse03DefaultTransport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	iface, err := SelectInterface(c.Parsed)
+	iface, err := SelectInterface(c.Parsed, nil)
 	if err != nil || iface.Binding != "JSONRPC" || iface.Version != "0.3" {
 		t.Errorf("SelectInterface() = %+v, %v", iface, err)
 	}
@@ -89,7 +89,7 @@ func TestSelectPrefersNewestVersion(t *testing.T) {
 		{URL: "https://a/old", ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
 		{URL: "https://a/new", ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"},
 	}}
-	iface, err := SelectInterface(card)
+	iface, err := SelectInterface(card, nil)
 	if err != nil || iface.URL != "https://a/new" {
 		t.Errorf("SelectInterface() = %+v, %v; want the 1.0 interface", iface, err)
 	}
@@ -101,7 +101,7 @@ func TestSelectNoSupportedInterface(t *testing.T) {
 		{URL: "https://a/v2", ProtocolBinding: "JSONRPC", ProtocolVersion: "2.0"},
 		{URL: "ftp://a/x", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
 	}}
-	_, err := SelectInterface(card)
+	_, err := SelectInterface(card, nil)
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Kind != "no_interface" {
 		t.Errorf("SelectInterface() error = %v, want no_interface", err)

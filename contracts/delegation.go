@@ -60,6 +60,9 @@ type Delegation struct {
 	OnInvalidArtifact string `json:"on_invalid_artifact,omitempty"`
 	// Limits lowers the default limits (DefaultLimits); raising is refused.
 	Limits *Limits `json:"limits,omitempty"`
+	// RequireSignedCard makes a verified Agent Card signature (A2A 1.0
+	// §8.4) required for this delegation, whatever the trust store says.
+	RequireSignedCard bool `json:"require_signed_card,omitempty"`
 }
 
 // DefaultOutputModes are the media types accepted when output_modes is

@@ -57,6 +57,13 @@ const (
 	StatusUnknownOutcome      Status = "unknown_outcome"
 	StatusAuthorizationDenied Status = "authorization_denied"
 	StatusProtocolError       Status = "protocol_error"
+	// StatusCardUntrusted: a required signature is missing or does not
+	// verify; nothing was sent.
+	StatusCardUntrusted Status = "card_untrusted"
+	// StatusCardChanged: the card changed under the delegation in a way
+	// that matters and no operator accepted the new card (Signal
+	// "rediscover") before the deadline.
+	StatusCardChanged Status = "card_changed"
 )
 
 // Category separates kinds of error (DESIGN.md, principle 6); each has one
@@ -99,6 +106,9 @@ type AgentInfo struct {
 	CardURL     string `json:"card_url"`
 	CardVersion string `json:"card_version"`
 	CardDigest  string `json:"card_digest"`
+	// Signature is "verified:<kid>", "unsigned" or "unverified" (A2A 1.0
+	// §8.4.3, checked against the worker's trust store).
+	Signature string `json:"signature,omitempty"`
 }
 
 // ProtocolInfo is the negotiated protocol version ("1.0", "0.3"), binding

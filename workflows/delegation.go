@@ -35,6 +35,11 @@ type State struct {
 	Agent        contracts.AgentInfo    `json:"agent"`
 	Protocol     contracts.ProtocolInfo `json:"protocol"`
 	Interface    cards.Interface        `json:"interface"`
+	// Signature is the card's signature check (agent.signature is its
+	// label); Reason says why it did not verify.
+	Signature cards.Verification `json:"signature"`
+	// CardChanges lists the card changes seen before follow-ups.
+	CardChanges []CardChange `json:"card_changes,omitempty"`
 	// InputModes are the media types the remote skill accepts (empty:
 	// undeclared); every outbound message is checked against them.
 	InputModes []string `json:"input_modes,omitempty"`
@@ -142,7 +147,21 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 	return out, nil
 }
 
+// CardChange is a change of the agent card observed before a follow-up.
+type CardChange struct {
+	At        time.Time `json:"at"`
+	OldDigest string    `json:"old_digest"`
+	NewDigest string    `json:"new_digest"`
+	// Matters is true when the change touched what the delegation uses
+	// (skill, interface, signer, trust); What says what.
+	Matters  bool   `json:"matters"`
+	What     string `json:"what,omitempty"`
+	Accepted bool   `json:"accepted,omitempty"`
+}
+
 type run struct {
+	rediscover  bool
+	changed     *CardChange
 	d           contracts.Delegation
 	s           *State
 	wfID        string
@@ -171,6 +190,16 @@ func (r *run) registerInput(ctx workflow.Context) error {
 			r.pending, r.pendingVia = &a, "signal"
 		}
 	})
+	rd := workflow.GetSignalChannelWithOptions(ctx, Rediscover, workflow.SignalChannelOptions{
+		Description: "Accept the agent's new card after a change that stopped the delegation (state card-changed): it is negotiated again and used. Payload: none.",
+	})
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for rd.Receive(gctx, nil) {
+			if r.s.A2AState == StateCardChanged {
+				r.rediscover = true
+			}
+		}
+	})
 	return workflow.SetUpdateHandlerWithOptions(ctx, ProvideInput,
 		func(ctx workflow.Context, a contracts.Answer) (ProvideInputResult, error) {
 			r.pending, r.pendingVia = &a, "update"
@@ -196,16 +225,25 @@ func (r *run) registerInput(ctx workflow.Context) error {
 // main runs the delegation and returns its Outcome.
 func (r *run) main(ctx workflow.Context) contracts.Outcome {
 	r.setState(ctx, PhaseResolving)
-	var card activities.ResolvedCard
-	if err := r.activity(ctx, resolveOptions(), acts.ResolveCard,
-		activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill}, &card); err != nil {
+	card, err := r.resolve(ctx)
+	if err != nil {
 		return r.failed(ctx, err)
 	}
 	r.s.Agent = card.Agent
-	r.s.Interface = card.Interface
-	r.s.InputModes = card.InputModes
-	r.s.Protocol = contracts.ProtocolInfo{Version: card.Interface.Version, Binding: card.Interface.Binding, URL: card.Interface.URL}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AAgent.ValueSet(card.Agent.Name))
+	r.s.Signature = card.Verification
+	if !card.Trusted() {
+		return r.outcome(contracts.StatusCardUntrusted, &contracts.ErrorInfo{Category: contracts.CategoryCard,
+			Message: "nothing sent: a verified card signature is required; the card is " + card.Verification.Status + reasonSuffix(card.Verification.Reason)})
+	}
+	if !card.SkillFound {
+		return r.outcome(contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
+			Message: fmt.Sprintf("nothing sent: the card of %q offers no skill %q", card.Agent.Name, r.d.Skill)})
+	}
+	if card.InterfaceError != "" {
+		return r.outcome(contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
+			Message: "nothing sent: " + card.InterfaceError})
+	}
+	r.adopt(ctx, card)
 
 	if err := contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(r.d.Message.Text, r.d.Message.Data)); err != nil {
 		return r.outcome(contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
@@ -234,6 +272,9 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 			r.s.Answers = append(r.s.Answers, AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
 				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round)})
 			r.s.Question = nil
+			if err := r.recheckCard(ctx); err != nil {
+				return r.failed(ctx, err)
+			}
 			r.setState(ctx, PhaseSending)
 			snap, err = r.send(ctx, round, a.Text, a.Data)
 			if err != nil {
@@ -248,6 +289,96 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 			snap = next
 		}
 	}
+}
+
+// resolve runs ResolveCard.
+func (r *run) resolve(ctx workflow.Context) (activities.ResolvedCard, error) {
+	var card activities.ResolvedCard
+	err := r.activity(ctx, resolveOptions(), acts.ResolveCard,
+		activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard}, &card)
+	return card, err
+}
+
+// adopt makes a resolved card the one the delegation uses.
+func (r *run) adopt(ctx workflow.Context, card activities.ResolvedCard) {
+	r.s.Agent = card.Agent
+	r.s.Signature = card.Verification
+	r.s.Interface = card.Interface
+	r.s.InputModes = card.InputModes
+	r.s.Protocol = contracts.ProtocolInfo{Version: card.Interface.Version, Binding: card.Interface.Binding, URL: card.Interface.URL}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AAgent.ValueSet(card.Agent.Name))
+}
+
+// cardChange says what changed between the card in use and a new one in a
+// way that matters to this delegation, or "" when nothing selected did
+// (A2A 1.0 §8.6: a card may change under a running task).
+func (r *run) cardChange(card activities.ResolvedCard) string {
+	var what []string
+	if !card.SkillFound {
+		what = append(what, fmt.Sprintf("skill %q is gone", r.d.Skill))
+	}
+	if card.InterfaceError != "" {
+		what = append(what, "no usable interface: "+card.InterfaceError)
+	} else {
+		old, nw := r.s.Interface, card.Interface
+		if old.URL != nw.URL || old.Binding != nw.Binding || old.Version != nw.Version {
+			what = append(what, fmt.Sprintf("interface changed from %s %s %s to %s %s %s", old.Binding, old.Version, old.URL, nw.Binding, nw.Version, nw.URL))
+		}
+	}
+	if card.Verification.KeyID != r.s.Signature.KeyID || card.Verification.Status != r.s.Signature.Status {
+		what = append(what, fmt.Sprintf("signer changed from %s to %s", r.s.Signature.Label(), card.Verification.Label()))
+	}
+	if !card.Trusted() {
+		what = append(what, "the card is no longer trusted")
+	}
+	return strings.Join(what, "; ")
+}
+
+// recheckCard resolves the card again before a follow-up (cheap with the
+// fetcher's cache). A change that touches nothing selected is recorded;
+// one that matters stops the delegation in state "card-changed" until an
+// operator sends Signal "rediscover" (the new card is then negotiated
+// again and used), the deadline (status card_changed) or cancellation.
+func (r *run) recheckCard(ctx workflow.Context) error {
+	for {
+		card, err := r.resolve(ctx)
+		if err != nil {
+			return err
+		}
+		what := r.cardChange(card)
+		if card.Agent.CardDigest != r.s.Agent.CardDigest || what != "" {
+			r.s.CardChanges = append(r.s.CardChanges, CardChange{At: workflow.Now(ctx), OldDigest: r.s.Agent.CardDigest,
+				NewDigest: card.Agent.CardDigest, Matters: what != "", What: what, Accepted: r.rediscover})
+		}
+		if what == "" || r.rediscover {
+			if what == "" || (card.SkillFound && card.InterfaceError == "" && card.Trusted()) {
+				r.adopt(ctx, card)
+				r.rediscover = false
+				return nil
+			}
+		}
+		r.rediscover = false
+		r.changed = &CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: card.Agent.CardDigest, What: what}
+		prev := r.s.A2AState
+		r.setState(ctx, StateCardChanged)
+		workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, r.changed, r.wfID))
+		if err := workflow.Await(ctx, func() bool { return r.rediscover || r.deadlineHit }); err != nil {
+			return err
+		}
+		if !r.rediscover {
+			return errCardChanged
+		}
+		r.setState(ctx, prev)
+	}
+}
+
+var errCardChanged = errors.New("card changed")
+
+func reasonSuffix(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
 }
 
 // send sends round n with the same taskId and contextId as before.
@@ -328,6 +459,11 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 		msg := "deadline " + r.d.Deadline.UTC().Format(time.RFC3339) + " reached in state " + r.s.A2AState
 		r.cancelRemote(ctx)
 		return r.outcome(contracts.StatusDeadlineExceeded, &contracts.ErrorInfo{Category: contracts.CategoryDeadline, Message: msg})
+	case errors.Is(err, errCardChanged):
+		c := r.changed
+		r.cancelRemote(ctx)
+		return r.outcome(contracts.StatusCardChanged, &contracts.ErrorInfo{Category: contracts.CategoryCard,
+			Message: fmt.Sprintf("the agent card changed (%s); old digest %s, new digest %s; no operator sent %q before the deadline", c.What, c.OldDigest, c.NewDigest, Rediscover)})
 	case temporal.IsCanceledError(err) || ctx.Err() != nil:
 		msg := "the delegation was canceled locally in state " + r.s.A2AState
 		r.cancelRemote(ctx)
@@ -474,6 +610,15 @@ func questionDetails(d contracts.Delegation, s *State, wfID string) string {
 	b.WriteString("**How to answer:** send Signal or Update `provide-input` with\n\n")
 	b.WriteString("```json\n{\"text\": \"...\", \"answered_by\": \"your name\"}\n```\n\n")
 	fmt.Fprintf(&b, "or run `delegate answer %s --text \"...\" --by \"your name\"`.\n", wfID)
+	return b.String()
+}
+
+func cardChangedDetails(s *State, c *CardChange, wfID string) string {
+	var b strings.Builder
+	b.WriteString("## The agent card changed\n\n")
+	fmt.Fprintf(&b, "%s\n\nOld digest `%s`, new digest `%s`.\n\n", escapeMarkdown(c.What), c.OldDigest, c.NewDigest)
+	fmt.Fprintf(&b, "The follow-up is held. To accept the new card, send Signal `%s` (no payload), or run `temporal workflow signal --workflow-id %s --name %s`. ", Rediscover, wfID, Rediscover)
+	fmt.Fprintf(&b, "Otherwise the delegation ends `card_changed` at its deadline; cancel it with `delegate cancel %s`.\n", wfID)
 	return b.String()
 }
 

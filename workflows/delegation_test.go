@@ -37,8 +37,9 @@ func (s *DelegationSuite) SetupTest() {
 	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{
-		Agent:     contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
-		Interface: cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
+		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
+		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
+		SkillFound: true,
 	}, nil).Maybe()
 }
 

@@ -23,6 +23,9 @@ const (
 	ProvideInput = "provide-input"
 	// QueryState is the Query returning the whole local State as JSON.
 	QueryState = "state"
+	// Rediscover is the Signal by which an operator accepts a changed
+	// agent card (state "card-changed").
+	Rediscover = "rediscover"
 )
 
 // Keyword Search Attributes set by the workflow; registered by
@@ -42,4 +45,7 @@ var SearchAttributeNames = []string{"A2AState", "A2AAgent", "A2ARemoteTaskId", "
 const (
 	PhaseResolving = "resolving"
 	PhaseSending   = "sending"
+	// StateCardChanged: the card changed in a way that matters; waiting
+	// for Signal "rediscover".
+	StateCardChanged = "card-changed"
 )

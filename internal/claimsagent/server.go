@@ -2,6 +2,9 @@ package claimsagent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"iter"
 	"log/slog"
@@ -9,11 +12,16 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/a2adelegate/delegate/cards"
 )
 
 // Paths of the two interfaces, below the agent's base URL.
@@ -38,32 +46,101 @@ type Config struct {
 	WorkDelay time.Duration
 	// Logger receives request logs (ids and categories only); nil: discard.
 	Logger *slog.Logger
+	// SignKey, when set, signs the served card (A2A 1.0 §8.4.2) with
+	// KeyID and, optionally, a jku header JKU; the public key is served as
+	// a JWK Set at /.well-known/jwks.json.
+	SignKey jwk.Key
+	KeyID   string
+	JKU     string
 }
+
+// JWKSPath is where the agent serves the public JWK Set of its signing key.
+const JWKSPath = "/.well-known/jwks.json"
 
 // Agent is the claims agent: an http.Handler serving the card and its
 // interfaces.
 type Agent struct {
+	cfg     Config
 	mu      sync.Mutex
 	card    *a2a.AgentCard
 	handler *dedupHandler
 	mux     *http.ServeMux
+	// CardRequests counts requests for the card.
+	CardRequests atomic.Int64
 }
 
 // SetInputModes changes the inputModes of the skill in the served card
 // (for tests of the client's input-mode check).
 func (a *Agent) SetInputModes(modes []string) {
+	a.Update(func(c *a2a.AgentCard) { c.Skills[0].InputModes = modes })
+}
+
+// Update changes the served card (for tests of change detection).
+func (a *Agent) Update(change func(*a2a.AgentCard)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := *a.card
 	c.Skills = append([]a2a.AgentSkill(nil), a.card.Skills...)
-	c.Skills[0].InputModes = modes
+	c.SupportedInterfaces = append([]*a2a.AgentInterface(nil), a.card.SupportedInterfaces...)
+	change(&c)
 	a.card = &c
 }
 
-func (a *Agent) currentCard(context.Context) (*a2a.AgentCard, error) {
+// CardJSON returns the served card body: the card as JSON, signed when
+// the agent has a signing key.
+func (a *Agent) CardJSON() ([]byte, error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.card, nil
+	card := a.card
+	a.mu.Unlock()
+	body, err := json.Marshal(card)
+	if err != nil {
+		return nil, err
+	}
+	if a.cfg.SignKey == nil {
+		return body, nil
+	}
+	return cards.Sign(body, a.cfg.SignKey, a.cfg.KeyID, a.cfg.JKU)
+}
+
+// serveCard serves the card with an ETag and "Cache-Control: no-cache", so
+// that clients revalidate every use and get 304 while it is unchanged
+// (A2A 1.0 §8.6.1).
+func (a *Agent) serveCard(w http.ResponseWriter, r *http.Request) {
+	a.CardRequests.Add(1)
+	body, err := a.CardJSON()
+	if err != nil {
+		http.Error(w, "card unavailable", http.StatusInternalServerError)
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", "no-cache")
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+func (a *Agent) serveJWKS(w http.ResponseWriter, _ *http.Request) {
+	if a.cfg.SignKey == nil {
+		http.NotFound(w, nil)
+		return
+	}
+	pub, err := jwk.PublicKeyOf(a.cfg.SignKey)
+	if err == nil {
+		err = pub.Set(jwk.KeyIDKey, a.cfg.KeyID)
+	}
+	if err != nil {
+		http.Error(w, "jwks unavailable", http.StatusInternalServerError)
+		return
+	}
+	set := jwk.NewSet()
+	_ = set.AddKey(pub)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(set)
 }
 
 // New builds the agent.
@@ -77,8 +154,9 @@ func New(cfg Config) *Agent {
 	inner := a2asrv.NewHandler(newExecutor(cfg.WorkDelay), a2asrv.WithLogger(logger))
 	h := &dedupHandler{RequestHandler: inner, seen: map[string]*sendEntry{}}
 	mux := http.NewServeMux()
-	a := &Agent{card: card, handler: h, mux: mux}
-	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewAgentCardHandler(a2asrv.AgentCardProducerFn(a.currentCard)))
+	a := &Agent{cfg: cfg, card: card, handler: h, mux: mux}
+	mux.HandleFunc("GET "+a2asrv.WellKnownAgentCardPath, a.serveCard)
+	mux.HandleFunc("GET "+JWKSPath, a.serveJWKS)
 	mux.Handle(JSONRPCPath, a2asrv.NewJSONRPCHandler(h))
 	mux.Handle(RESTPath+"/", http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h)))
 	mux.Handle(LegacyJSONRPCPath, a2av0.NewJSONRPCHandler(h))

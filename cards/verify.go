@@ -1,0 +1,372 @@
+package cards
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gowebpki/jcs"
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jws"
+)
+
+// AllowedAlgorithms are the JWS algorithms accepted on an Agent Card
+// signature: asymmetric only; never "none", never HMAC.
+var AllowedAlgorithms = []string{"ES256", "ES384", "ES512", "EdDSA", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512"}
+
+// Signature results (Outcome agent.signature is Label()).
+const (
+	SigVerified   = "verified"
+	SigUnsigned   = "unsigned"
+	SigUnverified = "unverified"
+)
+
+// Verification is the result of verifying a card's signatures.
+type Verification struct {
+	// Status is "verified", "unsigned" (no signature) or "unverified"
+	// (signed, but no signature verified with a trusted key).
+	Status string `json:"status"`
+	// KeyID is the kid of the key that verified, when verified.
+	KeyID string `json:"kid,omitempty"`
+	// Reason says why no signature verified (one clause per signature).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Label is "verified:<kid>", "unsigned" or "unverified".
+func (v Verification) Label() string {
+	if v.Status == SigVerified {
+		return SigVerified + ":" + v.KeyID
+	}
+	return v.Status
+}
+
+// JWKSFetcher fetches a JWK Set from a jku URL (through the HTTP guard).
+type JWKSFetcher func(ctx context.Context, url string) ([]byte, error)
+
+// Verify checks the signatures of a card body as received (A2A 1.0
+// §8.4.3). For each entry of "signatures": the protected header's alg must
+// be in AllowedAlgorithms and carry a kid; the key is looked up by kid in
+// the trust store entry of origin, or, when the header names a jku on the
+// entry's jku_allowlist, in the JWK Set fetched from it (a jku off the
+// allowlist is never fetched); a revoked key or one past its not_after is
+// not used. The payload is the RFC 8785 form of the card without
+// "signatures", and, if that does not verify, of the card with its
+// default-valued fields removed (§8.4.1, see RemoveDefaults); it is
+// verified as a detached JWS payload (lestrrat-go/jwx/v2). One valid
+// signature by a trusted key is enough.
+func Verify(ctx context.Context, body []byte, origin string, ts *TrustStore, fetch JWKSFetcher, now time.Time) Verification {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return Verification{Status: SigUnverified, Reason: "card is not a JSON object"}
+	}
+	var sigs []struct {
+		Protected string         `json:"protected"`
+		Signature string         `json:"signature"`
+		Header    map[string]any `json:"header"`
+	}
+	if raw, ok := obj["signatures"]; ok {
+		if err := json.Unmarshal(raw, &sigs); err != nil {
+			return Verification{Status: SigUnverified, Reason: "signatures: " + err.Error()}
+		}
+	}
+	if len(sigs) == 0 {
+		return Verification{Status: SigUnsigned}
+	}
+	payloads, err := signingPayloads(obj)
+	if err != nil {
+		return Verification{Status: SigUnverified, Reason: err.Error()}
+	}
+	at := ts.For(origin)
+	var reasons []string
+	for i, sig := range sigs {
+		kid, err := verifyOne(ctx, sig.Protected, sig.Signature, payloads, at, fetch, now)
+		if err == nil {
+			return Verification{Status: SigVerified, KeyID: kid}
+		}
+		reasons = append(reasons, fmt.Sprintf("signatures[%d]: %v", i, err))
+	}
+	return Verification{Status: SigUnverified, Reason: strings.Join(reasons, "; ")}
+}
+
+type protectedHeader struct {
+	Alg  string   `json:"alg"`
+	Kid  string   `json:"kid"`
+	Jku  string   `json:"jku"`
+	Typ  string   `json:"typ"`
+	Crit []string `json:"crit"`
+}
+
+func verifyOne(ctx context.Context, protected, signature string, payloads [][]byte, at *AgentTrust, fetch JWKSFetcher, now time.Time) (string, error) {
+	hb, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(protected, "="))
+	if err != nil {
+		return "", fmt.Errorf("protected header is not base64url: %w", err)
+	}
+	var h protectedHeader
+	if err := json.Unmarshal(hb, &h); err != nil {
+		return "", fmt.Errorf("protected header is not JSON: %w", err)
+	}
+	if !slices.Contains(AllowedAlgorithms, h.Alg) {
+		return "", fmt.Errorf("alg %q is not allowed (asymmetric algorithms only: %v)", h.Alg, AllowedAlgorithms)
+	}
+	if len(h.Crit) > 0 {
+		return "", fmt.Errorf("crit %v is not understood", h.Crit)
+	}
+	if h.Kid == "" {
+		return "", errors.New("protected header has no kid")
+	}
+	if p, ok := at.Keys[h.Kid]; ok {
+		if p.Revoked {
+			return "", fmt.Errorf("key %q is revoked", h.Kid)
+		}
+		if p.NotAfter != nil && now.After(*p.NotAfter) {
+			return "", fmt.Errorf("key %q expired at %s", h.Kid, p.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	key, found := at.keys.LookupKeyID(h.Kid)
+	if !found && h.Jku != "" {
+		if !slices.Contains(at.JKUAllowlist, h.Jku) {
+			return "", fmt.Errorf("kid %q is not in the trust store and jku %s is not on its jku_allowlist (not fetched)", h.Kid, h.Jku)
+		}
+		if fetch == nil {
+			return "", errors.New("no JWKS fetcher")
+		}
+		b, err := fetch(ctx, h.Jku)
+		if err != nil {
+			return "", fmt.Errorf("jku %s: %w", h.Jku, err)
+		}
+		set, err := jwk.Parse(b)
+		if err != nil {
+			return "", fmt.Errorf("jku %s: not a JWK Set: %w", h.Jku, err)
+		}
+		key, found = set.LookupKeyID(h.Kid)
+	}
+	if !found {
+		return "", fmt.Errorf("kid %q is not a trusted key", h.Kid)
+	}
+	if _, sym := key.(jwk.SymmetricKey); sym {
+		return "", fmt.Errorf("key %q is symmetric", h.Kid)
+	}
+	compact := []byte(protected + ".." + signature)
+	var last error
+	for _, payload := range payloads {
+		if _, err := jws.Verify(compact, jws.WithKey(jwa.SignatureAlgorithm(h.Alg), key), jws.WithDetachedPayload(payload)); err == nil {
+			return h.Kid, nil
+		} else {
+			last = err
+		}
+	}
+	return "", fmt.Errorf("signature by %q does not verify: %v", h.Kid, last)
+}
+
+// signingPayloads returns the candidate payloads: the RFC 8785 form of the
+// card without "signatures", then (when different) without default values.
+func signingPayloads(obj map[string]json.RawMessage) ([][]byte, error) {
+	first, err := canonicalWithout(obj)
+	if err != nil {
+		return nil, err
+	}
+	second, err := CanonicalForSigning(obj)
+	if err != nil {
+		return nil, err
+	}
+	if string(second) == string(first) {
+		return [][]byte{first}, nil
+	}
+	return [][]byte{first, second}, nil
+}
+
+func canonicalWithout(obj map[string]json.RawMessage) ([]byte, error) {
+	clone := make(map[string]json.RawMessage, len(obj))
+	for k, v := range obj {
+		if k != "signatures" {
+			clone[k] = v
+		}
+	}
+	b, err := json.Marshal(clone)
+	if err != nil {
+		return nil, err
+	}
+	return jcs.Transform(b)
+}
+
+// CanonicalForSigning is the signing payload of A2A 1.0 §8.4.2: the card
+// without "signatures", default values removed (RemoveDefaults), in RFC
+// 8785 form.
+func CanonicalForSigning(obj map[string]json.RawMessage) ([]byte, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	delete(v, "signatures")
+	b, err = json.Marshal(RemoveDefaults(v))
+	if err != nil {
+		return nil, err
+	}
+	return jcs.Transform(b)
+}
+
+// Fields kept even at their default value (A2A 1.0 §8.4.1): REQUIRED and
+// `optional` fields of the proto messages of an Agent Card.
+var (
+	keepCard       = set("name", "description", "supportedInterfaces", "version", "capabilities", "defaultInputModes", "defaultOutputModes", "skills", "documentationUrl", "iconUrl")
+	keepInterface  = set("url", "protocolBinding", "protocolVersion")
+	keepProvider   = set("url", "organization")
+	keepCapability = set("streaming", "pushNotifications", "extendedAgentCard")
+	keepSkill      = set("id", "name", "description", "tags")
+)
+
+func set(keys ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
+
+// RemoveDefaults removes, from a decoded Agent Card, the fields that hold
+// their default value ("", false, 0, [], {}, null) unless the field is
+// REQUIRED or marked optional in the A2A 1.0 proto (A2A 1.0 §8.4.1).
+func RemoveDefaults(card map[string]any) map[string]any {
+	return pruneObject(card, keepCard, func(key string) (map[string]bool, bool) {
+		switch key {
+		case "supportedInterfaces":
+			return keepInterface, true
+		case "skills":
+			return keepSkill, true
+		case "provider":
+			return keepProvider, false
+		case "capabilities":
+			return keepCapability, false
+		}
+		return nil, false
+	})
+}
+
+// pruneObject prunes obj; child tells, for a key, which keys its object (or
+// the objects of its array, when the bool is true) keep.
+func pruneObject(obj map[string]any, keep map[string]bool, child func(string) (map[string]bool, bool)) map[string]any {
+	out := map[string]any{}
+	for k, v := range obj {
+		var ck map[string]bool
+		if child != nil {
+			ck, _ = child(k)
+		}
+		v = pruneValue(v, ck)
+		if isDefault(v) && !keep[k] {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func pruneValue(v any, keep map[string]bool) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return pruneObject(t, keep, nil)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = pruneValue(e, keep)
+		}
+		return out
+	}
+	return v
+}
+
+func isDefault(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case string:
+		return t == ""
+	case bool:
+		return !t
+	case float64:
+		return t == 0
+	case []any:
+		return len(t) == 0
+	case map[string]any:
+		return len(t) == 0
+	}
+	return false
+}
+
+// Sign appends a signature to a card body (A2A 1.0 §8.4.2): the payload is
+// CanonicalForSigning of the card, the protected header {alg, typ "JOSE",
+// kid, jku?}, the JWS detached. key is a private JWK with an asymmetric
+// algorithm (its "alg", or ES256/EdDSA/RS256 by key type).
+func Sign(body []byte, key jwk.Key, kid, jku string) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, fmt.Errorf("card is not a JSON object: %w", err)
+	}
+	payload, err := CanonicalForSigning(obj)
+	if err != nil {
+		return nil, err
+	}
+	alg, err := signingAlg(key)
+	if err != nil {
+		return nil, err
+	}
+	hdr := jws.NewHeaders()
+	for k, v := range map[string]any{jws.AlgorithmKey: alg, jws.TypeKey: "JOSE", jws.KeyIDKey: kid} {
+		if err := hdr.Set(k, v); err != nil {
+			return nil, err
+		}
+	}
+	if jku != "" {
+		if err := hdr.Set(jws.JWKSetURLKey, jku); err != nil {
+			return nil, err
+		}
+	}
+	compact, err := jws.Sign(nil, jws.WithKey(alg, key, jws.WithProtectedHeaders(hdr)), jws.WithDetachedPayload(payload))
+	if err != nil {
+		return nil, fmt.Errorf("signing: %w", err)
+	}
+	parts := strings.Split(string(compact), ".")
+	if len(parts) != 3 {
+		return nil, errors.New("signing: unexpected JWS form")
+	}
+	var sigs []map[string]any
+	if raw, ok := obj["signatures"]; ok {
+		if err := json.Unmarshal(raw, &sigs); err != nil {
+			return nil, fmt.Errorf("signatures: %w", err)
+		}
+	}
+	sigs = append(sigs, map[string]any{"protected": parts[0], "signature": parts[2]})
+	sb, err := json.Marshal(sigs)
+	if err != nil {
+		return nil, err
+	}
+	obj["signatures"] = sb
+	return json.MarshalIndent(obj, "", "  ")
+}
+
+func signingAlg(key jwk.Key) (jwa.SignatureAlgorithm, error) {
+	if a := key.Algorithm().String(); a != "" {
+		if !slices.Contains(AllowedAlgorithms, a) {
+			return "", fmt.Errorf("key alg %q is not allowed", a)
+		}
+		return jwa.SignatureAlgorithm(a), nil
+	}
+	switch key.KeyType() {
+	case jwa.EC:
+		return jwa.ES256, nil
+	case jwa.OKP:
+		return jwa.EdDSA, nil
+	case jwa.RSA:
+		return jwa.RS256, nil
+	}
+	return "", fmt.Errorf("key type %s cannot sign an Agent Card (asymmetric keys only)", key.KeyType())
+}
