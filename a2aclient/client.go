@@ -202,7 +202,8 @@ func classify(op string, err error, rec *record) error {
 		errors.Is(err, a2a.ErrUnsupportedContentType), errors.Is(err, a2a.ErrInvalidAgentResponse),
 		errors.Is(err, a2a.ErrExtensionSupportRequired):
 		ce.Category = contracts.CategoryProtocol
-	case status >= 500 || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable,
+	case status == http.StatusTooManyRequests || status == http.StatusInternalServerError || status == http.StatusBadGateway ||
+		status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout,
 		errors.Is(err, a2a.ErrInternalError), errors.Is(err, a2a.ErrServerError):
 		ce.Category = contracts.CategoryTransient
 	case status >= 400:

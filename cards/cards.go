@@ -188,7 +188,7 @@ func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 func (f *Fetcher) get(ctx context.Context, u, origin string) ([]byte, bool, *cacheEntry, error) {
 	g := f.Guard()
 	if err := g.CheckURL(u); err != nil {
-		return nil, false, nil, &Error{Kind: "guard", Msg: "GET " + u, Err: err}
+		return nil, false, nil, &Error{Kind: "guard", Msg: "GET " + redact(u), Err: err}
 	}
 	f.mu.Lock()
 	if f.cache == nil {
@@ -219,11 +219,11 @@ func (f *Fetcher) get(ctx context.Context, u, origin string) ([]byte, bool, *cac
 	if err != nil {
 		switch {
 		case errors.Is(err, errRedirect):
-			return nil, false, nil, &Error{Kind: "redirect_refused", Msg: "GET " + u, Err: err}
+			return nil, false, nil, &Error{Kind: "redirect_refused", Msg: "GET " + redact(u), Err: err}
 		case errors.Is(err, ErrGuard):
-			return nil, false, nil, &Error{Kind: "guard", Msg: "GET " + u, Err: err}
+			return nil, false, nil, &Error{Kind: "guard", Msg: "GET " + redact(u), Err: err}
 		}
-		return nil, false, nil, &Error{Kind: "fetch", Msg: "GET " + u, Err: err}
+		return nil, false, nil, &Error{Kind: "fetch", Msg: "GET " + redact(u), Err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotModified && old != nil {
@@ -234,10 +234,10 @@ func (f *Fetcher) get(ctx context.Context, u, origin string) ([]byte, bool, *cac
 	}
 	if resp.StatusCode != http.StatusOK {
 		kind := "http_status"
-		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		if transientStatus(resp.StatusCode) {
 			kind = "http_status_transient"
 		}
-		return nil, false, nil, &Error{Kind: kind, Msg: fmt.Sprintf("GET %s: HTTP %d", u, resp.StatusCode)}
+		return nil, false, nil, &Error{Kind: kind, Msg: fmt.Sprintf("GET %s: HTTP %d", redact(u), resp.StatusCode)}
 	}
 	limit := f.MaxBytes
 	if limit <= 0 {
@@ -245,16 +245,35 @@ func (f *Fetcher) get(ctx context.Context, u, origin string) ([]byte, bool, *cac
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, false, nil, &Error{Kind: "fetch", Msg: "reading " + u, Err: err}
+		return nil, false, nil, &Error{Kind: "fetch", Msg: "reading " + redact(u), Err: err}
 	}
 	if int64(len(body)) > limit {
-		return nil, false, nil, &Error{Kind: "too_large", Msg: fmt.Sprintf("GET %s: body exceeds %d bytes", u, limit)}
+		return nil, false, nil, &Error{Kind: "too_large", Msg: fmt.Sprintf("GET %s: body exceeds %d bytes", redact(u), limit)}
 	}
 	e := &cacheEntry{body: body, etag: resp.Header.Get("ETag"), expires: expiry(resp.Header, now)}
 	f.mu.Lock()
 	f.cache[u] = e
 	f.mu.Unlock()
 	return body, false, e, nil
+}
+
+// transientStatus: worth retrying (429, 500, 502, 503, 504); 501 and the
+// other statuses are not.
+func transientStatus(code int) bool {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// redact hides the password of a URL's userinfo.
+func redact(u string) string {
+	if p, err := url.Parse(u); err == nil {
+		return p.Redacted()
+	}
+	return "(unparseable URL)"
 }
 
 // expiry reads Cache-Control max-age; no-store, no-cache or no max-age
@@ -279,7 +298,7 @@ func expiry(h http.Header, now time.Time) time.Time {
 // Errors are *Error of kind "malformed".
 func Parse(body []byte) (*Card, error) {
 	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(body, &probe); err != nil {
+	if err := json.Unmarshal(body, &probe); err != nil || probe == nil {
 		return nil, &Error{Kind: "malformed", Msg: "card is not a JSON object", Err: err}
 	}
 	parsed, err := a2av0.NewAgentCardParser()(body)

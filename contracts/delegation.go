@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"net/url"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -133,6 +135,42 @@ type MessageSpec struct {
 	Data json.RawMessage `json:"data,omitempty"`
 }
 
+// MaxContractBytes is the size limit of an encoded contract (256 KiB): it
+// travels in workflow history.
+const MaxContractBytes = 256 << 10
+
+// MaxDeadline is how far ahead a deadline may be (366 days).
+const MaxDeadline = 366 * 24 * time.Hour
+
+// checkCardURL returns "" or the rule an agent_card_url breaks.
+func checkCardURL(s string) string {
+	if len(s) > 2048 {
+		return "at most 2048 bytes"
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "not a URL: " + err.Error()
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	default:
+		return "must be an http or https URL"
+	}
+	if u.Hostname() == "" {
+		return "has no host"
+	}
+	if p := u.Port(); p != "" {
+		var n int
+		if _, err := fmt.Sscanf(p, "%d", &n); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("port %q is not 1-65535", p)
+		}
+	}
+	if u.User != nil {
+		return "must not carry credentials (user:password@): credentials belong in the worker's credential store"
+	}
+	return ""
+}
+
 // WriteAuthorityNone is the only accepted value of Delegation.WriteAuthority.
 const WriteAuthorityNone = "none"
 
@@ -162,6 +200,9 @@ func (e *FieldError) Unwrap() error { return ErrInvalidContract }
 // Errors are *FieldError (joined when several fields are wrong): an unknown
 // field, a wrong type, a missing required field, or a rule broken.
 func DecodeDelegation(data []byte, now time.Time) (Delegation, error) {
+	if len(data) > MaxContractBytes {
+		return Delegation{}, &FieldError{Field: "(document)", Rule: fmt.Sprintf("%d bytes is over the %d-byte limit of a contract", len(data), MaxContractBytes)}
+	}
 	var d Delegation
 	if err := strictDecode(data, &d, map[string]string{"deadline": "string"}, []string{
 		"local_workflow_id", "agent_card_url", "skill", "purpose", "message",
@@ -184,18 +225,25 @@ func (d Delegation) Validate(now time.Time) error {
 	if d.LocalWorkflowID == "" {
 		add("local_workflow_id", "required")
 	} else if !workflowIDPattern.MatchString(d.LocalWorkflowID) {
-		add("local_workflow_id", "must match "+workflowIDPattern.String())
+		add("local_workflow_id", fmt.Sprintf("%q must match %s", truncateRunes(d.LocalWorkflowID, 40), workflowIDPattern))
 	}
 	if d.AgentCardURL == "" {
 		add("agent_card_url", "required")
-	} else if !strings.HasPrefix(d.AgentCardURL, "http://") && !strings.HasPrefix(d.AgentCardURL, "https://") {
-		add("agent_card_url", "must be an http or https URL")
+	} else if rule := checkCardURL(d.AgentCardURL); rule != "" {
+		add("agent_card_url", rule)
 	}
 	if strings.TrimSpace(d.Skill) == "" {
 		add("skill", "required")
+	} else if len(d.Skill) > 256 {
+		add("skill", "at most 256 bytes")
 	}
 	if strings.TrimSpace(d.Purpose) == "" {
 		add("purpose", "required")
+	} else if len(d.Purpose) > 1000 {
+		add("purpose", "at most 1000 bytes")
+	}
+	if len(d.AllowedOutputs) > 64 {
+		add("allowed_outputs", "at most 64 kinds")
 	}
 	if strings.TrimSpace(d.Message.Text) == "" && len(d.Message.Data) == 0 {
 		add("message", "needs text or data")
@@ -217,9 +265,11 @@ func (d Delegation) Validate(now time.Time) error {
 		seen[k] = true
 	}
 	if d.Deadline.IsZero() {
-		add("deadline", "required (RFC 3339)")
+		add("deadline", "required (RFC 3339), and not the zero time")
 	} else if !d.Deadline.After(now) {
-		add("deadline", fmt.Sprintf("must be in the future (got %s, now %s)", d.Deadline.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+		add("deadline", fmt.Sprintf("must be in the future (got %s, now %s)", d.Deadline.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano)))
+	} else if d.Deadline.Sub(now) > MaxDeadline {
+		add("deadline", fmt.Sprintf("at most %d days ahead (got %s)", int(MaxDeadline.Hours()/24), d.Deadline.UTC().Format(time.RFC3339)))
 	}
 	errs = append(errs, d.validateDepth()...)
 	switch d.WriteAuthority {
@@ -334,13 +384,19 @@ func (d Delegation) Allows(kind string) bool {
 // kinds names fields whose JSON kind is checked before decoding ("string"),
 // for fields whose own UnmarshalJSON would not name them in its error.
 func strictDecode(data []byte, v any, kinds map[string]string, required []string) error {
-	trimmed := bytes.TrimSpace(data)
+	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return &FieldError{Field: "(document)", Rule: "must be a JSON object"}
 	}
 	var present map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &present); err != nil {
 		return &FieldError{Field: "(document)", Rule: "malformed JSON: " + err.Error()}
+	}
+	if present == nil {
+		return &FieldError{Field: "(document)", Rule: "must be a JSON object"}
+	}
+	if errs := checkKeys(trimmed, reflect.TypeOf(v).Elem()); len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	for f, kind := range kinds {
 		raw, ok := present[f]
@@ -395,4 +451,12 @@ func jsonTypeName(goType string) string {
 	default:
 		return "object"
 	}
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }

@@ -65,7 +65,17 @@ func TestDecodeDelegationRules(t *testing.T) {
 		wantRule  string
 	}{
 		{"unknown field", with(t, "priority", `"high"`), "priority", "unknown field"},
-		{"unknown nested field", with(t, "message", `{"text":"x","html":"<b>"}`), "html", "unknown field"},
+		{"unknown nested field", with(t, "message", `{"text":"x","html":"<b>"}`), "message.html", "unknown field"},
+		{"field name in another case", with(t, "SKILL", `"refund-money"`), "SKILL", "case-sensitive"},
+		{"field given twice", []byte(strings.Replace(valid, `"skill": "open-claim",`, `"skill": "open-claim", "skill": "refund",`, 1)), "skill", "given twice"},
+		{"credentials in the card URL", with(t, "agent_card_url", `"http://alice:pw@127.0.0.1:9999/"`), "agent_card_url", "credentials"},
+		{"card URL without host", with(t, "agent_card_url", `"http://"`), "agent_card_url", "no host"},
+		{"card URL with a bad port", with(t, "agent_card_url", `"http://127.0.0.1:99999/"`), "agent_card_url", "port"},
+		{"card URL too long", with(t, "agent_card_url", `"http://a/`+strings.Repeat("a", 3000)+`"`), "agent_card_url", "2048"},
+		{"deadline too far", with(t, "deadline", `"2319-06-01T00:00:00Z"`), "deadline", "366 days"},
+		{"purpose too long", with(t, "purpose", `"`+strings.Repeat("p", 1001)+`"`), "purpose", "1000"},
+		{"contract too large", with(t, "purpose", `"`+strings.Repeat("p", 300<<10)+`"`), "(document)", "limit"},
+		{"null document", []byte(`null`), "(document)", "JSON object"},
 		{"wrong type skill", with(t, "skill", `42`), "skill", "wrong type"},
 		{"wrong type allowed_outputs", with(t, "allowed_outputs", `"claim_opened"`), "allowed_outputs", "wrong type"},
 		{"wrong type message.text", with(t, "message", `{"text": 1}`), "message.text", "wrong type"},
@@ -124,6 +134,13 @@ func hasFieldError(err error, field, rule string) bool {
 	return false
 }
 
+func TestDecodeDelegationAcceptsBOMAndUpperCaseScheme(t *testing.T) {
+	doc := append([]byte("\xef\xbb\xbf"), with(t, "agent_card_url", `"HTTP://127.0.0.1:9999/"`)...)
+	if _, err := DecodeDelegation(doc, now); err != nil {
+		t.Fatalf("DecodeDelegation() error = %v", err)
+	}
+}
+
 func TestDecodeAnswer(t *testing.T) {
 	tests := []struct {
 		doc     string
@@ -132,6 +149,8 @@ func TestDecodeAnswer(t *testing.T) {
 		{`{"text": "photo.jpg", "answered_by": "ops"}`, ""},
 		{`{"data": {"photo": "box.jpg"}}`, ""},
 		{`{"text": ""}`, "needs text or data"},
+		{`{"data": ""}`, "needs text or data"},
+		{`{"data": {}}`, "needs text or data"},
 		{`{"text": "x", "data": null}`, "must not be null"},
 		{`{"text": "x", "approve": true}`, "unknown field"},
 		{`{"text": 7}`, "wrong type"},

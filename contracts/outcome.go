@@ -19,7 +19,7 @@ type Answer struct {
 // Validate refuses an empty answer: it needs non-blank text or non-null data.
 func (a Answer) Validate() error {
 	var errs []error
-	if strings.TrimSpace(a.Text) == "" && len(a.Data) == 0 {
+	if strings.TrimSpace(a.Text) == "" && emptyJSON(a.Data) {
 		errs = append(errs, &FieldError{Field: "text", Rule: "an answer needs text or data"})
 	}
 	if len(a.Data) > 0 {
@@ -31,6 +31,15 @@ func (a Answer) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// emptyJSON reports whether data carries nothing: absent, "", {} or [].
+func emptyJSON(data json.RawMessage) bool {
+	switch string(bytes.Join(bytes.Fields(data), nil)) {
+	case "", `""`, "{}", "[]":
+		return true
+	}
+	return false
 }
 
 // DecodeAnswer decodes an Answer strictly (unknown fields and wrong types are

@@ -55,6 +55,9 @@ type State struct {
 	LastSnapshot *a2aclient.Snapshot `json:"last_snapshot,omitempty"`
 	// Outcome is set when the delegation has ended.
 	Outcome *contracts.Outcome `json:"outcome,omitempty"`
+	// Failure is set when the workflow failed without an Outcome (a
+	// contract that does not validate).
+	Failure string `json:"failure,omitempty"`
 }
 
 // Question is what the remote agent asked (untrusted text, shown, never
@@ -125,7 +128,10 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}
-	if err := d.Validate(workflow.Now(ctx)); err != nil {
+	// The deadline may have passed between the start and the first
+	// workflow task (no worker yet): that is a deadline, not a bad contract.
+	if err := d.Validate(d.Deadline.Add(-time.Nanosecond)); err != nil {
+		r.s.Failure = "invalid contract: " + err.Error()
 		return contracts.Outcome{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidContract, nil)
 	}
 	if err := r.registerInput(ctx); err != nil {
@@ -133,14 +139,17 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 	}
 	// The deadline: a timer that, when it fires, interrupts whatever waits.
 	workflow.Go(ctx, func(gctx workflow.Context) {
-		if err := workflow.NewTimer(gctx, d.Deadline.Sub(workflow.Now(gctx))).Get(gctx, nil); err == nil {
+		if err := workflow.NewTimer(gctx, max(d.Deadline.Sub(workflow.Now(gctx)), 0)).Get(gctx, nil); err == nil {
 			r.deadlineHit = true
 		}
 	})
 	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		SearchA2APurpose.ValueSet(truncate(d.Purpose, 200)),
-		SearchA2AAgent.ValueSet(d.AgentCardURL))
+		SearchA2APurpose.ValueSet(truncate(d.Purpose, maxKeyword)),
+		SearchA2AAgent.ValueSet(truncate(d.AgentCardURL, maxKeyword)))
 	out := r.main(ctx)
+	if !a2aclient.Terminal(r.s.A2AState) {
+		r.setState(ctx, PhaseEnded)
+	}
 	r.s.Outcome = &out
 	r.s.Question = nil
 	workflow.SetCurrentDetails(ctx, finishedDetails(out))
@@ -306,7 +315,7 @@ func (r *run) adopt(ctx workflow.Context, card activities.ResolvedCard) {
 	r.s.Interface = card.Interface
 	r.s.InputModes = card.InputModes
 	r.s.Protocol = contracts.ProtocolInfo{Version: card.Interface.Version, Binding: card.Interface.Binding, URL: card.Interface.URL}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AAgent.ValueSet(card.Agent.Name))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AAgent.ValueSet(truncate(card.Agent.Name, maxKeyword)))
 }
 
 // cardChange says what changed between the card in use and a new one in a
@@ -397,7 +406,7 @@ func (r *run) observe(ctx workflow.Context, snap a2aclient.Snapshot) {
 	r.s.LastSnapshot = &s
 	if snap.TaskID != "" && r.s.RemoteTaskID == "" {
 		r.s.RemoteTaskID = snap.TaskID
-		_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2ARemoteTaskID.ValueSet(snap.TaskID))
+		_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2ARemoteTaskID.ValueSet(truncate(snap.TaskID, maxKeyword)))
 	}
 	if snap.ContextID != "" && r.s.ContextID == "" {
 		r.s.ContextID = snap.ContextID
@@ -411,7 +420,7 @@ func (r *run) setState(ctx workflow.Context, state string) {
 	}
 	r.s.A2AState = state
 	r.s.Transitions = append(r.s.Transitions, Transition{State: state, At: workflow.Now(ctx)})
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AState.ValueSet(state))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AState.ValueSet(truncate(state, maxKeyword)))
 	if r.s.Question == nil {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** · remote state `%s` · deadline %s",
 			escapeMarkdown(r.d.Purpose), state, r.d.Deadline.UTC().Format(time.RFC3339)))
@@ -570,6 +579,10 @@ func cancelOptions() workflow.ActivityOptions {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
 	}
 }
+
+// maxKeyword bounds a Keyword search attribute value (the server refuses
+// more than 2048 bytes and would terminate the workflow).
+const maxKeyword = 1000
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -249,6 +249,15 @@ func (s *DelegationSuite) TestDeadlineWhileWatching() {
 	s.Equal(contracts.StatusDeadlineExceeded, s.outcome().Status)
 }
 
+func (s *DelegationSuite) TestDeadlinePassedBeforeTheWorkerRan() {
+	d := contract()
+	d.Deadline = t0.Add(-time.Minute)
+	s.env.ExecuteWorkflow(Delegation, d)
+	o := s.outcome()
+	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
+	s.Equal("ended", s.state().A2AState)
+}
+
 func (s *DelegationSuite) TestUnauthorizedSend() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
 		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: HTTP 401", string(contracts.CategoryAuthorization), nil)).Once()

@@ -45,6 +45,9 @@ var SearchAttributeNames = []string{"A2AState", "A2AAgent", "A2ARemoteTaskId", "
 const (
 	PhaseResolving = "resolving"
 	PhaseSending   = "sending"
+	// PhaseEnded: the delegation ended locally while the remote task was
+	// not in a terminal state (or there was none).
+	PhaseEnded = "ended"
 	// StateCardChanged: the card changed in a way that matters; waiting
 	// for Signal "rediscover".
 	StateCardChanged = "card-changed"

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/api/enums/v1"
@@ -36,6 +38,12 @@ func (f *clientFlags) add(cmd *cobra.Command) {
 }
 
 func (f *clientFlags) dial(ctx context.Context) (client.Client, error) {
+	if strings.TrimSpace(f.address) == "" {
+		return nil, usageErr(errors.New("--address: empty; give host:port of the Temporal frontend"))
+	}
+	if strings.TrimSpace(f.namespace) == "" {
+		return nil, usageErr(errors.New("--namespace: empty"))
+	}
 	c, err := client.DialContext(ctx, client.Options{
 		HostPort: f.address, Namespace: f.namespace,
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
@@ -48,8 +56,8 @@ func (f *clientFlags) dial(ctx context.Context) (client.Client, error) {
 
 // oneID requires exactly one argument, the delegation's workflow id.
 func oneID(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return usageErr(fmt.Errorf("%s needs exactly one argument, the delegation's workflow id (its local_workflow_id); got %d", cmd.Name(), len(args)))
+	if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
+		return usageErr(fmt.Errorf("%s needs exactly one argument, the delegation's workflow id (its local_workflow_id)", cmd.Name()))
 	}
 	return nil
 }
@@ -78,9 +86,9 @@ the exit code is 0 only when the status is "completed".`,
 			if contractPath == "" {
 				return usageErr(errors.New("--contract is required"))
 			}
-			raw, err := readFileOrStdin(contractPath)
+			raw, err := readFileOrStdin(cmd.Context(), contractPath)
 			if err != nil {
-				return usageErr(err)
+				return usageErr(fmt.Errorf("--contract: %w", err))
 			}
 			d, err := contracts.DecodeDelegation(raw, time.Now())
 			if err != nil {
@@ -93,6 +101,9 @@ the exit code is 0 only when the status is "completed".`,
 			}
 			defer c.Close()
 			run, err := workflows.Start(ctx, c, d)
+			if errors.Is(err, contracts.ErrInvalidContract) {
+				return usageErr(fmt.Errorf("contract %s:\n%w", contractPath, err))
+			}
 			if err != nil {
 				return temporalErr(err)
 			}
@@ -109,11 +120,27 @@ the exit code is 0 only when the status is "completed".`,
 	return cmd
 }
 
-func readFileOrStdin(path string) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(os.Stdin)
+// readFileOrStdin reads a file, or standard input for "-" (giving up when
+// ctx ends, so that Ctrl-C works while waiting for input).
+func readFileOrStdin(ctx context.Context, path string) ([]byte, error) {
+	if path != "-" {
+		return os.ReadFile(path)
 	}
-	return os.ReadFile(path)
+	type result struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, contracts.MaxContractBytes+1))
+		ch <- result{b, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.b, r.err
+	case <-ctx.Done():
+		return nil, errors.New("interrupted while reading standard input")
+	}
 }
 
 // waitAndPrint prints state changes (from Query "state") until the run
@@ -157,7 +184,7 @@ func waitAndPrint(ctx context.Context, w io.Writer, c client.Client, run client.
 		case <-tick.C:
 			show()
 		case <-ctx.Done():
-			return temporalErr(ctx.Err())
+			return temporalErr(fmt.Errorf("interrupted; the delegation goes on: delegate status %s", run.GetID()))
 		}
 	}
 }
@@ -176,9 +203,9 @@ func newStatusCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			s, err := workflows.QueryStateOf(ctx, c, args[0])
+			s, err := queryState(ctx, c, args[0])
 			if err != nil {
-				return temporalErr(fmt.Errorf("query %q of %s: %w", workflows.QueryState, args[0], err))
+				return err
 			}
 			if asJSON {
 				b, _ := json.MarshalIndent(s, "", "  ")
@@ -194,11 +221,52 @@ func newStatusCmd() *cobra.Command {
 	return cmd
 }
 
+// queryTimeout bounds a Query or an Update: both need a worker.
+const queryTimeout = 20 * time.Second
+
+// queryState runs Query "state". Without a worker, a delegation that has
+// ended is still shown, from its result in the history.
+func queryState(ctx context.Context, c client.Client, id string) (workflows.State, error) {
+	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	s, err := workflows.QueryStateOf(qctx, c, id)
+	if err == nil {
+		return s, nil
+	}
+	desc, derr := c.DescribeWorkflowExecution(ctx, id, "")
+	if derr != nil {
+		return workflows.State{}, temporalErr(derr)
+	}
+	st := desc.GetWorkflowExecutionInfo().GetStatus()
+	if st == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return workflows.State{}, temporalErr(fmt.Errorf("query %q of %s got no answer within %s: is a worker running on task queue %q? (%v)", workflows.QueryState, id, queryTimeout, workflows.TaskQueue, err))
+	}
+	s = workflows.State{LocalWorkflowID: id, A2AState: "(no worker to ask; from the history)"}
+	var out contracts.Outcome
+	if gerr := c.GetWorkflow(ctx, id, "").Get(ctx, &out); gerr != nil {
+		s.Failure = fmt.Sprintf("workflow %s: %v", statusName(st), gerr)
+	} else {
+		s.Outcome = &out
+		s.Agent, s.Protocol, s.RemoteTaskID, s.ContextID, s.InputRounds = out.Agent, out.Protocol, out.RemoteTaskID, out.ContextID, out.InputRounds
+	}
+	return s, nil
+}
+
+// clean makes remote text safe for a terminal: control characters
+// (escape sequences, carriage returns) are shown escaped.
+func clean(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
 func printState(w io.Writer, s workflows.State) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s:\t%s\n", k, clean(v))
 		}
 	}
 	row("delegation", s.LocalWorkflowID)
@@ -213,6 +281,10 @@ func printState(w io.Writer, s workflows.State) {
 	row("context", s.ContextID)
 	row("deadline", s.Deadline.UTC().Format(time.RFC3339))
 	row("input rounds", fmt.Sprint(s.InputRounds))
+	if s.Agent.Signature != "" {
+		row("card signature", s.Agent.Signature+reasonSuffix(s.Signature.Reason))
+	}
+	row("failure", s.Failure)
 	if q := s.Question; q != nil {
 		row("question", fmt.Sprintf("%q (since %s)", q.Text, q.Since.UTC().Format(time.RFC3339)))
 		row("answer with", fmt.Sprintf("delegate answer %s --text \"...\" --by NAME", s.LocalWorkflowID))
@@ -230,6 +302,13 @@ func printState(w io.Writer, s workflows.State) {
 		}
 	}
 	_ = tw.Flush()
+}
+
+func reasonSuffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return " (" + r + ")"
 }
 
 func compact(data json.RawMessage, text string) string {
@@ -269,8 +348,13 @@ question is pending, is refused at once with the reason.`,
 				return err
 			}
 			defer c.Close()
-			res, err := workflows.Answer(ctx, c, args[0], a)
+			actx, cancel := context.WithTimeout(ctx, queryTimeout)
+			defer cancel()
+			res, err := workflows.Answer(actx, c, args[0], a)
 			if err != nil {
+				if actx.Err() != nil && ctx.Err() == nil {
+					return temporalErr(fmt.Errorf("the answer was not taken within %s: is a worker running on task queue %q?", queryTimeout, workflows.TaskQueue))
+				}
 				return temporalErr(fmt.Errorf("answer refused: %w", err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "answer accepted for round %d of %s\n", res.Round, args[0])
@@ -351,7 +435,7 @@ func newListCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tAGENT\tREMOTE STATE\tWORKFLOW\tSTARTED")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Agent, r.A2AState, r.Status, r.Started.Format(time.RFC3339))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clean(r.ID), clean(r.Agent), clean(r.A2AState), r.Status, r.Started.Format(time.RFC3339))
 			}
 			return tw.Flush()
 		},
@@ -371,7 +455,7 @@ type listRow struct {
 }
 
 func listDelegations(ctx context.Context, c client.Client, ns, query string) ([]listRow, error) {
-	var rows []listRow
+	rows := []listRow{}
 	var token []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: ns, Query: query, NextPageToken: token})

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,6 +86,9 @@ down cleanly; a restart on the same --db carries on with the open delegations.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			logger := newLogger()
+			if err := checkPorts(cfg); err != nil {
+				return err
+			}
 			cfg.SearchAttributes = workflows.SearchAttributeNames
 			srv, err := devserver.Start(ctx, cfg)
 			if err != nil {
@@ -117,4 +122,27 @@ down cleanly; a restart on the same --db carries on with the open delegations.`,
 	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "do not run the worker in this process")
 	wf.add(cmd)
 	return cmd
+}
+
+// checkPorts refuses out-of-range or busy ports before the server starts,
+// with an error that names the flag.
+func checkPorts(cfg devserver.Config) error {
+	for _, p := range []struct {
+		flag string
+		port int
+		off  bool
+	}{{"--port", cfg.Port, false}, {"--ui-port", cfg.UIPort, cfg.UIPort == -1}} {
+		if p.off {
+			continue
+		}
+		if p.port < 1 || p.port > 65535 {
+			return usageErr(fmt.Errorf("%s %d: must be 1-65535", p.flag, p.port))
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)))
+		if err != nil {
+			return temporalErr(fmt.Errorf("%s %d: the port is in use (another delegate dev or Temporal server?)", p.flag, p.port))
+		}
+		_ = ln.Close()
+	}
+	return nil
 }

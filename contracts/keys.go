@@ -1,0 +1,86 @@
+package contracts
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// checkKeys walks a JSON document against the struct type t and reports
+// every key that encoding/json would accept but a strict contract must
+// not: a key that is not a field name exactly (encoding/json matches names
+// case-insensitively), and a key given twice. Paths name nested fields
+// ("message.attachments"). Map-typed fields (output_schemas) and raw JSON
+// fields are not walked. Errors are *FieldError, joined.
+func checkKeys(data []byte, t reflect.Type) []error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var errs []error
+	walkValue(dec, t, "", &errs)
+	return errs
+}
+
+func walkValue(dec *json.Decoder, t reflect.Type, path string, errs *[]error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return
+	}
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	d, isDelim := tok.(json.Delim)
+	if !isDelim {
+		return
+	}
+	switch d {
+	case '{':
+		fields := map[string]reflect.Type{}
+		known := t != nil && t.Kind() == reflect.Struct && t != reflect.TypeFor[json.RawMessage]()
+		if known {
+			for i := 0; i < t.NumField(); i++ {
+				f := t.Field(i)
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if name != "" && name != "-" {
+					fields[name] = f.Type
+				}
+			}
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return
+			}
+			key, _ := kt.(string)
+			p := key
+			if path != "" {
+				p = path + "." + key
+			}
+			if seen[key] {
+				*errs = append(*errs, &FieldError{Field: p, Rule: "given twice"})
+			}
+			seen[key] = true
+			var child reflect.Type
+			if known {
+				ft, ok := fields[key]
+				if !ok {
+					*errs = append(*errs, &FieldError{Field: p, Rule: "unknown field (names are case-sensitive)"})
+				}
+				child = ft
+			}
+			walkValue(dec, child, p, errs)
+		}
+		_, _ = dec.Token() // '}'
+	case '[':
+		var elem reflect.Type
+		if t != nil && t.Kind() == reflect.Slice && t != reflect.TypeFor[json.RawMessage]() {
+			elem = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			walkValue(dec, elem, fmt.Sprintf("%s[%d]", path, i), errs)
+		}
+		_, _ = dec.Token() // ']'
+	}
+}
