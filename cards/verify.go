@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -369,4 +370,22 @@ func signingAlg(key jwk.Key) (jwa.SignatureAlgorithm, error) {
 		return jwa.RS256, nil
 	}
 	return "", fmt.Errorf("key type %s cannot sign an Agent Card (asymmetric keys only)", key.KeyType())
+}
+
+// LoadSigningKey reads a private, asymmetric JWK (EC, OKP or RSA) from a
+// file, for Sign.
+func LoadSigningKey(path string) (jwk.Key, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	key, err := jwk.ParseKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a JWK: %w", path, err)
+	}
+	switch key.(type) {
+	case jwk.ECDSAPrivateKey, jwk.OKPPrivateKey, jwk.RSAPrivateKey:
+		return key, nil
+	}
+	return nil, fmt.Errorf("%s: a private EC, OKP or RSA key is needed (got %s)", path, key.KeyType())
 }

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
 	"github.com/a2adelegate/delegate/internal/devserver"
@@ -30,8 +31,20 @@ type env struct {
 	base  string
 }
 
-func setup(t *testing.T) *env {
+// options of setup.
+type options struct {
+	agent claimsagent.Config
+	// trust builds the worker's trust store once the agent's base URL is
+	// known.
+	trust func(base string) *cards.TrustStore
+}
+
+func setup(t *testing.T, opts ...func(*options)) *env {
 	t.Helper()
+	o := options{agent: claimsagent.Config{WorkDelay: 50 * time.Millisecond}}
+	for _, f := range opts {
+		f(&o)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
@@ -46,7 +59,8 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	agent := claimsagent.New(claimsagent.Config{BaseURL: base, WorkDelay: 50 * time.Millisecond})
+	o.agent.BaseURL = base
+	agent := claimsagent.New(o.agent)
 	go func() { _ = agent.Serve(ctx, ln) }()
 
 	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace()})
@@ -54,8 +68,13 @@ func setup(t *testing.T) *env {
 		t.Fatalf("client.Dial() error = %v", err)
 	}
 	t.Cleanup(c.Close)
+	var ts *cards.TrustStore
+	if o.trust != nil {
+		ts = o.trust(base)
+	}
 	w := worker.New(c, workflows.TaskQueue, worker.Options{})
-	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond})
+	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
+		Fetcher: &cards.Fetcher{Trust: ts}})
 	if err := w.Start(); err != nil {
 		t.Fatalf("worker.Start() error = %v", err)
 	}

@@ -309,3 +309,52 @@ func TestEscapeMarkdown(t *testing.T) {
 		}
 	}
 }
+
+func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.SetStartTime(t0)
+	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+	s.env.RegisterActivity(&activities.Activities{})
+	first := activities.ResolvedCard{
+		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardDigest: "sha256:01"},
+		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
+		SkillFound: true,
+	}
+	changed := first
+	changed.Agent.CardDigest = "sha256:02"
+	changed.SkillFound = false
+	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(first, nil).Once()
+	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(changed, nil)
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Equal(StateCardChanged, st.A2AState)
+		s.Require().Len(st.CardChanges, 1)
+		s.True(st.CardChanges[0].Matters)
+	}, 2*time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCardChanged, o.Status)
+	s.Contains(o.Error.Message, "sha256:01")
+	s.Contains(o.Error.Message, "sha256:02")
+	s.Contains(o.Error.Message, `skill "open-claim" is gone`)
+}
+
+func (s *DelegationSuite) TestUntrustedCardSendsNothing() {
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.SetStartTime(t0)
+	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+	s.env.RegisterActivity(&activities.Activities{})
+	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.MatchedBy(func(in activities.ResolveCardInput) bool { return in.RequireSignature })).
+		Return(activities.ResolvedCard{SkillFound: true, SignatureRequired: true,
+			Agent:        contracts.AgentInfo{Name: "x", Signature: "unsigned"},
+			Verification: cards.Verification{Status: cards.SigUnsigned}}, nil).Once()
+	d := contract()
+	d.RequireSignedCard = true
+	s.env.ExecuteWorkflow(Delegation, d)
+	o := s.outcome()
+	s.Equal(contracts.StatusCardUntrusted, o.Status)
+	s.Equal("unsigned", o.Agent.Signature)
+}

@@ -14,13 +14,30 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9999", "host:port to listen on")
 	delay := flag.Duration("work-delay", 500*time.Millisecond, "how long the agent works between states")
+	signKey := flag.String("sign-key", "", "private JWK file: sign the served card and serve the public key at /.well-known/jwks.json")
+	kid := flag.String("kid", "", "key id of --sign-key (required with it)")
+	jku := flag.String("jku", "", "JWK Set URL to name in the signature's protected header")
 	flag.Parse()
+	cfg := claimsagent.Config{WorkDelay: *delay}
+	if *signKey != "" {
+		if *kid == "" {
+			fmt.Fprintln(os.Stderr, "claims-agent: --kid is required with --sign-key")
+			os.Exit(2)
+		}
+		key, err := cards.LoadSigningKey(*signKey)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "claims-agent: --sign-key:", err)
+			os.Exit(2)
+		}
+		cfg.SignKey, cfg.KeyID, cfg.JKU = key, *kid, *jku
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ln, err := net.Listen("tcp", *addr)
@@ -30,7 +47,8 @@ func main() {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	base := "http://" + ln.Addr().String()
-	agent := claimsagent.New(claimsagent.Config{BaseURL: base, WorkDelay: *delay, Logger: logger})
+	cfg.BaseURL, cfg.Logger = base, logger
+	agent := claimsagent.New(cfg)
 	fmt.Printf("claims agent: card at %s/.well-known/agent-card.json\n", base)
 	if err := agent.Serve(ctx, ln); err != nil {
 		fmt.Fprintln(os.Stderr, "claims-agent:", err)

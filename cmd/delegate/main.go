@@ -66,6 +66,6 @@ Exit codes:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCmd(), newWorkerCmd(), newStartCmd(), newStatusCmd(), newAnswerCmd(), newCancelCmd(), newListCmd())
+	root.AddCommand(newDevCmd(), newWorkerCmd(), newStartCmd(), newStatusCmd(), newAnswerCmd(), newCancelCmd(), newListCmd(), newCardCmd())
 	return root
 }

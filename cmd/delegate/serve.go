@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/workflows"
 )
@@ -22,17 +23,27 @@ import (
 // workerFlags configure the worker.
 type workerFlags struct {
 	pollInitial, pollMax time.Duration
+	trust                string
 }
 
 func (f *workerFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.trust, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file: keys that may sign agent cards, HTTP guard exceptions (env DELEGATE_TRUST)")
 	cmd.Flags().DurationVar(&f.pollInitial, "poll-initial", time.Second, "first GetTask polling interval (doubles each poll)")
 	cmd.Flags().DurationVar(&f.pollMax, "poll-max", 30*time.Second, "longest GetTask polling interval")
 }
 
 // runWorker runs the worker until ctx is done.
 func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog.Logger) error {
+	ts, err := loadTrust(f.trust)
+	if err != nil {
+		return err
+	}
+	if ts == nil {
+		logger.Info("no trust store: agent cards are used unverified unless a contract sets require_signed_card")
+	}
 	w := worker.New(c, workflows.TaskQueue, worker.Options{})
-	workflows.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger})
+	workflows.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
+		Fetcher: &cards.Fetcher{Trust: ts}})
 	if err := w.Start(); err != nil {
 		return temporalErr(fmt.Errorf("starting the worker: %w", err))
 	}
