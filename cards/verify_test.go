@@ -279,7 +279,7 @@ func TestGuard(t *testing.T) {
 		{"https://claims.example/a2a", true},
 		{"https://api.claims.example/a2a", true},
 		{"https://other.example/a2a", false},
-		{"http://claims.example/a2a", false},   // plain http off loopback
+		{"http://claims.example/a2a", false},     // plain http off loopback
 		{"http://169.254.169.254/latest", false}, // metadata service
 		{"https://169.254.169.254/latest", false},
 		{"https://10.0.0.1/a2a", false},
