@@ -78,6 +78,9 @@ type Snapshot struct {
 	Artifacts  []contracts.Artifact `json:"artifacts,omitempty"`
 	// Reply is the text of a Message reply (State "message").
 	Reply string `json:"reply,omitempty"`
+	// Attempt is the activity attempt that got this snapshot (SendMessage:
+	// 1 unless earlier attempts failed before sending).
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // SnapshotOf converts an a2a-go Task.

@@ -11,11 +11,13 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/a2adelegate/delegate/a2aclient"
@@ -35,6 +37,16 @@ type Activities struct {
 	PollInitial, PollMax time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Policy is the authorization policy file (nil or no path: allow all).
+	Policy *PolicyFile
+	// Credentials is the worker's credential store (nil: none).
+	Credentials *a2aclient.Credentials
+	// Temporal is a client for ReconcileOpen (nil: reconciliation by
+	// schedule is unavailable).
+	Temporal client.Client
+	// SendTimeout bounds one SendMessage call (default 30 s). A call that
+	// times out after its request was written has an unknown outcome.
+	SendTimeout time.Duration
 
 	once sync.Once
 }
@@ -111,6 +123,7 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 		out.InterfaceError = err.Error()
 	} else {
 		iface.CardOrigin = card.Origin
+		iface.Auth = cards.SchemeOf(card.Parsed)
 		out.Interface = iface
 	}
 	a.logger().Info("agent card resolved", "workflow_id", workflowID(ctx), "card_digest", card.Digest,
@@ -128,13 +141,27 @@ func (a *Activities) fetcher() *cards.Fetcher {
 }
 
 // dial makes a client for an interface whose HTTP connections obey the
-// guard of the card's origin (unless DialOptions.HTTPClient is set).
-func (a *Activities) dial(ctx context.Context, iface cards.Interface) (*a2aclient.Client, error) {
+// guard of the card's origin (unless DialOptions.HTTPClient is set), with
+// the credential of the interface's origin from the worker's store, or the
+// one named by credentialRef (an operator's answer to AUTH_REQUIRED).
+func (a *Activities) dial(ctx context.Context, iface cards.Interface, credentialRef string) (*a2aclient.Client, error) {
 	opts := a.DialOptions
 	if opts.HTTPClient == nil {
 		g := a.fetcher().Guard()
 		g.HeaderTimeout = time.Minute
 		opts.HTTPClient = g.Client(iface.CardOrigin)
+	}
+	if credentialRef != "" {
+		secret, ok := a.Credentials.ForRef(credentialRef)
+		if !ok {
+			return nil, &a2aclient.CallError{Category: contracts.CategoryAuthorization, Op: "dial",
+				Err: fmt.Errorf("credential_ref %q is not in the worker's credential store", credentialRef)}
+		}
+		opts = opts.WithCredential(iface.Auth, secret)
+	} else if origin, err := cards.Origin(iface.URL); err == nil {
+		if secret, ok := a.Credentials.ForOrigin(origin); ok {
+			opts = opts.WithCredential(iface.Auth, secret)
+		}
 	}
 	return a2aclient.Dial(ctx, iface, opts)
 }
@@ -143,6 +170,10 @@ func (a *Activities) dial(ctx context.Context, iface cards.Interface) (*a2aclien
 type SendInput struct {
 	Interface cards.Interface    `json:"interface"`
 	Message   a2aclient.Outbound `json:"message"`
+	// CredentialRef names a credential of the worker's store to use for
+	// this call (an answer to AUTH_REQUIRED); the secret never enters
+	// history.
+	CredentialRef string `json:"credential_ref,omitempty"`
 	// Limits bound what the reply may put into history (see bound).
 	Limits contracts.Limits `json:"limits"`
 }
@@ -154,15 +185,22 @@ type SendInput struct {
 // (the request was written and no answer came: not retried),
 // "authorization" (401/403), "protocol".
 func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.Snapshot, error) {
-	c, err := a.dial(ctx, in.Interface)
+	c, err := a.dial(ctx, in.Interface, in.CredentialRef)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err)
 	}
 	defer c.Close()
-	snap, err := c.SendMessage(ctx, in.Message)
+	timeout := a.SendTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	snap, err := c.SendMessage(sctx, in.Message)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err)
 	}
+	snap.Attempt = int(activity.GetInfo(ctx).Attempt)
 	a.logger().Info("a2a message sent", "workflow_id", workflowID(ctx), "message_id", in.Message.MessageID, "task_id", snap.TaskID, "state", snap.State)
 	return bound(snap, in.Limits), nil
 }
@@ -184,7 +222,7 @@ type WatchInput struct {
 // inside the loop. Errors: "authorization", "protocol" (for example
 // TaskNotFound).
 func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Snapshot, error) {
-	c, err := a.dial(ctx, in.Interface)
+	c, err := a.dial(ctx, in.Interface, "")
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err)
 	}
@@ -245,6 +283,29 @@ type heartbeat struct {
 	Failures int `json:"failures"`
 }
 
+// GetTaskInput names a task to read once.
+type GetTaskInput struct {
+	Interface cards.Interface  `json:"interface"`
+	TaskID    string           `json:"task_id"`
+	Limits    contracts.Limits `json:"limits"`
+}
+
+// GetTask reads the task once (A2A 1.0 §3.1.3): for adopting a task after
+// an unknown outcome, and for reconciliation. Errors: "transient",
+// "authorization", "protocol" (TaskNotFound).
+func (a *Activities) GetTask(ctx context.Context, in GetTaskInput) (a2aclient.Snapshot, error) {
+	c, err := a.dial(ctx, in.Interface, "")
+	if err != nil {
+		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err)
+	}
+	defer c.Close()
+	snap, err := c.GetTask(ctx, in.TaskID)
+	if err != nil {
+		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err)
+	}
+	return bound(snap, in.Limits), nil
+}
+
 // CancelInput names the task to cancel.
 type CancelInput struct {
 	Interface cards.Interface `json:"interface"`
@@ -255,7 +316,7 @@ type CancelInput struct {
 // the task as reported. Errors: "protocol" (TaskNotCancelable,
 // TaskNotFound), "authorization", "transient".
 func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (a2aclient.Snapshot, error) {
-	c, err := a.dial(ctx, in.Interface)
+	c, err := a.dial(ctx, in.Interface, "")
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err)
 	}

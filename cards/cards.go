@@ -368,6 +368,8 @@ type Interface struct {
 	// CardOrigin is the origin of the card the interface came from; the
 	// HTTP guard applies that origin's trust entry to the calls.
 	CardOrigin string `json:"card_origin,omitempty"`
+	// Auth is how the card wants calls authenticated (no secret).
+	Auth *AuthScheme `json:"auth,omitempty"`
 }
 
 // SupportedBindings are the protocol bindings this client speaks, in order
@@ -444,4 +446,45 @@ func FindSkill(card *a2a.AgentCard, id string) (a2a.AgentSkill, bool) {
 		}
 	}
 	return a2a.AgentSkill{}, false
+}
+
+// AuthScheme says how a card wants to be authenticated (A2A 1.0 §4.5),
+// without any secret: "bearer" (Authorization header) or "api_key" (the
+// named header).
+type AuthScheme struct {
+	Kind   string `json:"kind"`
+	Header string `json:"header,omitempty"`
+}
+
+// SchemeOf picks the first usable security scheme the card requires (or
+// declares): HTTP bearer, OAuth2 or OpenID Connect → bearer; apiKey in a
+// header → api_key. nil when the card declares none.
+func SchemeOf(card *a2a.AgentCard) *AuthScheme {
+	if card == nil || len(card.SecuritySchemes) == 0 {
+		return nil
+	}
+	var names []a2a.SecuritySchemeName
+	for _, req := range card.SecurityRequirements {
+		for n := range req {
+			names = append(names, n)
+		}
+	}
+	for n := range card.SecuritySchemes {
+		names = append(names, n)
+	}
+	for _, n := range names {
+		switch v := card.SecuritySchemes[n].(type) {
+		case a2a.HTTPAuthSecurityScheme:
+			if strings.EqualFold(v.Scheme, "bearer") {
+				return &AuthScheme{Kind: "bearer"}
+			}
+		case a2a.OAuth2SecurityScheme, a2a.OpenIDConnectSecurityScheme:
+			return &AuthScheme{Kind: "bearer"}
+		case a2a.APIKeySecurityScheme:
+			if v.Location == a2a.APIKeySecuritySchemeLocationHeader && v.Name != "" {
+				return &AuthScheme{Kind: "api_key", Header: v.Name}
+			}
+		}
+	}
+	return nil
 }

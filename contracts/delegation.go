@@ -65,7 +65,19 @@ type Delegation struct {
 	// RequireSignedCard makes a verified Agent Card signature (A2A 1.0
 	// §8.4) required for this delegation, whatever the trust store says.
 	RequireSignedCard bool `json:"require_signed_card,omitempty"`
+	// OnUnknownOutcome is what happens when a send's outcome is unknown
+	// (written, no answer): "ask_operator" (default) or "resend" (same
+	// messageId, at most MaxAutoResends times, then ask an operator).
+	OnUnknownOutcome string `json:"on_unknown_outcome,omitempty"`
 }
+
+// On-unknown-outcome policies.
+const (
+	OnUnknownAskOperator = "ask_operator"
+	OnUnknownResend      = "resend"
+	// MaxAutoResends bounds the automatic resends of one round.
+	MaxAutoResends = 3
+)
 
 // DefaultOutputModes are the media types accepted when output_modes is
 // not given.
@@ -311,6 +323,11 @@ func (d Delegation) validateDepth() []error {
 		if strings.TrimSpace(r) == "" {
 			add(fmt.Sprintf("resource_scope[%d]", i), "must not be empty")
 		}
+	}
+	switch d.OnUnknownOutcome {
+	case "", OnUnknownAskOperator, OnUnknownResend:
+	default:
+		add("on_unknown_outcome", fmt.Sprintf(`must be "ask_operator" or "resend", got %q`, d.OnUnknownOutcome))
 	}
 	switch d.OnInvalidArtifact {
 	case "", OnInvalidFail, OnInvalidDrop:

@@ -14,13 +14,20 @@ type Answer struct {
 	Text       string          `json:"text"`
 	Data       json.RawMessage `json:"data,omitempty"`
 	AnsweredBy string          `json:"answered_by,omitempty"`
+	// CredentialRef answers AUTH_REQUIRED: it names a credential of the
+	// worker's credential store, which supplies the secret for the
+	// follow-up. Secrets never travel through a signal or an update.
+	CredentialRef string `json:"credential_ref,omitempty"`
 }
 
 // Validate refuses an empty answer: it needs non-blank text or non-null data.
 func (a Answer) Validate() error {
 	var errs []error
-	if strings.TrimSpace(a.Text) == "" && emptyJSON(a.Data) {
-		errs = append(errs, &FieldError{Field: "text", Rule: "an answer needs text or data"})
+	if strings.TrimSpace(a.Text) == "" && emptyJSON(a.Data) && a.CredentialRef == "" {
+		errs = append(errs, &FieldError{Field: "text", Rule: "an answer needs text or data (or credential_ref for AUTH_REQUIRED)"})
+	}
+	if len(a.CredentialRef) > 200 {
+		errs = append(errs, &FieldError{Field: "credential_ref", Rule: "at most 200 bytes: a name, not a secret"})
 	}
 	if len(a.Data) > 0 {
 		d := bytes.TrimSpace(a.Data)
@@ -73,6 +80,10 @@ const (
 	// that matters and no operator accepted the new card (Signal
 	// "rediscover") before the deadline.
 	StatusCardChanged Status = "card_changed"
+	// StatusCancelUnconfirmed: canceled locally; the agent did not confirm
+	// (TaskNotCancelable, or it kept working). Late results, if any, are in
+	// late_results.
+	StatusCancelUnconfirmed Status = "cancel_unconfirmed"
 )
 
 // Category separates kinds of error (DESIGN.md, principle 6); each has one
@@ -105,6 +116,9 @@ type Outcome struct {
 	RejectedArtifacts []RejectedArtifact `json:"rejected_artifacts"`
 	InputRounds       int                `json:"input_rounds"`
 	Error             *ErrorInfo         `json:"error,omitempty"`
+	// LateResults are artifacts that arrived after a local cancel: recorded,
+	// never turned into outputs.
+	LateResults []Artifact `json:"late_results,omitempty"`
 }
 
 // AgentInfo identifies the remote agent by its Agent Card (A2A 1.0 §4.4.1).

@@ -22,6 +22,7 @@ import (
 // Register registers the Delegation workflow and the activities on a worker.
 func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+	r.RegisterWorkflowWithOptions(ReconcileDelegations, workflow.RegisterOptions{Name: ReconcileWorkflowType})
 	r.RegisterActivity(a)
 }
 

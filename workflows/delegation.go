@@ -58,6 +58,20 @@ type State struct {
 	// Failure is set when the workflow failed without an Outcome (a
 	// contract that does not validate).
 	Failure string `json:"failure,omitempty"`
+	// Authorizations are the decisions taken before each outbound message.
+	Authorizations []AuthorizationRecord `json:"authorizations,omitempty"`
+	// Sends records every send of every round.
+	Sends []SendRecord `json:"sends,omitempty"`
+	// Unknown is the pending send whose outcome is unknown;
+	// UnknownHistory the resolved ones.
+	Unknown        *UnknownOutcome  `json:"unknown_outcome,omitempty"`
+	UnknownHistory []UnknownOutcome `json:"unknown_outcomes,omitempty"`
+	// Reconciliations are the GetTask reads made on Signal "reconcile".
+	Reconciliations []Reconciliation `json:"reconciliations,omitempty"`
+	// LateResults are artifacts that arrived after a local cancel.
+	LateResults []contracts.Artifact `json:"late_results,omitempty"`
+	// CancelError is why CancelTask failed (TaskNotCancelable, ...).
+	CancelError string `json:"cancel_error,omitempty"`
 }
 
 // Question is what the remote agent asked (untrusted text, shown, never
@@ -137,6 +151,9 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 	if err := r.registerInput(ctx); err != nil {
 		return contracts.Outcome{}, err
 	}
+	if err := r.registerFaultHandlers(ctx); err != nil {
+		return contracts.Outcome{}, err
+	}
 	// The deadline: a timer that, when it fires, interrupts whatever waits.
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		if err := workflow.NewTimer(gctx, max(d.Deadline.Sub(workflow.Now(gctx)), 0)).Get(gctx, nil); err == nil {
@@ -169,6 +186,9 @@ type CardChange struct {
 }
 
 type run struct {
+	resolution  *Resolution
+	revoked     *string
+	denial      string
 	rediscover  bool
 	changed     *CardChange
 	d           contracts.Delegation
@@ -191,8 +211,7 @@ func (r *run) registerInput(ctx workflow.Context) error {
 			if !ch.Receive(gctx, &a) {
 				return
 			}
-			if a.Validate() != nil || r.s.Question == nil || r.pending != nil ||
-				contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(a.Text, a.Data)) != nil {
+			if r.checkAnswer(a) != nil {
 				r.s.IgnoredAnswers++
 				continue
 			}
@@ -216,19 +235,29 @@ func (r *run) registerInput(ctx workflow.Context) error {
 		},
 		workflow.UpdateHandlerOptions{
 			Description: `Answer the remote agent's question; refused when empty or when no question is pending. Payload {"text": "...", "data": {...}, "answered_by": "name"}.`,
-			Validator: func(ctx workflow.Context, a contracts.Answer) error {
-				if err := a.Validate(); err != nil {
-					return err
-				}
-				if r.s.Question == nil {
-					return fmt.Errorf("no question is pending (remote state %q)", r.s.A2AState)
-				}
-				if r.pending != nil {
-					return errors.New("an answer for this question was already given")
-				}
-				return contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(a.Text, a.Data))
-			},
+			Validator:   func(ctx workflow.Context, a contracts.Answer) error { return r.checkAnswer(a) },
 		})
+}
+
+// checkAnswer refuses an answer that cannot be sent now.
+func (r *run) checkAnswer(a contracts.Answer) error {
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	q := r.s.Question
+	if q == nil {
+		return fmt.Errorf("no question is pending (remote state %q)", r.s.A2AState)
+	}
+	if r.pending != nil {
+		return errors.New("an answer for this question was already given")
+	}
+	if q.State == a2aclient.StateAuthRequired && a.CredentialRef == "" {
+		return &contracts.FieldError{Field: "credential_ref", Rule: "the agent asks for authentication (AUTH_REQUIRED): name a credential of the worker's credential store; secrets never travel through a signal or an update"}
+	}
+	if q.State != a2aclient.StateAuthRequired && a.CredentialRef != "" {
+		return &contracts.FieldError{Field: "credential_ref", Rule: "only answers AUTH_REQUIRED"}
+	}
+	return contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(a.Text, a.Data))
 }
 
 // main runs the delegation and returns its Outcome.
@@ -258,8 +287,7 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 		return r.outcome(contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
 			Message: "nothing sent: " + err.Error()})
 	}
-	r.setState(ctx, PhaseSending)
-	snap, err := r.send(ctx, 0, r.d.Message.Text, r.d.Message.Data)
+	snap, err := r.sendRound(ctx, 0, r.d.Message.Text, r.d.Message.Data, "")
 	if err != nil {
 		return r.failed(ctx, err)
 	}
@@ -284,8 +312,11 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 			if err := r.recheckCard(ctx); err != nil {
 				return r.failed(ctx, err)
 			}
-			r.setState(ctx, PhaseSending)
-			snap, err = r.send(ctx, round, a.Text, a.Data)
+			text := a.Text
+			if strings.TrimSpace(text) == "" && len(a.Data) == 0 {
+				text = "Credentials provided."
+			}
+			snap, err = r.sendRound(ctx, round, text, a.Data, a.CredentialRef)
 			if err != nil {
 				return r.failed(ctx, err)
 			}
@@ -371,11 +402,14 @@ func (r *run) recheckCard(ctx workflow.Context) error {
 		prev := r.s.A2AState
 		r.setState(ctx, StateCardChanged)
 		workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, r.changed, r.wfID))
-		if err := workflow.Await(ctx, func() bool { return r.rediscover || r.deadlineHit }); err != nil {
+		if err := workflow.Await(ctx, func() bool { return r.rediscover || r.interrupt() != nil }); err != nil {
 			return err
 		}
 		if !r.rediscover {
-			return errCardChanged
+			if errors.Is(r.interrupt(), errDeadline) {
+				return errCardChanged
+			}
+			return r.interrupt()
 		}
 		r.setState(ctx, prev)
 	}
@@ -391,8 +425,8 @@ func reasonSuffix(reason string) string {
 }
 
 // send sends round n with the same taskId and contextId as before.
-func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMessage) (a2aclient.Snapshot, error) {
-	in := activities.SendInput{Interface: r.s.Interface, Limits: r.d.EffectiveLimits(), Message: a2aclient.Outbound{
+func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (a2aclient.Snapshot, error) {
+	in := activities.SendInput{Interface: r.s.Interface, Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: a2aclient.Outbound{
 		MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
 	}}
 	var snap a2aclient.Snapshot
@@ -433,11 +467,11 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 	r.s.Question = &Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData, Since: workflow.Now(ctx)}
 	r.pending = nil
 	workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))
-	if err := workflow.Await(ctx, func() bool { return r.pending != nil || r.deadlineHit }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return r.pending != nil || r.interrupt() != nil }); err != nil {
 		return contracts.Answer{}, "", err
 	}
 	if r.pending == nil {
-		return contracts.Answer{}, "", errDeadline
+		return contracts.Answer{}, "", r.interrupt()
 	}
 	a, via := *r.pending, r.pendingVia
 	r.pending = nil
@@ -446,16 +480,21 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 
 var errDeadline = errors.New("deadline reached")
 
+// LateResultWindow is how long, at most, the workflow keeps watching a
+// remote task whose cancel the agent did not confirm, to record late
+// results (never past the deadline).
+var LateResultWindow = 10 * time.Minute
+
 // activity runs one activity, interrupted by the deadline or cancellation.
 func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn any, in any, out any) error {
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 	defer cancel()
 	f := workflow.ExecuteActivity(actx, fn, in)
-	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.deadlineHit }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil }); err != nil {
 		return err
 	}
 	if !f.IsReady() {
-		return errDeadline
+		return r.interrupt()
 	}
 	return f.Get(ctx, out)
 }
@@ -466,17 +505,40 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 	switch {
 	case errors.Is(err, errDeadline):
 		msg := "deadline " + r.d.Deadline.UTC().Format(time.RFC3339) + " reached in state " + r.s.A2AState
-		r.cancelRemote(ctx)
+		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusDeadlineExceeded, &contracts.ErrorInfo{Category: contracts.CategoryDeadline, Message: msg})
 	case errors.Is(err, errCardChanged):
 		c := r.changed
-		r.cancelRemote(ctx)
+		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusCardChanged, &contracts.ErrorInfo{Category: contracts.CategoryCard,
 			Message: fmt.Sprintf("the agent card changed (%s); old digest %s, new digest %s; no operator sent %q before the deadline", c.What, c.OldDigest, c.NewDigest, Rediscover)})
+	case errors.Is(err, errDenied), errors.Is(err, errRevoked):
+		msg := "nothing more sent: "
+		if errors.Is(err, errRevoked) {
+			msg += "revoked: " + *r.revoked
+		} else {
+			msg += "the policy denies it: " + r.denial
+		}
+		r.afterCancel(ctx, 0)
+		return r.outcome(contracts.StatusAuthorizationDenied, &contracts.ErrorInfo{Category: contracts.CategoryAuthorization, Message: msg})
+	case errors.Is(err, errAbandoned):
+		last := r.s.UnknownHistory[len(r.s.UnknownHistory)-1]
+		return r.outcome(contracts.StatusUnknownOutcome, &contracts.ErrorInfo{Category: contracts.CategoryUnknownOutcome,
+			Message: fmt.Sprintf("abandoned by an operator after the unknown outcome of round %d (messageId %s): %s", last.Round, last.MessageID, last.Error)})
 	case temporal.IsCanceledError(err) || ctx.Err() != nil:
-		msg := "the delegation was canceled locally in state " + r.s.A2AState
-		r.cancelRemote(ctx)
-		return r.outcome(contracts.StatusCanceled, &contracts.ErrorInfo{Category: contracts.CategoryCanceled, Message: msg})
+		state := r.s.A2AState
+		if r.afterCancel(ctx, LateResultWindow) {
+			return r.outcome(contracts.StatusCanceled, &contracts.ErrorInfo{Category: contracts.CategoryCanceled,
+				Message: "the delegation was canceled locally in state " + state})
+		}
+		msg := fmt.Sprintf("canceled locally in state %s; the agent did not confirm (last remote state %s)", state, r.s.A2AState)
+		if r.s.CancelError != "" {
+			msg += ": " + r.s.CancelError
+		}
+		if len(r.s.LateResults) > 0 {
+			msg += fmt.Sprintf("; %d late result(s) recorded, not turned into outputs", len(r.s.LateResults))
+		}
+		return r.outcome(contracts.StatusCancelUnconfirmed, &contracts.ErrorInfo{Category: contracts.CategoryCanceled, Message: msg})
 	}
 	var appErr *temporal.ApplicationError
 	cat, msg := contracts.CategoryProtocol, err.Error()
@@ -491,23 +553,6 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 		status = contracts.StatusUnknownOutcome
 	}
 	return r.outcome(status, &contracts.ErrorInfo{Category: cat, Message: msg})
-}
-
-// cancelRemote asks the agent to cancel the task, in a disconnected context
-// so that it runs even when the workflow is being canceled. The last
-// observed state is kept in State.LastSnapshot.
-func (r *run) cancelRemote(ctx workflow.Context) {
-	if r.s.RemoteTaskID == "" || a2aclient.Terminal(r.s.A2AState) {
-		return
-	}
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	dctx = workflow.WithActivityOptions(dctx, cancelOptions())
-	var snap a2aclient.Snapshot
-	if err := workflow.ExecuteActivity(dctx, acts.CancelTask,
-		activities.CancelInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID}, &snap).Get(dctx, &snap); err == nil {
-		r.observe(dctx, snap)
-	}
 }
 
 // finish turns a terminal remote task into the Outcome.
@@ -546,7 +591,7 @@ func (r *run) outcome(status contracts.Status, e *contracts.ErrorInfo) contracts
 		RemoteTaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID,
 		Agent: r.s.Agent, Protocol: r.s.Protocol,
 		Outputs: []contracts.Output{}, RejectedArtifacts: []contracts.RejectedArtifact{},
-		InputRounds: r.s.InputRounds, Error: e,
+		InputRounds: r.s.InputRounds, Error: e, LateResults: r.s.LateResults,
 	}
 }
 

@@ -36,11 +36,17 @@ func (s *DelegationSuite) SetupTest() {
 	s.env.SetStartTime(t0)
 	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
+	s.allowAll()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
 		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
 		SkillFound: true,
 	}, nil).Maybe()
+}
+
+func (s *DelegationSuite) allowAll() {
+	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.Anything).
+		Return(activities.AuthorizationDecision{Allowed: true, Policy: "allow-all"}, nil).Maybe()
 }
 
 func (s *DelegationSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
@@ -315,6 +321,7 @@ func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 	s.env.SetStartTime(t0)
 	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
+	s.allowAll()
 	first := activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardDigest: "sha256:01"},
 		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
@@ -347,6 +354,7 @@ func (s *DelegationSuite) TestUntrustedCardSendsNothing() {
 	s.env.SetStartTime(t0)
 	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
+	s.allowAll()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.MatchedBy(func(in activities.ResolveCardInput) bool { return in.RequireSignature })).
 		Return(activities.ResolvedCard{SkillFound: true, SignatureRequired: true,
 			Agent:        contracts.AgentInfo{Name: "x", Signature: "unsigned"},

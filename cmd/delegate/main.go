@@ -66,6 +66,7 @@ Exit codes:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCmd(), newWorkerCmd(), newStartCmd(), newStatusCmd(), newAnswerCmd(), newCancelCmd(), newListCmd(), newCardCmd())
+	root.AddCommand(newDevCmd(), newWorkerCmd(), newStartCmd(), newStatusCmd(), newAnswerCmd(), newCancelCmd(), newListCmd(), newCardCmd(),
+		newResolveCmd(), newRevokeCmd(), newReconcileCmd())
 	return root
 }

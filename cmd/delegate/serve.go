@@ -14,6 +14,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/internal/devserver"
@@ -24,9 +25,13 @@ import (
 type workerFlags struct {
 	pollInitial, pollMax time.Duration
 	trust                string
+	policy               string
+	credentials          string
 }
 
 func (f *workerFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.policy, "policy", os.Getenv("DELEGATE_POLICY"), "authorization policy file, checked before every outbound message and reloaded when it changes (env DELEGATE_POLICY)")
+	cmd.Flags().StringVar(&f.credentials, "credentials", os.Getenv("DELEGATE_CREDENTIALS"), "credential store file: secrets per agent origin and by reference (env DELEGATE_CREDENTIALS)")
 	cmd.Flags().StringVar(&f.trust, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file: keys that may sign agent cards, HTTP guard exceptions (env DELEGATE_TRUST)")
 	cmd.Flags().DurationVar(&f.pollInitial, "poll-initial", time.Second, "first GetTask polling interval (doubles each poll)")
 	cmd.Flags().DurationVar(&f.pollMax, "poll-max", 30*time.Second, "longest GetTask polling interval")
@@ -41,9 +46,21 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 	if ts == nil {
 		logger.Info("no trust store: agent cards are used unverified unless a contract sets require_signed_card")
 	}
+	pf := &activities.PolicyFile{Path: f.policy}
+	if f.policy == "" {
+		logger.Info("no policy file: every delegation is allowed (set --policy or DELEGATE_POLICY)")
+	} else if _, _, err := pf.Current(); err != nil {
+		return usageErr(fmt.Errorf("--policy: %w", err))
+	}
+	var creds *a2aclient.Credentials
+	if f.credentials != "" {
+		if creds, err = a2aclient.LoadCredentials(f.credentials); err != nil {
+			return usageErr(fmt.Errorf("--credentials: %w", err))
+		}
+	}
 	w := worker.New(c, workflows.TaskQueue, worker.Options{})
 	workflows.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
-		Fetcher: &cards.Fetcher{Trust: ts}})
+		Fetcher: &cards.Fetcher{Trust: ts}, Policy: pf, Credentials: creds, Temporal: c})
 	if err := w.Start(); err != nil {
 		return temporalErr(fmt.Errorf("starting the worker: %w", err))
 	}

@@ -1,0 +1,140 @@
+package a2aclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	sdk "github.com/a2aproject/a2a-go/v2/a2aclient"
+
+	"github.com/a2adelegate/delegate/cards"
+)
+
+// Credentials is the worker-side credential store (`--credentials FILE` or
+// DELEGATE_CREDENTIALS). Secrets live only here: never in workflow input,
+// history, logs or errors; activities look them up at call time.
+//
+//	{
+//	  "origins": {
+//	    "https://claims.example": {"bearer": "eyJ..."},
+//	    "https://other.example":  {"api_key": "k-123"}
+//	  },
+//	  "refs": {
+//	    "claims-prod": {"bearer": "eyJ..."}
+//	  }
+//	}
+//
+// An origin entry is used for every call to an agent interface on that
+// origin; which header carries it is chosen by the card's securitySchemes
+// (A2A 1.0 §4.5: an HTTP bearer scheme → Authorization: Bearer, an apiKey
+// scheme in a header → that header). A ref entry is named by an operator
+// answering AUTH_REQUIRED (Answer.credential_ref) and is used for the
+// follow-up of that task.
+type Credentials struct {
+	Origins map[string]Secret `json:"origins"`
+	Refs    map[string]Secret `json:"refs"`
+}
+
+// Secret is one credential. Its String never shows the value.
+type Secret struct {
+	Bearer string `json:"bearer,omitempty"`
+	APIKey string `json:"api_key,omitempty"`
+}
+
+func (s Secret) String() string { return "[secret]" }
+
+// GoString hides the value from %#v too.
+func (s Secret) GoString() string { return "[secret]" }
+
+func (s Secret) empty() bool { return s.Bearer == "" && s.APIKey == "" }
+
+// LoadCredentials reads a credential store. Errors never quote the file's
+// content.
+func LoadCredentials(path string) (*Credentials, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("credentials: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c Credentials
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("credentials %s: not a valid credential store (the content is not shown)", path)
+	}
+	origins := map[string]Secret{}
+	for o, s := range c.Origins {
+		n, err := cards.Origin(o)
+		if err != nil {
+			return nil, fmt.Errorf("credentials %s: origins[%q]: %w", path, o, err)
+		}
+		if s.empty() || (s.Bearer != "" && s.APIKey != "") {
+			return nil, fmt.Errorf("credentials %s: origins[%q]: give exactly one of bearer, api_key", path, o)
+		}
+		origins[n] = s
+	}
+	c.Origins = origins
+	for r, s := range c.Refs {
+		if s.empty() {
+			return nil, fmt.Errorf("credentials %s: refs[%q]: empty", path, r)
+		}
+	}
+	return &c, nil
+}
+
+// ForOrigin returns the secret for an origin.
+func (c *Credentials) ForOrigin(origin string) (Secret, bool) {
+	if c == nil {
+		return Secret{}, false
+	}
+	s, ok := c.Origins[origin]
+	return s, ok
+}
+
+// ForRef returns the secret a reference names.
+func (c *Credentials) ForRef(ref string) (Secret, bool) {
+	if c == nil {
+		return Secret{}, false
+	}
+	s, ok := c.Refs[ref]
+	return s, ok
+}
+
+// credentialInterceptor adds a secret to every call (a2a-go call
+// interceptor); the secret never leaves the request headers.
+type credentialInterceptor struct {
+	sdk.PassthroughInterceptor
+	scheme cards.AuthScheme
+	secret Secret
+}
+
+func (ci *credentialInterceptor) Before(ctx context.Context, req *sdk.Request) (context.Context, any, error) {
+	if req.ServiceParams == nil {
+		return ctx, nil, nil
+	}
+	switch {
+	case ci.scheme.Kind == "api_key" && ci.secret.APIKey != "":
+		req.ServiceParams[ci.scheme.Header] = []string{ci.secret.APIKey}
+	case ci.secret.Bearer != "":
+		req.ServiceParams["Authorization"] = []string{"Bearer " + ci.secret.Bearer}
+	case ci.secret.APIKey != "":
+		header := ci.scheme.Header
+		if header == "" {
+			header = "X-API-Key"
+		}
+		req.ServiceParams[header] = []string{ci.secret.APIKey}
+	}
+	return ctx, nil, nil
+}
+
+// WithCredential returns options that add secret to every call, in the way
+// scheme says (a nil scheme: bearer, or the X-API-Key header for an API key).
+func (o Options) WithCredential(scheme *cards.AuthScheme, secret Secret) Options {
+	s := cards.AuthScheme{Kind: "bearer"}
+	if scheme != nil {
+		s = *scheme
+	}
+	o.Interceptors = append(append([]sdk.CallInterceptor(nil), o.Interceptors...), &credentialInterceptor{scheme: s, secret: secret})
+	return o
+}

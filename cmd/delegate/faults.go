@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/workflows"
+)
+
+func newResolveCmd() *cobra.Command {
+	var cf clientFlags
+	var res workflows.Resolution
+	cmd := &cobra.Command{
+		Use:   "resolve ID --action resend|adopt|abandon [--task-id T] [--by NAME]",
+		Short: "Resolve a send whose outcome is unknown (Update \"resolve-unknown\")",
+		Long: `A send whose request was written but got no answer has an unknown outcome: the
+agent may or may not have processed it. The delegation waits in state
+unknown-outcome until an operator chooses: resend (same messageId), adopt a task
+the agent created (checked with GetTask first), or abandon (status unknown_outcome).`,
+		Args: oneID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := res.Validate(); err != nil {
+				return usageErr(err)
+			}
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			uctx, cancel := context.WithTimeout(ctx, queryTimeout)
+			defer cancel()
+			h, err := c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
+				WorkflowID: args[0], UpdateName: workflows.ResolveUnknown, Args: []any{res},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			})
+			if err == nil {
+				var action string
+				err = h.Get(uctx, &action)
+			}
+			if err != nil {
+				return temporalErr(fmt.Errorf("resolve refused: %w", err))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s accepted for %s\n", res.Action, args[0])
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().StringVar(&res.Action, "action", "", "resend, adopt or abandon")
+	cmd.Flags().StringVar(&res.TaskID, "task-id", "", "the task to adopt")
+	cmd.Flags().StringVar(&res.ResolvedBy, "by", envOr("USER", ""), "who resolves")
+	return cmd
+}
+
+func newRevokeCmd() *cobra.Command {
+	var cf clientFlags
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "revoke ID [--reason R]",
+		Short: "Withdraw a delegation's authorization (Signal \"revoke\"): nothing more is sent, the remote task is canceled",
+		Args:  oneID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := c.SignalWorkflow(ctx, args[0], "", workflows.Revoke, map[string]string{"reason": reason}); err != nil {
+				return temporalErr(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revoke sent to %s\n", args[0])
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the outcome)")
+	return cmd
+}
+
+func newReconcileCmd() *cobra.Command {
+	var cf clientFlags
+	var in activities.ReconcileInput
+	var schedule time.Duration
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "reconcile [--older-than D] [--state S] [--schedule 15m]",
+		Short: "Make open delegations read their remote task once now (Signal \"reconcile\") and show what changed",
+		Long: `Find the open delegations through visibility (optionally only those started more
+than --older-than ago, or whose A2AState is --state), send each the Signal
+"reconcile" (the workflow calls GetTask once and records what it saw), and print
+a table of what changed. With --schedule, create (or replace) a Temporal Schedule
+"delegate-reconcile" that does the same every interval.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			in.Namespace = cf.namespace
+			if schedule > 0 {
+				return createReconcileSchedule(ctx, cmd, c, in, schedule)
+			}
+			ids, err := activities.ListOpen(ctx, c, in, time.Now())
+			if err != nil {
+				return temporalErr(err)
+			}
+			type row struct {
+				id, before, seen, changed, note string
+			}
+			var rows []row
+			for _, id := range ids {
+				before, err := queryState(ctx, c, id)
+				if err != nil {
+					rows = append(rows, row{id: id, note: err.Error()})
+					continue
+				}
+				n := len(before.Reconciliations)
+				if err := c.SignalWorkflow(ctx, id, "", workflows.Reconcile, nil); err != nil {
+					rows = append(rows, row{id: id, before: before.A2AState, note: err.Error()})
+					continue
+				}
+				r := row{id: id, before: before.A2AState, note: "no answer yet"}
+				deadline := time.Now().Add(wait)
+				for time.Now().Before(deadline) {
+					after, err := queryState(ctx, c, id)
+					if err == nil && len(after.Reconciliations) > n {
+						rec := after.Reconciliations[len(after.Reconciliations)-1]
+						r.seen, r.changed, r.note = rec.Seen, fmt.Sprint(rec.Changed), rec.Error
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+				rows = append(rows, r)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tRECORDED STATE\tREMOTE STATE NOW\tCHANGED\tNOTE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clean(r.id), clean(r.before), clean(r.seen), r.changed, clean(r.note))
+			}
+			_ = tw.Flush()
+			fmt.Fprintf(cmd.OutOrStdout(), "%d open delegation(s) reconciled\n", len(rows))
+			return nil
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().DurationVar(&in.OlderThan, "older-than", 0, "only delegations started more than this long ago")
+	cmd.Flags().StringVar(&in.State, "state", "", `only delegations whose A2AState is S (e.g. "working")`)
+	cmd.Flags().DurationVar(&schedule, "schedule", 0, "create a Temporal Schedule that reconciles every interval (e.g. 15m)")
+	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for each delegation's answer")
+	return cmd
+}
+
+func createReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.Client, in activities.ReconcileInput, every time.Duration) error {
+	if every < time.Minute {
+		return usageErr(errors.New("--schedule: at least 1m"))
+	}
+	h := c.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID)
+	_ = h.Delete(ctx) // replace an earlier schedule
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:   workflows.ReconcileScheduleID,
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
+		Action: &client.ScheduleWorkflowAction{
+			ID: workflows.ReconcileScheduleID, Workflow: workflows.ReconcileWorkflowType,
+			TaskQueue: workflows.TaskQueue, Args: []any{in},
+		},
+	})
+	if err != nil {
+		return temporalErr(fmt.Errorf("creating schedule %s: %w", workflows.ReconcileScheduleID, err))
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: reconcile every %s\n", workflows.ReconcileScheduleID, every)
+	return nil
+}

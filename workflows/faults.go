@@ -1,0 +1,400 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// Names of the fault-handling handlers.
+const (
+	// ResolveUnknown is the Signal and Update by which an operator resolves
+	// a send whose outcome is unknown: {"action": "resend"|"adopt"|"abandon",
+	// "task_id": "..." (adopt)}.
+	ResolveUnknown = "resolve-unknown"
+	// Revoke is the Signal that withdraws the delegation's authorization:
+	// nothing more is sent, the remote task is canceled, the status is
+	// authorization_denied. Payload {"reason": "..."} (optional).
+	Revoke = "revoke"
+	// Reconcile is the Signal that makes the workflow read the remote task
+	// once now (GetTask) and record what it saw. Payload: none.
+	Reconcile = "reconcile"
+
+	// StateUnknownOutcome: a send's outcome is unknown; waiting for
+	// resolve-unknown.
+	StateUnknownOutcome = "unknown-outcome"
+	// StateCancelUnconfirmed: a local cancel was not confirmed by the agent.
+	StateCancelUnconfirmed = "cancel-unconfirmed"
+)
+
+// Unknown-outcome actions.
+const (
+	ActionResend  = "resend"
+	ActionAdopt   = "adopt"
+	ActionAbandon = "abandon"
+)
+
+// Resolution is the payload of resolve-unknown.
+type Resolution struct {
+	Action     string `json:"action"`
+	TaskID     string `json:"task_id,omitempty"`
+	ResolvedBy string `json:"resolved_by,omitempty"`
+}
+
+// Validate checks a Resolution.
+func (res Resolution) Validate() error {
+	switch res.Action {
+	case ActionResend, ActionAbandon:
+		return nil
+	case ActionAdopt:
+		if strings.TrimSpace(res.TaskID) == "" {
+			return &contracts.FieldError{Field: "task_id", Rule: "required with action adopt"}
+		}
+		return nil
+	}
+	return &contracts.FieldError{Field: "action", Rule: fmt.Sprintf(`must be "resend", "adopt" or "abandon", got %q`, res.Action)}
+}
+
+// UnknownOutcome is a send whose outcome is unknown (DESIGN.md principle 4).
+type UnknownOutcome struct {
+	Round     int       `json:"round"`
+	MessageID string    `json:"message_id"`
+	Since     time.Time `json:"since"`
+	Error     string    `json:"error"`
+	// AutoResends counts the automatic resends (on_unknown_outcome
+	// "resend", at most 3) before an operator was asked.
+	AutoResends int `json:"auto_resends"`
+	// Resolution is the operator's choice, once given.
+	Resolution *Resolution `json:"resolution,omitempty"`
+}
+
+// SendRecord is one send of a round.
+type SendRecord struct {
+	Round     int       `json:"round"`
+	MessageID string    `json:"message_id"`
+	At        time.Time `json:"at"`
+	// Result is "sent", "unknown_outcome", "adopted" or the error category.
+	Result string `json:"result"`
+	// Attempts is the activity attempt that sent (earlier attempts failed
+	// before anything was sent: connection refused, 503, ...).
+	Attempts int `json:"attempts,omitempty"`
+}
+
+// AuthorizationRecord is one authorization decision.
+type AuthorizationRecord struct {
+	activities.AuthorizationDecision
+	Round int       `json:"round"`
+	At    time.Time `json:"at"`
+}
+
+// Reconciliation is one GetTask made on Signal "reconcile".
+type Reconciliation struct {
+	At      time.Time `json:"at"`
+	Before  string    `json:"before"`
+	Seen    string    `json:"seen,omitempty"`
+	Changed bool      `json:"changed"`
+	Error   string    `json:"error,omitempty"`
+}
+
+var (
+	errDenied    = errors.New("authorization denied")
+	errRevoked   = errors.New("authorization revoked")
+	errAbandoned = errors.New("abandoned after an unknown outcome")
+)
+
+// interrupt returns the reason the delegation must stop now, if any.
+func (r *run) interrupt() error {
+	switch {
+	case r.revoked != nil:
+		return errRevoked
+	case r.deadlineHit:
+		return errDeadline
+	}
+	return nil
+}
+
+// registerFaultHandlers registers resolve-unknown, revoke and reconcile.
+func (r *run) registerFaultHandlers(ctx workflow.Context) error {
+	ru := workflow.GetSignalChannelWithOptions(ctx, ResolveUnknown, workflow.SignalChannelOptions{
+		Description: `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`,
+	})
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for {
+			var res Resolution
+			if !ru.Receive(gctx, &res) {
+				return
+			}
+			if res.Validate() == nil && r.s.Unknown != nil && r.resolution == nil {
+				r.resolution = &res
+			}
+		}
+	})
+	rv := workflow.GetSignalChannelWithOptions(ctx, Revoke, workflow.SignalChannelOptions{
+		Description: `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`,
+	})
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		var p struct {
+			Reason string `json:"reason"`
+		}
+		if rv.Receive(gctx, &p) && r.revoked == nil {
+			reason := strings.TrimSpace(p.Reason)
+			if reason == "" {
+				reason = "revoked by an operator"
+			}
+			r.revoked = &reason
+		}
+	})
+	rc := workflow.GetSignalChannelWithOptions(ctx, Reconcile, workflow.SignalChannelOptions{
+		Description: "Read the remote task once now (GetTask) and record what was seen. Payload: none.",
+	})
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for rc.Receive(gctx, nil) {
+			r.reconcile(gctx)
+		}
+	})
+	return workflow.SetUpdateHandlerWithOptions(ctx, ResolveUnknown,
+		func(ctx workflow.Context, res Resolution) (string, error) {
+			r.resolution = &res
+			return res.Action, nil
+		},
+		workflow.UpdateHandlerOptions{
+			Description: `Resolve a send whose outcome is unknown; refused when none is pending. Payload {"action": "resend" | "adopt" | "abandon", "task_id": "..."}.`,
+			Validator: func(ctx workflow.Context, res Resolution) error {
+				if err := res.Validate(); err != nil {
+					return err
+				}
+				if r.s.Unknown == nil {
+					return fmt.Errorf("no send with an unknown outcome is pending (state %q)", r.s.A2AState)
+				}
+				if r.resolution != nil {
+					return errors.New("this unknown outcome was already resolved")
+				}
+				return nil
+			},
+		})
+}
+
+// authorize runs CheckAuthorization before an outbound message.
+func (r *run) authorize(ctx workflow.Context, round int) error {
+	in := activities.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, AgentOrigin: r.s.Interface.CardOrigin,
+		Skill: r.d.Skill, Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round}
+	var dec activities.AuthorizationDecision
+	if err := r.activity(ctx, authorizeOptions(), acts.CheckAuthorization, in, &dec); err != nil {
+		return err
+	}
+	r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{AuthorizationDecision: dec, Round: round, At: workflow.Now(ctx)})
+	if !dec.Allowed {
+		r.denial = dec.Reason
+		return errDenied
+	}
+	return nil
+}
+
+// sendRound sends round n: authorization checked first, every time; a send
+// whose outcome is unknown is resent (same messageId) under
+// on_unknown_outcome "resend" at most 3 times, else an operator is asked
+// through resolve-unknown.
+func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (a2aclient.Snapshot, error) {
+	msgID := MessageID(r.wfID, r.firstRunID, round)
+	autoResends := 0
+	for {
+		if err := r.authorize(ctx, round); err != nil {
+			return a2aclient.Snapshot{}, err
+		}
+		r.setState(ctx, PhaseSending)
+		snap, err := r.send(ctx, round, text, data, credentialRef)
+		if err == nil {
+			r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "sent", Attempts: snap.Attempt})
+			return snap, nil
+		}
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != string(contracts.CategoryUnknownOutcome) {
+			return a2aclient.Snapshot{}, err
+		}
+		r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "unknown_outcome"})
+		if r.d.OnUnknownOutcome == contracts.OnUnknownResend && autoResends < contracts.MaxAutoResends {
+			autoResends++
+			continue
+		}
+		errText := appErr.Message()
+	ask:
+		res, err := r.askUnknown(ctx, round, msgID, errText, autoResends)
+		if err != nil {
+			return a2aclient.Snapshot{}, err
+		}
+		switch res.Action {
+		case ActionAbandon:
+			return a2aclient.Snapshot{}, errAbandoned
+		case ActionAdopt:
+			snap, err := r.adoptTask(ctx, res.TaskID)
+			if err != nil {
+				if r.interrupt() != nil || temporal.IsCanceledError(err) {
+					return a2aclient.Snapshot{}, err
+				}
+				// Ask again, with the reason the adoption was refused.
+				errText = "adopt refused: " + err.Error() + " (after: " + appErr.Message() + ")"
+				goto ask
+			}
+			r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "adopted"})
+			return snap, nil
+		}
+		// ActionResend: the loop sends again, authorization first.
+	}
+}
+
+// askUnknown waits for an operator's resolution.
+func (r *run) askUnknown(ctx workflow.Context, round int, msgID, errText string, autoResends int) (Resolution, error) {
+	r.s.Unknown = &UnknownOutcome{Round: round, MessageID: msgID, Since: workflow.Now(ctx), Error: truncate(errText, 1000), AutoResends: autoResends}
+	r.resolution = nil
+	r.setState(ctx, StateUnknownOutcome)
+	workflow.SetCurrentDetails(ctx, unknownDetails(r.s, r.wfID))
+	if err := workflow.Await(ctx, func() bool { return r.resolution != nil || r.interrupt() != nil }); err != nil {
+		return Resolution{}, err
+	}
+	if r.resolution == nil {
+		return Resolution{}, r.interrupt()
+	}
+	res := *r.resolution
+	r.s.Unknown.Resolution = &res
+	r.s.UnknownHistory = append(r.s.UnknownHistory, *r.s.Unknown)
+	r.s.Unknown, r.resolution = nil, nil
+	return res, nil
+}
+
+// adoptTask checks a task named by an operator with GetTask before the
+// delegation carries on with it: it must exist, be the delegation's task
+// when one is known, and share its contextId when one is known.
+func (r *run) adoptTask(ctx workflow.Context, taskID string) (a2aclient.Snapshot, error) {
+	if r.s.RemoteTaskID != "" && taskID != r.s.RemoteTaskID {
+		return a2aclient.Snapshot{}, fmt.Errorf("task %q is not this delegation's task %q", taskID, r.s.RemoteTaskID)
+	}
+	var snap a2aclient.Snapshot
+	in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: taskID, Limits: r.d.EffectiveLimits()}
+	if err := r.activity(ctx, getTaskOptions(), acts.GetTask, in, &snap); err != nil {
+		if r.interrupt() != nil || temporal.IsCanceledError(err) {
+			return a2aclient.Snapshot{}, err
+		}
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			return a2aclient.Snapshot{}, fmt.Errorf("GetTask %q: %s", taskID, appErr.Message())
+		}
+		return a2aclient.Snapshot{}, fmt.Errorf("GetTask %q: %v", taskID, err)
+	}
+	if r.s.ContextID != "" && snap.ContextID != r.s.ContextID {
+		return a2aclient.Snapshot{}, fmt.Errorf("task %q has contextId %q, the delegation's is %q", taskID, snap.ContextID, r.s.ContextID)
+	}
+	return snap, nil
+}
+
+// reconcile reads the remote task once and records what it saw.
+func (r *run) reconcile(ctx workflow.Context) {
+	rec := Reconciliation{At: workflow.Now(ctx), Before: r.s.A2AState}
+	if r.s.RemoteTaskID == "" {
+		rec.Error = "no remote task yet"
+		r.s.Reconciliations = append(r.s.Reconciliations, rec)
+		return
+	}
+	var snap a2aclient.Snapshot
+	actx := workflow.WithActivityOptions(ctx, getTaskOptions())
+	err := workflow.ExecuteActivity(actx, acts.GetTask, activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
+	if err != nil {
+		rec.Error = truncate(err.Error(), 500)
+	} else {
+		rec.Seen, rec.Changed = snap.State, snap.State != r.s.A2AState
+	}
+	r.s.Reconciliations = append(r.s.Reconciliations, rec)
+}
+
+// afterCancel asks the agent to cancel (in a disconnected context, so it
+// runs while the workflow is being canceled) and, when the agent does not
+// confirm, keeps watching for at most LateResultWindow (and never past the
+// deadline) to record late results. It returns whether the cancel was
+// confirmed.
+func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
+	if r.s.RemoteTaskID == "" || a2aclient.Terminal(r.s.A2AState) {
+		return true
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	var snap a2aclient.Snapshot
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, cancelOptions()), acts.CancelTask,
+		activities.CancelInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID}, &snap).Get(dctx, &snap)
+	if err == nil {
+		r.observe(dctx, snap)
+		if snap.State == a2aclient.StateCanceled {
+			return true
+		}
+	} else {
+		r.s.CancelError = truncate(err.Error(), 500)
+	}
+	if window <= 0 {
+		return false
+	}
+	until := workflow.Now(dctx).Add(window)
+	if r.d.Deadline.Before(until) {
+		until = r.d.Deadline
+	}
+	wctx, wcancel := workflow.WithCancel(dctx)
+	defer wcancel()
+	timer := workflow.NewTimer(wctx, max(until.Sub(workflow.Now(dctx)), 0))
+	for !a2aclient.Terminal(r.s.A2AState) {
+		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: r.s.A2AState, Limits: r.d.EffectiveLimits()}
+		f := workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(wctx)), acts.WatchTask, in)
+		var next a2aclient.Snapshot
+		sel := workflow.NewSelector(wctx)
+		done := false
+		sel.AddFuture(f, func(f workflow.Future) {
+			if f.Get(wctx, &next) != nil {
+				done = true
+				return
+			}
+			r.observe(wctx, next)
+			if next.State == a2aclient.StateCompleted {
+				r.s.LateResults = append(r.s.LateResults, next.Artifacts...)
+			}
+		})
+		sel.AddFuture(timer, func(workflow.Future) { done = true })
+		sel.Select(wctx)
+		if done {
+			break
+		}
+	}
+	return r.s.A2AState == a2aclient.StateCanceled
+}
+
+func unknownDetails(s *State, wfID string) string {
+	u := s.Unknown
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Unknown outcome (round %d)\n\n", u.Round)
+	fmt.Fprintf(&b, "The message `%s` was written to the agent, but no answer came (since %s); it may or may not have been processed.\n\n", u.MessageID, u.Since.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "Error: %s\n\n", escapeMarkdown(u.Error))
+	fmt.Fprintf(&b, "**Choose** with Signal or Update `%s`:\n\n", ResolveUnknown)
+	b.WriteString("- `{\"action\": \"resend\"}`: send again with the same messageId (an agent that deduplicates sees one message);\n")
+	b.WriteString("- `{\"action\": \"adopt\", \"task_id\": \"...\"}`: carry on with a task the agent created (checked with GetTask first);\n")
+	b.WriteString("- `{\"action\": \"abandon\"}`: end with status `unknown_outcome`.\n\n")
+	fmt.Fprintf(&b, "CLI: `delegate resolve %s --action resend`.\n", wfID)
+	return b.String()
+}
+
+func authorizeOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second},
+	}
+}
+
+func getTaskOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 5},
+	}
+}

@@ -1,0 +1,160 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+func unknownErr() error {
+	return temporal.NewNonRetryableApplicationError("SendMessage: unknown_outcome: context deadline exceeded", string(contracts.CategoryUnknownOutcome), nil)
+}
+
+func (s *DelegationSuite) TestUnknownOutcomeAskOperatorThenResend() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(a2aclient.Snapshot{}, unknownErr()).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	var rejected error
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Equal(StateUnknownOutcome, st.A2AState)
+		s.Require().NotNil(st.Unknown)
+		s.Equal(MessageID("default-test-workflow-id", "", 0), st.Unknown.MessageID)
+		s.env.UpdateWorkflow(ResolveUnknown, "bad", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejected = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, Resolution{Action: "adopt"})
+		s.env.UpdateWorkflow(ResolveUnknown, "good", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { s.Fail(err.Error()) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, Resolution{Action: ActionResend, ResolvedBy: "ops"})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.ErrorContains(rejected, "task_id")
+	st := s.state()
+	s.Require().Len(st.UnknownHistory, 1)
+	s.Equal(ActionResend, st.UnknownHistory[0].Resolution.Action)
+	s.Len(st.Sends, 2)
+}
+
+func (s *DelegationSuite) TestUnknownOutcomeAutoResendThenAbandon() {
+	d := contract()
+	d.OnUnknownOutcome = contracts.OnUnknownResend
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(a2aclient.Snapshot{}, unknownErr()).Times(4)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Require().NotNil(st.Unknown)
+		s.Equal(3, st.Unknown.AutoResends)
+		s.env.SignalWorkflow(ResolveUnknown, Resolution{Action: ActionAbandon})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, d)
+	o := s.outcome()
+	s.Equal(contracts.StatusUnknownOutcome, o.Status)
+	s.Equal(contracts.CategoryUnknownOutcome, o.Error.Category)
+}
+
+func (s *DelegationSuite) TestAdoptChecksTheContext() {
+	// Round 1 (a follow-up) has an unknown outcome; the operator adopts a
+	// task of another context (refused), then the right one.
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(a2aclient.Snapshot{}, unknownErr()).Once()
+	other := snap("working")
+	other.ContextID = "ctx-other"
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(other, nil).Once()
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ResolveUnknown, Resolution{Action: ActionAdopt, TaskID: "task-1"}) }, 2*time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Require().NotNil(st.Unknown)
+		s.Contains(st.Unknown.Error, "contextId")
+		s.env.SignalWorkflow(ResolveUnknown, Resolution{Action: ActionAdopt, TaskID: "task-1"})
+	}, 3*time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	s.Equal(contracts.StatusCompleted, s.outcome().Status)
+}
+
+func (s *DelegationSuite) TestDeniedBeforeTheFollowUp() {
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.SetStartTime(t0)
+	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+	s.env.RegisterActivity(&activities.Activities{})
+	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{SkillFound: true}, nil)
+	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.MatchedBy(func(in activities.AuthorizationInput) bool { return in.Round == 0 })).
+		Return(activities.AuthorizationDecision{Allowed: true}, nil).Once()
+	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.MatchedBy(func(in activities.AuthorizationInput) bool { return in.Round == 1 })).
+		Return(activities.AuthorizationDecision{Allowed: false, Reason: "local_workflow_id revoked"}, nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	s.Contains(o.Error.Message, "revoked")
+	s.Len(s.state().Authorizations, 2)
+}
+
+func (s *DelegationSuite) TestRevokeSignalWhileWaiting() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Revoke, map[string]string{"reason": "customer withdrew consent"}) }, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	s.Contains(o.Error.Message, "customer withdrew consent")
+}
+
+func (s *DelegationSuite) TestCancelUnconfirmedRecordsLateResults() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).
+		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("CancelTask: task cannot be canceled", "protocol", nil)).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCancelUnconfirmed, o.Status)
+	s.Empty(o.Outputs)
+	s.Require().Len(o.LateResults, 1)
+	s.Equal("art-claim_opened", o.LateResults[0].ArtifactID)
+}
+
+func (s *DelegationSuite) TestAuthRequiredAnsweredWithAReference() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool {
+		return in.CredentialRef == "claims-prod" && in.Message.TaskID == "task-1"
+	})).Return(snap("completed", claim("claim_opened")), nil).Once()
+	var noRef, refForInput error
+	s.env.RegisterDelayedCallback(func() {
+		cb := func(dst *error) *testsuite.TestUpdateCallback {
+			return &testsuite.TestUpdateCallback{OnReject: func(err error) { *dst = err }, OnAccept: func() {}, OnComplete: func(any, error) {}}
+		}
+		s.env.UpdateWorkflow(ProvideInput, "no-ref", cb(&noRef), contracts.Answer{Text: "my password is hunter2"})
+		s.env.UpdateWorkflow(ProvideInput, "ref", cb(&refForInput), contracts.Answer{CredentialRef: "claims-prod"})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	s.Equal(contracts.StatusCompleted, s.outcome().Status)
+	s.ErrorContains(noRef, "credential_ref")
+	s.NoError(refForInput)
+}
+
+func (s *DelegationSuite) TestReconcileRecordsWhatItSaw() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Require().Len(st.Reconciliations, 1)
+		s.Equal("input-required", st.Reconciliations[0].Seen)
+		s.False(st.Reconciliations[0].Changed)
+		s.env.CancelWorkflow()
+	}, 2*time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	s.Equal(contracts.StatusCanceled, s.outcome().Status)
+}
