@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -37,6 +39,11 @@ type options struct {
 	// trust builds the worker's trust store once the agent's base URL is
 	// known.
 	trust func(base string) *cards.TrustStore
+	// proxy, when set, stands between the worker and the agent: the card
+	// names the proxy's URL, the proxy forwards to the agent.
+	proxy func(agentURL string) http.Handler
+	// acts adjusts the worker's activities; base is the agent's URL.
+	acts func(a *activities.Activities, base string)
 }
 
 func setup(t *testing.T, opts ...func(*options)) *env {
@@ -59,6 +66,13 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
+	if o.proxy != nil {
+		p := httptest.NewUnstartedServer(nil)
+		p.Config.Handler = o.proxy(base)
+		p.Start()
+		t.Cleanup(p.Close)
+		base = p.URL
+	}
 	o.agent.BaseURL = base
 	agent := claimsagent.New(o.agent)
 	go func() { _ = agent.Serve(ctx, ln) }()
@@ -73,8 +87,12 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		ts = o.trust(base)
 	}
 	w := worker.New(c, workflows.TaskQueue, worker.Options{})
-	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
-		Fetcher: &cards.Fetcher{Trust: ts}})
+	a := &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
+		Fetcher: &cards.Fetcher{Trust: ts}, Temporal: c, Logger: slog.New(slog.DiscardHandler)}
+	if o.acts != nil {
+		o.acts(a, base)
+	}
+	workflows.Register(w, a)
 	if err := w.Start(); err != nil {
 		t.Fatalf("worker.Start() error = %v", err)
 	}

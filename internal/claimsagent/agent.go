@@ -17,7 +17,8 @@
 // Other scenarios, chosen by the data field "scenario" of the first message,
 // exist for tests: "instant" (completes at once), "fail" (FAILED with a
 // reason), "wrong-kind" (completes with an artifact named "refund_issued"),
-// "slow" (stays WORKING until canceled), "mixed" (completes with one valid
+// "slow" (stays WORKING until canceled), "stubborn" (refuses to be canceled
+// with TaskNotCancelable and completes after StubbornDelay), "mixed" (completes with one valid
 // claim_opened and seven artifacts that each break one contract rule; see
 // MixedArtifacts).
 //
@@ -50,7 +51,11 @@ const (
 	ScenarioWrongKind  = "wrong-kind"
 	ScenarioSlow       = "slow"
 	ScenarioMixed      = "mixed"
+	ScenarioStubborn   = "stubborn"
 )
+
+// StubbornDelay is how long a "stubborn" task works before it completes.
+var StubbornDelay = 2 * time.Second
 
 // Question is the status message of the INPUT_REQUIRED state.
 const Question = "Please send a photo of the box the parcel was shipped in."
@@ -108,6 +113,15 @@ func (e *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield 
 		e.complete(ec, order, "refund_issued", yield)
 	case ScenarioSlow:
 		<-ctx.Done()
+	case ScenarioStubborn:
+		// Refuses to be canceled and completes after StubbornDelay.
+		t := time.NewTimer(StubbornDelay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			e.complete(ec, order, ArtifactKind, yield)
+		case <-ctx.Done():
+		}
 	case ScenarioMixed:
 		for _, art := range MixedArtifacts(ec, order) {
 			if !yield(art, nil) {
@@ -162,6 +176,13 @@ func (e *executor) pause(ctx context.Context) bool {
 
 func (e *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
+		e.mu.Lock()
+		scenario := e.scenarios[ec.TaskID]
+		e.mu.Unlock()
+		if scenario == ScenarioStubborn {
+			yield(nil, a2a.ErrTaskNotCancelable)
+			return
+		}
 		msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("claim canceled on request"))
 		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, msg), nil)
 	}

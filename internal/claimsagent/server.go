@@ -3,6 +3,7 @@ package claimsagent
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,10 @@ type Config struct {
 	SignKey jwk.Key
 	KeyID   string
 	JKU     string
+	// RequireBearer, when set, makes the interfaces answer 401 to a call
+	// without "Authorization: Bearer <RequireBearer>"; the card then
+	// declares an HTTP bearer security scheme (A2A 1.0 §4.5.3).
+	RequireBearer string
 }
 
 // JWKSPath is where the agent serves the public JWK Set of its signing key.
@@ -67,6 +72,8 @@ type Agent struct {
 	mux     *http.ServeMux
 	// CardRequests counts requests for the card.
 	CardRequests atomic.Int64
+	// Unauthorized counts calls refused for a missing or wrong token.
+	Unauthorized atomic.Int64
 }
 
 // SetInputModes changes the inputModes of the skill in the served card
@@ -100,6 +107,23 @@ func (a *Agent) CardJSON() ([]byte, error) {
 		return body, nil
 	}
 	return cards.Sign(body, a.cfg.SignKey, a.cfg.KeyID, a.cfg.JKU)
+}
+
+// auth checks the bearer token when one is required.
+func (a *Agent) auth(next http.Handler) http.Handler {
+	if a.cfg.RequireBearer == "" {
+		return next
+	}
+	want := "Bearer " + a.cfg.RequireBearer
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
+			a.Unauthorized.Add(1)
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // serveCard serves the card with an ETag and "Cache-Control: no-cache", so
@@ -157,9 +181,13 @@ func New(cfg Config) *Agent {
 	a := &Agent{cfg: cfg, card: card, handler: h, mux: mux}
 	mux.HandleFunc("GET "+a2asrv.WellKnownAgentCardPath, a.serveCard)
 	mux.HandleFunc("GET "+JWKSPath, a.serveJWKS)
-	mux.Handle(JSONRPCPath, a2asrv.NewJSONRPCHandler(h))
-	mux.Handle(RESTPath+"/", http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h)))
-	mux.Handle(LegacyJSONRPCPath, a2av0.NewJSONRPCHandler(h))
+	mux.Handle(JSONRPCPath, a.auth(a2asrv.NewJSONRPCHandler(h)))
+	mux.Handle(RESTPath+"/", a.auth(http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h))))
+	mux.Handle(LegacyJSONRPCPath, a.auth(a2av0.NewJSONRPCHandler(h)))
+	if cfg.RequireBearer != "" {
+		card.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}}
+		card.SecurityRequirements = a2a.SecurityRequirementsOptions{{"bearer": {}}}
+	}
 	return a
 }
 
@@ -196,6 +224,10 @@ func (a *Agent) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeH
 // TaskCount returns how many distinct tasks the agent created.
 func (a *Agent) TaskCount() int { return a.handler.taskCount() }
 
+// MessageCount returns how many distinct messages (by messageId) the agent
+// accepted.
+func (a *Agent) MessageCount() int { return a.handler.messageCount() }
+
 // Serve serves the agent on ln until ctx is done, then shuts down.
 func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}
@@ -225,6 +257,12 @@ type dedupHandler struct {
 type sendEntry struct {
 	done   chan struct{}
 	taskID a2a.TaskID
+}
+
+func (h *dedupHandler) messageCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.seen)
 }
 
 func (h *dedupHandler) taskCount() int {

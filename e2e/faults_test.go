@@ -1,0 +1,380 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/claimsagent"
+	"github.com/a2adelegate/delegate/workflows"
+)
+
+// faultProxy forwards to the agent and lets a test decide, per JSON-RPC
+// SendMessage call (counted from 1), what happens: "pass", "503" (refused
+// before the agent sees it) or "hang" (forwarded, so the agent commits,
+// but the answer is held until the client gives up).
+type faultProxy struct {
+	decide func(n int) string
+	sends  atomic.Int64
+	stop   chan struct{}
+	once   sync.Once
+}
+
+func newFaultProxy(decide func(int) string) *faultProxy {
+	return &faultProxy{decide: decide, stop: make(chan struct{})}
+}
+
+func (p *faultProxy) close() { p.once.Do(func() { close(p.stop) }) }
+
+func (p *faultProxy) handler(agentURL string) http.Handler {
+	target, _ := url.Parse(agentURL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var rpc struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(body, &rpc)
+		if rpc.Method != "SendMessage" {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		switch p.decide(int(p.sends.Add(1))) {
+		case "503":
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+		case "hang":
+			// The agent gets the message and commits; its answer is
+			// dropped; the client sees nothing until it gives up.
+			rec := &discard{header: http.Header{}}
+			rp.ServeHTTP(rec, r.Clone(context.WithoutCancel(r.Context())))
+			select {
+			case <-r.Context().Done():
+			case <-p.stop:
+			}
+		default:
+			rp.ServeHTTP(w, r)
+		}
+	})
+}
+
+type discard struct{ header http.Header }
+
+func (d *discard) Header() http.Header         { return d.header }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(int)             {}
+
+func stateOf(t *testing.T, ctx context.Context, c client.Client, id string) workflows.State {
+	t.Helper()
+	s, err := workflows.QueryStateOf(ctx, c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func waitA2AState(t *testing.T, ctx context.Context, c client.Client, id, want string) workflows.State {
+	t.Helper()
+	var s workflows.State
+	waitFor(t, want, 60*time.Second, func() (bool, string) {
+		var err error
+		s, err = workflows.QueryStateOf(ctx, c, id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.A2AState == want, s.A2AState
+	})
+	return s
+}
+
+// Fault: the remote answers 503 three times, then succeeds: the send is
+// retried (nothing was processed), completed, attempts recorded.
+func TestFault503ThenSuccess(t *testing.T) {
+	p := newFaultProxy(func(n int) string {
+		if n <= 3 {
+			return "503"
+		}
+		return "pass"
+	})
+	e := setup(t, func(o *options) { o.proxy = p.handler })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("fault-503", e.base)
+	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"instant"}`)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
+		t.Fatalf("outcome = %+v, %v; want completed", out, err)
+	}
+	s := stateOf(t, ctx, e.c, d.LocalWorkflowID)
+	if len(s.Sends) != 1 || s.Sends[0].Attempts != 4 || s.Sends[0].Result != "sent" {
+		t.Errorf("sends = %+v, want one send on attempt 4", s.Sends)
+	}
+	if e.agent.TaskCount() != 1 {
+		t.Errorf("task count = %d, want 1", e.agent.TaskCount())
+	}
+}
+
+// Fault: the remote accepts the message and never answers: unknown_outcome;
+// an operator chooses resend; the agent recognises the messageId; the
+// delegation completes with one remote task.
+func TestFaultAcceptedNeverAnswered(t *testing.T) {
+	p := newFaultProxy(func(n int) string {
+		if n == 1 {
+			return "hang"
+		}
+		return "pass"
+	})
+	defer p.close()
+	e := setup(t, func(o *options) {
+		o.proxy = p.handler
+		o.acts = func(a *activities.Activities, _ string) { a.SendTimeout = time.Second }
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("fault-hang", e.base)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, workflows.StateUnknownOutcome)
+	if s.Unknown == nil || s.Unknown.MessageID != s.Sends[0].MessageID || s.Sends[0].Result != "unknown_outcome" {
+		t.Fatalf("state = %+v / %+v", s.Unknown, s.Sends)
+	}
+	if e.agent.TaskCount() != 1 {
+		t.Fatalf("the agent should hold the task the lost answer was about; count %d", e.agent.TaskCount())
+	}
+	h, err := e.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: d.LocalWorkflowID, UpdateName: workflows.ResolveUnknown,
+		Args: []any{workflows.Resolution{Action: workflows.ActionResend}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	if err != nil {
+		t.Fatalf("resolve-unknown: %v", err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
+		t.Fatalf("outcome = %+v, %v", out, err)
+	}
+	if n := e.agent.TaskCount(); n != 1 {
+		t.Errorf("agent task count = %d, want 1", n)
+	}
+}
+
+// Fault: cancel while the remote keeps working: cancel_unconfirmed, and
+// the COMPLETED that comes later is under late_results, not outputs.
+func TestFaultCancelWhileRemoteKeepsWorking(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("fault-stubborn", e.base)
+	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"stubborn"}`)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "working")
+	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != contracts.StatusCancelUnconfirmed || len(out.Outputs) != 0 || len(out.LateResults) != 1 ||
+		out.LateResults[0].Name != claimsagent.ArtifactKind {
+		t.Fatalf("outcome = %+v, want cancel_unconfirmed with one late result and no output", out)
+	}
+}
+
+// Fault: the policy is revoked while the delegation waits for input: no
+// follow-up is sent, authorization_denied.
+func TestFaultPolicyRevokedWhileWaiting(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"allowed_skills": ["open-claim"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t, func(o *options) {
+		o.acts = func(a *activities.Activities, _ string) { a.Policy = &activities.PolicyFile{Path: policy} }
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("fault-revoked", e.base)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+	messages := e.agent.MessageCount()
+	if err := os.WriteFile(policy, []byte(`{"allowed_skills": ["open-claim"], "revoked_local_workflow_ids": ["fault-revoked"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != contracts.StatusAuthorizationDenied || !strings.Contains(out.Error.Message, "revoked") {
+		t.Fatalf("outcome = %+v, want authorization_denied", out)
+	}
+	if n := e.agent.MessageCount(); n != messages {
+		t.Errorf("the agent got %d message(s) after the revocation, want none", n-messages)
+	}
+	s := stateOf(t, ctx, e.c, d.LocalWorkflowID)
+	if s.A2AState != "canceled" {
+		t.Errorf("remote state = %s, want canceled (the remote task is canceled on denial)", s.A2AState)
+	}
+}
+
+// Fault: the bearer token travels to the agent but appears nowhere in the
+// workflow history (exported as JSON) nor in the worker's logs; without it
+// the agent answers 401 and the delegation ends authorization_denied.
+func TestFaultBearerTokenNeverInHistoryOrLogs(t *testing.T) {
+	const token = "s3cr3t-T0KEN-do-not-leak"
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	e := setup(t, func(o *options) {
+		o.agent.RequireBearer = token
+		o.acts = func(a *activities.Activities, base string) {
+			a.Logger = slog.New(slog.NewJSONHandler(lockedWriter{&mu, &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			a.Credentials = credentialsFile(t, base, token)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("fault-token", e.base)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
+		t.Fatalf("outcome = %+v, %v", out, err)
+	}
+	history := exportHistory(t, ctx, e.c, d.LocalWorkflowID)
+	if len(history) < 1000 || !strings.Contains(history, "claim_opened") {
+		t.Fatalf("history export looks empty (%d bytes)", len(history))
+	}
+	if strings.Contains(history, token) {
+		t.Errorf("the bearer token is in the workflow history")
+	}
+	mu.Lock()
+	logged := logs.String()
+	mu.Unlock()
+	if logged == "" || strings.Contains(logged, token) {
+		t.Errorf("worker logs (%d bytes) are empty or carry the token", len(logged))
+	}
+
+	// Without the credential: 401, authorization_denied, not retried.
+	e2 := setup(t, func(o *options) { o.agent.RequireBearer = token })
+	d2 := lostParcel("fault-no-token", e2.base)
+	run, err = workflows.Start(ctx, e2.c, d2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusAuthorizationDenied {
+		t.Fatalf("without token: outcome = %+v, %v; want authorization_denied", out, err)
+	}
+	if n := e2.agent.Unauthorized.Load(); n != 1 {
+		t.Errorf("401s = %d, want 1 (not retried)", n)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// credentialsFile writes a credential store with token for the agent's
+// origin and loads it as the worker does.
+func credentialsFile(t *testing.T, base, token string) *a2aclient.Credentials {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "credentials.json")
+	doc, _ := json.Marshal(map[string]any{"origins": map[string]any{base: map[string]string{"bearer": token}}})
+	if err := os.WriteFile(path, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := a2aclient.LoadCredentials(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func exportHistory(t *testing.T, ctx context.Context, c client.Client, id string) string {
+	t.Helper()
+	it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var b strings.Builder
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _ := protojson.Marshal(ev)
+		b.Write(j)
+		b.WriteByte('\n')
+		// Payloads are base64 in protojson: decode every "data" too.
+		var v any
+		_ = json.Unmarshal(j, &v)
+		appendPayloads(&b, v)
+	}
+	return b.String()
+}
+
+func appendPayloads(b *strings.Builder, v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if s, ok := x.(string); ok && k == "data" {
+				if raw, err := base64.StdEncoding.DecodeString(s); err == nil {
+					b.Write(raw)
+					b.WriteByte('\n')
+				}
+			}
+			appendPayloads(b, x)
+		}
+	case []any:
+		for _, x := range t {
+			appendPayloads(b, x)
+		}
+	}
+}
