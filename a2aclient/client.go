@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -147,6 +148,33 @@ func (c *Client) GetTask(ctx context.Context, taskID string) (Snapshot, error) {
 		return Snapshot{}, classify("GetTask", err, rec)
 	}
 	return SnapshotOf(t), nil
+}
+
+// SubscribeStates follows the Task's stream (A2A 1.0 §3.1.6
+// SubscribeToTask) and yields the state of every status event and task
+// snapshot, in short form; artifact events yield "". The sequence ends
+// when the stream ends (a terminal state, or a dropped connection: then
+// with an error, or silently).
+func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		ctx, rec := withRecord(ctx)
+		for ev, err := range c.sdk.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(taskID)}) {
+			if err != nil {
+				yield("", classify("SubscribeToTask", err, rec))
+				return
+			}
+			st := ""
+			switch e := ev.(type) {
+			case *a2a.Task:
+				st = ShortState(e.Status.State)
+			case *a2a.TaskStatusUpdateEvent:
+				st = ShortState(e.Status.State)
+			}
+			if !yield(st, nil) {
+				return
+			}
+		}
+	}
 }
 
 // CancelTask asks the agent to cancel the Task (A2A 1.0 §3.1.5) and returns

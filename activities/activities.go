@@ -212,21 +212,41 @@ type WatchInput struct {
 	// Since is the last state the workflow recorded; WatchTask returns only
 	// when the remote state differs from it.
 	Since string `json:"since"`
+	// Stream follows SubscribeToTask (the card declares streaming).
+	Stream bool `json:"stream,omitempty"`
 	// Limits bound what the result may put into history (see bound).
 	Limits contracts.Limits `json:"limits"`
 }
 
-// WatchTask polls GetTask (A2A 1.0 §3.1.3) with backoff until the remote
-// state differs from in.Since, heartbeating all the while, so that history
-// grows per state change and not per poll. Transient errors are retried
-// inside the loop. Errors: "authorization", "protocol" (for example
-// TaskNotFound).
+// WatchTask follows the task until its state differs from in.Since,
+// heartbeating all the while, so that history grows per state change and
+// not per poll. When the card declares streaming (in.Stream) it follows
+// SubscribeToTask (A2A 1.0 §3.1.6); a stream that drops is followed by a
+// GetTask, so no state change is lost, then by a new subscription (after
+// three drops in a row it polls). Otherwise, or then, it polls GetTask (A2A
+// 1.0 §3.1.3) with backoff from PollInitial doubling to PollMax. A retry
+// after a worker crash starts the same way. Transient errors are retried
+// inside. Errors: "authorization", "protocol" (for example TaskNotFound).
 func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Snapshot, error) {
 	c, err := a.dial(ctx, in.Interface, "")
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err)
 	}
 	defer c.Close()
+	hb := heartbeat{}
+	if in.Stream {
+		for drops := 0; drops < 3; drops++ {
+			snap, changed, err := a.follow(ctx, c, in, &hb)
+			if err != nil {
+				return a2aclient.Snapshot{}, err
+			}
+			if changed {
+				return bound(snap, in.Limits), nil
+			}
+			hb.Drops++
+			activity.RecordHeartbeat(ctx, hb)
+		}
+	}
 	wait, maxWait := a.PollInitial, a.PollMax
 	if wait <= 0 {
 		wait = time.Second
@@ -234,23 +254,14 @@ func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Sn
 	if maxWait <= 0 {
 		maxWait = 30 * time.Second
 	}
-	polls, failures := 0, 0
 	for {
-		snap, err := c.GetTask(ctx, in.TaskID)
-		polls++
+		snap, changed, err := a.poll(ctx, c, in, &hb)
 		if err != nil {
-			var ce *a2aclient.CallError
-			if !errors.As(err, &ce) || !ce.Retryable() {
-				if ctx.Err() != nil {
-					return a2aclient.Snapshot{}, ctx.Err()
-				}
-				return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err)
-			}
-			failures++
-		} else if snap.State != in.Since {
+			return a2aclient.Snapshot{}, err
+		}
+		if changed {
 			return bound(snap, in.Limits), nil
 		}
-		activity.RecordHeartbeat(ctx, heartbeat{Polls: polls, Failures: failures})
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -262,25 +273,55 @@ func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Sn
 	}
 }
 
-// bound applies the contract's limits to a snapshot before it becomes an
-// activity result, that is workflow history: oversize, too deep or surplus
-// artifacts are withheld (contracts.ApplyLimits) and remote text is cut
-// (contracts.CutText).
-func bound(s a2aclient.Snapshot, l contracts.Limits) a2aclient.Snapshot {
-	lim := l.WithDefaults()
-	s.Artifacts = contracts.ApplyLimits(s.Artifacts, lim)
-	s.StatusText = contracts.CutText(s.StatusText, lim.MaxTextChars)
-	s.Reply = contracts.CutText(s.Reply, lim.MaxTextChars)
-	if len(s.StatusData) > lim.MaxArtifactBytes {
-		s.StatusData = nil
-		s.StatusText += " [status data withheld: over the size limit]"
+// poll reads the task once; changed reports a state other than in.Since.
+// A transient error counts as no change.
+func (a *Activities) poll(ctx context.Context, c *a2aclient.Client, in WatchInput, hb *heartbeat) (a2aclient.Snapshot, bool, error) {
+	snap, err := c.GetTask(ctx, in.TaskID)
+	hb.Polls++
+	defer activity.RecordHeartbeat(ctx, *hb)
+	if err != nil {
+		var ce *a2aclient.CallError
+		if errors.As(err, &ce) && ce.Retryable() {
+			hb.Failures++
+			return a2aclient.Snapshot{}, false, nil
+		}
+		if ctx.Err() != nil {
+			return a2aclient.Snapshot{}, false, ctx.Err()
+		}
+		return a2aclient.Snapshot{}, false, a.callFail(ctx, "WatchTask", err)
 	}
-	return s
+	return snap, snap.State != in.Since, nil
+}
+
+// follow reads the task, then subscribes to it until a state other than
+// in.Since shows (then the full task is read again) or the stream ends;
+// after the stream ends the task is read once more, so that a change made
+// while the stream was down is seen.
+func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchInput, hb *heartbeat) (a2aclient.Snapshot, bool, error) {
+	if snap, changed, err := a.poll(ctx, c, in, hb); err != nil || changed {
+		return snap, changed, err
+	}
+	for st, err := range c.SubscribeStates(ctx, in.TaskID) {
+		if err != nil {
+			break
+		}
+		hb.Events++
+		activity.RecordHeartbeat(ctx, *hb)
+		if st != "" && st != in.Since {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return a2aclient.Snapshot{}, false, ctx.Err()
+	}
+	return a.poll(ctx, c, in, hb)
 }
 
 type heartbeat struct {
 	Polls    int `json:"polls"`
 	Failures int `json:"failures"`
+	Events   int `json:"events,omitempty"`
+	Drops    int `json:"drops,omitempty"`
 }
 
 // GetTaskInput names a task to read once.
@@ -361,4 +402,20 @@ func workflowID(ctx context.Context) (id string) {
 		}
 	}()
 	return activity.GetInfo(ctx).WorkflowExecution.ID
+}
+
+// bound applies the contract's limits to a snapshot before it becomes an
+// activity result, that is workflow history: oversize, too deep or surplus
+// artifacts are withheld (contracts.ApplyLimits) and remote text is cut
+// (contracts.CutText).
+func bound(s a2aclient.Snapshot, l contracts.Limits) a2aclient.Snapshot {
+	lim := l.WithDefaults()
+	s.Artifacts = contracts.ApplyLimits(s.Artifacts, lim)
+	s.StatusText = contracts.CutText(s.StatusText, lim.MaxTextChars)
+	s.Reply = contracts.CutText(s.Reply, lim.MaxTextChars)
+	if len(s.StatusData) > lim.MaxArtifactBytes {
+		s.StatusData = nil
+		s.StatusText += " [status data withheld: over the size limit]"
+	}
+	return s
 }

@@ -378,3 +378,82 @@ func appendPayloads(b *strings.Builder, v any) {
 		}
 	}
 }
+
+// streamCutter forwards to the agent and cuts every SubscribeToTask stream
+// after its first event.
+func streamCutter(cuts *atomic.Int64) func(string) http.Handler {
+	return func(agentURL string) http.Handler {
+		target, _ := url.Parse(agentURL)
+		rp := httputil.NewSingleHostReverseProxy(target)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var rpc struct {
+				Method string `json:"method"`
+			}
+			_ = json.Unmarshal(body, &rpc)
+			if rpc.Method != "SubscribeToTask" {
+				rp.ServeHTTP(w, r)
+				return
+			}
+			req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, agentURL+r.URL.Path, bytes.NewReader(body))
+			req.Header = r.Header.Clone()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			for k, v := range resp.Header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(resp.StatusCode)
+			var first bytes.Buffer
+			buf := make([]byte, 1)
+			for !bytes.HasSuffix(first.Bytes(), []byte("\n\n")) {
+				if _, err := resp.Body.Read(buf); err != nil {
+					break
+				}
+				first.Write(buf)
+			}
+			_, _ = w.Write(first.Bytes())
+			w.(http.Flusher).Flush()
+			cuts.Add(1) // the stream ends here, mid-task
+		})
+	}
+}
+
+// Fault: the stream drops mid-task: no state change is lost.
+func TestFaultStreamDropsMidTask(t *testing.T) {
+	var cuts atomic.Int64
+	e := setup(t, func(o *options) {
+		o.proxy = streamCutter(&cuts)
+		o.agent.WorkDelay = 400 * time.Millisecond
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("fault-stream", e.base)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted || len(out.Outputs) != 1 {
+		t.Fatalf("outcome = %+v, %v", out, err)
+	}
+	if cuts.Load() == 0 {
+		t.Fatalf("no stream was followed and cut: the test did not exercise streaming")
+	}
+	s := stateOf(t, ctx, e.c, d.LocalWorkflowID)
+	var seq []string
+	for _, tr := range s.Transitions {
+		seq = append(seq, tr.State)
+	}
+	if !strings.Contains(strings.Join(seq, ","), "input-required,sending,working,completed") {
+		t.Errorf("transitions = %v, want input-required, sending, working, completed in order", seq)
+	}
+}

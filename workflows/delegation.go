@@ -38,6 +38,9 @@ type State struct {
 	// Signature is the card's signature check (agent.signature is its
 	// label); Reason says why it did not verify.
 	Signature cards.Verification `json:"signature"`
+	// Streaming is the card's capabilities.streaming: the task is then
+	// followed with SubscribeToTask.
+	Streaming bool `json:"streaming,omitempty"`
 	// CardChanges lists the card changes seen before follow-ups.
 	CardChanges []CardChange `json:"card_changes,omitempty"`
 	// InputModes are the media types the remote skill accepts (empty:
@@ -322,7 +325,7 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 			}
 		default:
 			var next a2aclient.Snapshot
-			in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits()}
+			in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
 			if err := r.activity(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next); err != nil {
 				return r.failed(ctx, err)
 			}
@@ -345,6 +348,7 @@ func (r *run) adopt(ctx workflow.Context, card activities.ResolvedCard) {
 	r.s.Signature = card.Verification
 	r.s.Interface = card.Interface
 	r.s.InputModes = card.InputModes
+	r.s.Streaming = card.Streaming
 	r.s.Protocol = contracts.ProtocolInfo{Version: card.Interface.Version, Binding: card.Interface.Binding, URL: card.Interface.URL}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AAgent.ValueSet(truncate(card.Agent.Name, maxKeyword)))
 }
