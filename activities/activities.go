@@ -196,7 +196,9 @@ func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.S
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	stop := keepHeartbeating(sctx, 3*time.Second)
 	snap, err := c.SendMessage(sctx, in.Message)
+	stop()
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err)
 	}
@@ -315,6 +317,29 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 		return a2aclient.Snapshot{}, false, ctx.Err()
 	}
 	return a.poll(ctx, c, in, hb)
+}
+
+// keepHeartbeating records a heartbeat every interval until stop is
+// called, so that a worker that dies mid-call is noticed by the heartbeat
+// timeout while a live one is not timed out.
+func keepHeartbeating(ctx context.Context, every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	activity.RecordHeartbeat(ctx)
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 type heartbeat struct {

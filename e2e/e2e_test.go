@@ -31,6 +31,9 @@ type env struct {
 	c     client.Client
 	agent *claimsagent.Agent
 	base  string
+	// startWorker starts an in-process worker (setup does, unless
+	// options.noWorker).
+	startWorker func()
 }
 
 // options of setup.
@@ -44,6 +47,8 @@ type options struct {
 	proxy func(agentURL string) http.Handler
 	// acts adjusts the worker's activities; base is the agent's URL.
 	acts func(a *activities.Activities, base string)
+	// noWorker: the test starts the worker itself (env.startWorker).
+	noWorker bool
 }
 
 func setup(t *testing.T, opts ...func(*options)) *env {
@@ -86,18 +91,23 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	if o.trust != nil {
 		ts = o.trust(base)
 	}
-	w := worker.New(c, workflows.TaskQueue, worker.Options{})
-	a := &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
-		Fetcher: &cards.Fetcher{Trust: ts}, Temporal: c, Logger: slog.New(slog.DiscardHandler)}
-	if o.acts != nil {
-		o.acts(a, base)
+	startWorker := func() {
+		w := worker.New(c, workflows.TaskQueue, worker.Options{})
+		a := &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
+			Fetcher: &cards.Fetcher{Trust: ts}, Temporal: c, Logger: slog.New(slog.DiscardHandler)}
+		if o.acts != nil {
+			o.acts(a, base)
+		}
+		workflows.Register(w, a)
+		if err := w.Start(); err != nil {
+			t.Fatalf("worker.Start() error = %v", err)
+		}
+		t.Cleanup(w.Stop)
 	}
-	workflows.Register(w, a)
-	if err := w.Start(); err != nil {
-		t.Fatalf("worker.Start() error = %v", err)
+	if !o.noWorker {
+		startWorker()
 	}
-	t.Cleanup(w.Stop)
-	return &env{srv: srv, c: c, agent: agent, base: base}
+	return &env{srv: srv, c: c, agent: agent, base: base, startWorker: startWorker}
 }
 
 func lostParcel(id, base string) contracts.Delegation {

@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -455,5 +456,60 @@ func TestFaultStreamDropsMidTask(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(seq, ","), "input-required,sending,working,completed") {
 		t.Errorf("transitions = %v, want input-required, sending, working, completed in order", seq)
+	}
+}
+
+// Fault: the worker process is killed right after the remote committed a
+// send (before the answer reached it); a new worker retries the send with
+// the same messageId and finishes the delegation; the agent holds exactly
+// one task for it.
+func TestFaultWorkerKilledAfterCommit(t *testing.T) {
+	var child *exec.Cmd
+	killed := make(chan struct{})
+	var once sync.Once
+	e := setup(t, func(o *options) {
+		o.noWorker = true
+		o.agent.OnCommit = func(string) {
+			once.Do(func() {
+				_ = child.Process.Kill() // SIGKILL: no cleanup, no answer
+				_, _ = child.Process.Wait()
+				close(killed)
+			})
+		}
+	})
+	child = exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), childWorkerEnv+"="+e.srv.FrontendAddr())
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill() })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("fault-killed", e.base)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-killed:
+	case <-ctx.Done():
+		t.Fatal("the agent never committed a send")
+	}
+	e.startWorker()
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
+		t.Fatalf("outcome = %+v, %v", out, err)
+	}
+	if n := e.agent.TaskCount(); n != 1 {
+		t.Errorf("agent task count = %d, want exactly 1", n)
+	}
+	s := stateOf(t, ctx, e.c, d.LocalWorkflowID)
+	if len(s.Sends) < 1 || s.Sends[0].Attempts < 2 {
+		t.Errorf("sends = %+v, want the first send completed on a retry", s.Sends)
 	}
 }

@@ -606,9 +606,12 @@ func resolveOptions() workflow.ActivityOptions {
 	}
 }
 
+// sendOptions: a worker that dies during a send is noticed by the
+// heartbeat timeout; the retry resends with the same messageId.
 func sendOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
+		HeartbeatTimeout:    10 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	}
 }

@@ -53,6 +53,10 @@ type Config struct {
 	SignKey jwk.Key
 	KeyID   string
 	JKU     string
+	// OnCommit, when set, is called after a first message created or
+	// continued a task and before the answer is written (for tests that
+	// kill the client at that moment).
+	OnCommit func(taskID string)
 	// RequireBearer, when set, makes the interfaces answer 401 to a call
 	// without "Authorization: Bearer <RequireBearer>"; the card then
 	// declares an HTTP bearer security scheme (A2A 1.0 §4.5.3).
@@ -176,7 +180,7 @@ func New(cfg Config) *Agent {
 	}
 	card := Card(base)
 	inner := a2asrv.NewHandler(newExecutor(cfg.WorkDelay), a2asrv.WithLogger(logger))
-	h := &dedupHandler{RequestHandler: inner, seen: map[string]*sendEntry{}}
+	h := &dedupHandler{RequestHandler: inner, seen: map[string]*sendEntry{}, onCommit: cfg.OnCommit}
 	mux := http.NewServeMux()
 	a := &Agent{cfg: cfg, card: card, handler: h, mux: mux}
 	mux.HandleFunc("GET "+a2asrv.WellKnownAgentCardPath, a.serveCard)
@@ -249,9 +253,10 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 type dedupHandler struct {
 	a2asrv.RequestHandler
 
-	mu    sync.Mutex
-	seen  map[string]*sendEntry
-	tasks map[a2a.TaskID]bool
+	mu       sync.Mutex
+	seen     map[string]*sendEntry
+	tasks    map[a2a.TaskID]bool
+	onCommit func(string)
 }
 
 type sendEntry struct {
@@ -329,6 +334,9 @@ func (h *dedupHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequ
 		tid = t.ID
 	}
 	h.settle(id, e, tid)
+	if tid != "" && h.onCommit != nil {
+		h.onCommit(string(tid))
+	}
 	return res, err
 }
 
