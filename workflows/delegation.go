@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -38,6 +39,8 @@ type State struct {
 	// Signature is the card's signature check (agent.signature is its
 	// label); Reason says why it did not verify.
 	Signature cards.Verification `json:"signature"`
+	// ContinuedAsNew counts the runs this delegation continued into.
+	ContinuedAsNew int `json:"continued_as_new,omitempty"`
 	// Streaming is the card's capabilities.streaming: the task is then
 	// followed with SubscribeToTask.
 	Streaming bool `json:"streaming,omitempty"`
@@ -130,6 +133,11 @@ const ErrTypeInvalidContract = "invalid_contract"
 // or Update "provide-input" when the Task is INPUT_REQUIRED or
 // AUTH_REQUIRED, validates the artifacts of a COMPLETED Task, and cancels
 // the remote Task on workflow cancellation or at the deadline.
+//
+// A run continues as new when Temporal suggests it (or past
+// ContinueAsNewEvents history events) while watching; it hands its State to
+// the next run in the memo (CarryMemoKey), and the next run goes on
+// watching the same remote task.
 func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome, error) {
 	info := workflow.GetInfo(ctx)
 	r := &run{
@@ -140,6 +148,10 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 			Transitions: []Transition{},
 		},
 		wfID: info.WorkflowExecution.ID, firstRunID: info.FirstRunID,
+	}
+	if carried := carriedState(info); carried != nil && carried.LastSnapshot != nil {
+		r.s, r.carried = carried, true
+		r.s.ContinuedAsNew++
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (*State, error) { return r.s, nil },
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
@@ -167,6 +179,14 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 		SearchA2APurpose.ValueSet(truncate(d.Purpose, maxKeyword)),
 		SearchA2AAgent.ValueSet(truncate(d.AgentCardURL, maxKeyword)))
 	out := r.main(ctx)
+	if r.continueAsNew {
+		// Handlers may still be running (an update being accepted).
+		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+		if err := workflow.UpsertMemo(ctx, map[string]any{CarryMemoKey: r.s}); err != nil {
+			return contracts.Outcome{}, err
+		}
+		return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, WorkflowType, d)
+	}
 	if !a2aclient.Terminal(r.s.A2AState) {
 		r.setState(ctx, PhaseEnded)
 	}
@@ -188,19 +208,46 @@ type CardChange struct {
 	Accepted bool   `json:"accepted,omitempty"`
 }
 
+// CarryMemoKey is the memo field in which a run hands its State to the
+// run it continues as new into.
+const CarryMemoKey = "delegate_state"
+
+// carriedState reads the State handed over by the previous run, if any.
+func carriedState(info *workflow.Info) *State {
+	if info.Memo == nil {
+		return nil
+	}
+	p, ok := info.Memo.GetFields()[CarryMemoKey]
+	if !ok {
+		return nil
+	}
+	var s State
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &s); err != nil {
+		return nil
+	}
+	return &s
+}
+
+// ContinueAsNewEvents is the history length past which a delegation
+// continues as new even before Temporal suggests it.
+var ContinueAsNewEvents = 10000
+
 type run struct {
-	resolution  *Resolution
-	revoked     *string
-	denial      string
-	rediscover  bool
-	changed     *CardChange
-	d           contracts.Delegation
-	s           *State
-	wfID        string
-	firstRunID  string
-	deadlineHit bool
-	pending     *contracts.Answer
-	pendingVia  string
+	watches       int
+	carried       bool
+	continueAsNew bool
+	resolution    *Resolution
+	revoked       *string
+	denial        string
+	rediscover    bool
+	changed       *CardChange
+	d             contracts.Delegation
+	s             *State
+	wfID          string
+	firstRunID    string
+	deadlineHit   bool
+	pending       *contracts.Answer
+	pendingVia    string
 }
 
 // registerInput registers Signal and Update "provide-input".
@@ -263,8 +310,12 @@ func (r *run) checkAnswer(a contracts.Answer) error {
 	return contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(a.Text, a.Data))
 }
 
-// main runs the delegation and returns its Outcome.
+// main runs the delegation and returns its Outcome (or sets
+// r.continueAsNew).
 func (r *run) main(ctx workflow.Context) contracts.Outcome {
+	if r.carried {
+		return r.follow(ctx, *r.s.LastSnapshot)
+	}
 	r.setState(ctx, PhaseResolving)
 	card, err := r.resolve(ctx)
 	if err != nil {
@@ -294,6 +345,11 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 	if err != nil {
 		return r.failed(ctx, err)
 	}
+	return r.follow(ctx, snap)
+}
+
+// follow follows the remote task from snap to the end.
+func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Outcome {
 	for {
 		r.observe(ctx, snap)
 		switch {
@@ -324,6 +380,13 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 				return r.failed(ctx, err)
 			}
 		default:
+			// Continue as new between two watches, never before this run
+			// has watched once (so that a long chain still makes progress).
+			if info := workflow.GetInfo(ctx); r.watches > 0 && (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > ContinueAsNewEvents) {
+				r.continueAsNew = true
+				return contracts.Outcome{}
+			}
+			r.watches++
 			var next a2aclient.Snapshot
 			in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
 			if err := r.activity(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next); err != nil {

@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/workflows"
+)
+
+// TestContinueAsNewCarriesTheState lowers the history threshold so that
+// the delegation continues as new between watches; the state (remote task,
+// question, rounds) goes with it and the delegation completes.
+func TestContinueAsNewCarriesTheState(t *testing.T) {
+	old := workflows.ContinueAsNewEvents
+	workflows.ContinueAsNewEvents = 1
+	t.Cleanup(func() { workflows.ContinueAsNewEvents = old })
+	e := setup(t, func(o *options) { o.agent.WorkDelay = 200 * time.Millisecond })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("continued-1", e.base)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted || out.InputRounds != 1 || len(out.Outputs) != 1 {
+		t.Fatalf("outcome = %+v, %v", out, err)
+	}
+	s := stateOf(t, ctx, e.c, d.LocalWorkflowID)
+	if s.ContinuedAsNew < 1 || s.RemoteTaskID != out.RemoteTaskID {
+		t.Errorf("state after the chain: continued %d times, task %s", s.ContinuedAsNew, s.RemoteTaskID)
+	}
+	if e.agent.TaskCount() != 1 {
+		t.Errorf("task count = %d", e.agent.TaskCount())
+	}
+}
+
+// TestReconcileDelegations runs the workflow a reconcile Schedule starts:
+// it finds the open delegation and signals it; the delegation reads its
+// remote task once and records what it saw.
+func TestReconcileDelegations(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("reconcile-1", e.base)
+	if _, err := workflows.Start(ctx, e.c, d); err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+	var ids []string
+	waitFor(t, "visibility to list the delegation", 30*time.Second, func() (bool, string) {
+		run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
+			workflows.ReconcileWorkflowType, activities.ReconcileInput{Namespace: e.srv.Namespace(), State: "input-required"})
+		if err != nil {
+			return false, err.Error()
+		}
+		if err := run.Get(ctx, &ids); err != nil {
+			return false, err.Error()
+		}
+		return len(ids) == 1 && ids[0] == d.LocalWorkflowID, fmt.Sprint(ids)
+	})
+	waitFor(t, "a reconciliation", 30*time.Second, func() (bool, string) {
+		s := stateOf(t, ctx, e.c, d.LocalWorkflowID)
+		if len(s.Reconciliations) == 0 {
+			return false, "none"
+		}
+		r := s.Reconciliations[len(s.Reconciliations)-1]
+		return r.Seen == "input-required" && !r.Changed && r.Error == "", fmt.Sprintf("%+v", r)
+	})
+}
