@@ -513,3 +513,45 @@ func TestFaultWorkerKilledAfterCommit(t *testing.T) {
 		t.Errorf("sends = %+v, want the first send completed on a retry", s.Sends)
 	}
 }
+
+// AUTH_REQUIRED: the operator answers with a credential reference; the
+// worker's store supplies the secret for the follow-up; the secret never
+// enters history.
+func TestAuthRequiredAnsweredWithACredentialRef(t *testing.T) {
+	const secret = "ref-s3cret-never-in-history"
+	e := setup(t, func(o *options) {
+		o.agent.AuthToken = secret
+		o.acts = func(a *activities.Activities, _ string) {
+			a.Credentials = &a2aclient.Credentials{Refs: map[string]a2aclient.Secret{"claims-prod": {Bearer: secret}}}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("auth-1", e.base)
+	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"auth"}`)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "auth-required")
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "here is the token: " + secret}); err == nil {
+		t.Fatalf("an answer without credential_ref to AUTH_REQUIRED was accepted")
+	}
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{CredentialRef: "claims-prod", AnsweredBy: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	gctx, gcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer gcancel()
+	if err := run.Get(gctx, nil); err != nil {
+		s := stateOf(t, ctx, e.c, d.LocalWorkflowID)
+		b, _ := json.MarshalIndent(s, "", " ")
+		t.Fatalf("not done: %v\n%s", err, b)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
+		t.Fatalf("outcome = %+v, %v", out, err)
+	}
+	if h := exportHistory(t, ctx, e.c, d.LocalWorkflowID); strings.Contains(h, secret) {
+		t.Errorf("the secret is in the history")
+	}
+}

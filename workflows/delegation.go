@@ -359,9 +359,13 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 		case a2aclient.Terminal(snap.State):
 			return r.finish(snap)
 		case a2aclient.Interrupted(snap.State):
-			a, via, err := r.waitForAnswer(ctx, snap)
+			a, via, moved, err := r.waitForAnswer(ctx, snap)
 			if err != nil {
 				return r.failed(ctx, err)
+			}
+			if moved != nil {
+				snap = *moved
+				continue
 			}
 			r.s.InputRounds++
 			round := r.s.InputRounds
@@ -530,19 +534,37 @@ func (r *run) setState(ctx workflow.Context, state string) {
 
 // waitForAnswer shows the question and waits for an operator's answer,
 // the deadline, or cancellation.
-func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (contracts.Answer, string, error) {
+func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (contracts.Answer, string, *a2aclient.Snapshot, error) {
 	r.s.Question = &Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData, Since: workflow.Now(ctx)}
 	r.pending = nil
 	workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))
-	if err := workflow.Await(ctx, func() bool { return r.pending != nil || r.interrupt() != nil }); err != nil {
-		return contracts.Answer{}, "", err
+	// AUTH_REQUIRED may be resolved out of band (A2A 1.0 §7.6.2): the task
+	// is watched while the operator is asked.
+	var watch workflow.Future
+	if snap.State == a2aclient.StateAuthRequired {
+		wctx, cancel := workflow.WithCancel(ctx)
+		defer cancel()
+		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
+		watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(ctx)), acts.WatchTask, in)
+	}
+	moved := func() bool { return watch != nil && watch.IsReady() }
+	if err := workflow.Await(ctx, func() bool { return r.pending != nil || r.interrupt() != nil || moved() }); err != nil {
+		return contracts.Answer{}, "", nil, err
+	}
+	if r.pending == nil && moved() {
+		var next a2aclient.Snapshot
+		if err := watch.Get(ctx, &next); err != nil {
+			return contracts.Answer{}, "", nil, err
+		}
+		r.s.Question = nil
+		return contracts.Answer{}, "", &next, nil
 	}
 	if r.pending == nil {
-		return contracts.Answer{}, "", r.interrupt()
+		return contracts.Answer{}, "", nil, r.interrupt()
 	}
 	a, via := *r.pending, r.pendingVia
 	r.pending = nil
-	return a, via, nil
+	return a, via, nil, nil
 }
 
 var errDeadline = errors.New("deadline reached")

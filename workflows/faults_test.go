@@ -126,6 +126,7 @@ func (s *DelegationSuite) TestCancelUnconfirmedRecordsLateResults() {
 
 func (s *DelegationSuite) TestAuthRequiredAnsweredWithAReference() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool {
 		return in.CredentialRef == "claims-prod" && in.Message.TaskID == "task-1"
 	})).Return(snap("completed", claim("claim_opened")), nil).Once()
@@ -157,4 +158,14 @@ func (s *DelegationSuite) TestReconcileRecordsWhatItSaw() {
 	}, 2*time.Minute)
 	s.env.ExecuteWorkflow(Delegation, contract())
 	s.Equal(contracts.StatusCanceled, s.outcome().Status)
+}
+
+func (s *DelegationSuite) TestAuthRequiredResolvedOutOfBand() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "auth-required" })).
+		After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal(0, o.InputRounds)
 }

@@ -52,6 +52,7 @@ const (
 	ScenarioSlow       = "slow"
 	ScenarioMixed      = "mixed"
 	ScenarioStubborn   = "stubborn"
+	ScenarioAuth       = "auth"
 )
 
 // StubbornDelay is how long a "stubborn" task works before it completes.
@@ -68,6 +69,8 @@ var orderPattern = regexp.MustCompile(`\b[A-Z]{1,4}-\d{1,10}\b`)
 // executor implements a2asrv.AgentExecutor.
 type executor struct {
 	workDelay time.Duration
+	authToken string
+	authWait  map[a2a.TaskID]chan struct{}
 
 	mu        sync.Mutex
 	scenarios map[a2a.TaskID]string
@@ -75,7 +78,7 @@ type executor struct {
 }
 
 func newExecutor(workDelay time.Duration) *executor {
-	return &executor{workDelay: workDelay, scenarios: map[a2a.TaskID]string{}, orders: map[a2a.TaskID]string{}}
+	return &executor{workDelay: workDelay, scenarios: map[a2a.TaskID]string{}, orders: map[a2a.TaskID]string{}, authWait: map[a2a.TaskID]chan struct{}{}}
 }
 
 func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
@@ -122,6 +125,27 @@ func (e *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield 
 			e.complete(ec, order, ArtifactKind, yield)
 		case <-ctx.Done():
 		}
+	case ScenarioAuth:
+		// In-task authorization (A2A 1.0 §7.6): the execution stays
+		// active and goes on once the credential arrives (see
+		// deliverAuth), here with a follow-up message to the task.
+		ch := make(chan struct{})
+		e.mu.Lock()
+		e.authWait[ec.TaskID] = ch
+		e.mu.Unlock()
+		msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("Sign in to the claims system to continue."))
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateAuthRequired, msg), nil) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+		if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) || !e.pause(ctx) {
+			return
+		}
+		e.complete(ec, order, ArtifactKind, yield)
 	case ScenarioMixed:
 		for _, art := range MixedArtifacts(ec, order) {
 			if !yield(art, nil) {
@@ -149,6 +173,29 @@ func (e *executor) followUp(ctx context.Context, ec *a2asrv.ExecutorContext, yie
 		return
 	}
 	e.complete(ec, order, ArtifactKind, yield)
+}
+
+// deliverAuth takes a message to a task waiting in AUTH_REQUIRED: it
+// reports whether the task waits, and lets it go on when the message's call
+// carried "Authorization: Bearer <AuthToken>".
+func (e *executor) deliverAuth(ctx context.Context, tid a2a.TaskID) (waiting, accepted bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ch, ok := e.authWait[tid]
+	if !ok {
+		return false, false
+	}
+	cc, ok := a2asrv.CallContextFrom(ctx)
+	if !ok || e.authToken == "" {
+		return true, false
+	}
+	v, _ := cc.ServiceParams().Get("Authorization")
+	if len(v) != 1 || v[0] != "Bearer "+e.authToken {
+		return true, false
+	}
+	close(ch)
+	delete(e.authWait, tid)
+	return true, true
 }
 
 func (e *executor) complete(ec *a2asrv.ExecutorContext, order, kind string, yield func(a2a.Event, error) bool) {

@@ -57,6 +57,9 @@ type Config struct {
 	// continued a task and before the answer is written (for tests that
 	// kill the client at that moment).
 	OnCommit func(taskID string)
+	// AuthToken is the bearer token the follow-up of an "auth" task must
+	// carry.
+	AuthToken string
 	// RequireBearer, when set, makes the interfaces answer 401 to a call
 	// without "Authorization: Bearer <RequireBearer>"; the card then
 	// declares an HTTP bearer security scheme (A2A 1.0 §4.5.3).
@@ -179,8 +182,10 @@ func New(cfg Config) *Agent {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	card := Card(base)
-	inner := a2asrv.NewHandler(newExecutor(cfg.WorkDelay), a2asrv.WithLogger(logger))
-	h := &dedupHandler{RequestHandler: inner, seen: map[string]*sendEntry{}, onCommit: cfg.OnCommit}
+	ex := newExecutor(cfg.WorkDelay)
+	ex.authToken = cfg.AuthToken
+	inner := a2asrv.NewHandler(ex, a2asrv.WithLogger(logger))
+	h := &dedupHandler{RequestHandler: inner, seen: map[string]*sendEntry{}, onCommit: cfg.OnCommit, exec: ex}
 	mux := http.NewServeMux()
 	a := &Agent{cfg: cfg, card: card, handler: h, mux: mux}
 	mux.HandleFunc("GET "+a2asrv.WellKnownAgentCardPath, a.serveCard)
@@ -257,6 +262,7 @@ type dedupHandler struct {
 	seen     map[string]*sendEntry
 	tasks    map[a2a.TaskID]bool
 	onCommit func(string)
+	exec     *executor
 }
 
 type sendEntry struct {
@@ -321,6 +327,16 @@ func (h *dedupHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequ
 		return h.RequestHandler.SendMessage(ctx, req)
 	}
 	id := req.Message.ID
+	if tid := req.Message.TaskID; tid != "" && h.exec != nil {
+		// A message to a task waiting in AUTH_REQUIRED is taken by that
+		// task's execution (A2A 1.0 §7.6.1), not run as a new one.
+		if waiting, accepted := h.exec.deliverAuth(ctx, tid); waiting {
+			if !accepted {
+				return nil, a2a.ErrUnauthenticated
+			}
+			return h.RequestHandler.GetTask(ctx, &a2a.GetTaskRequest{ID: tid})
+		}
+	}
 	e, first := h.claim(id)
 	if !first {
 		if t, ok, err := h.replay(ctx, e); ok {
