@@ -320,7 +320,7 @@ func compact(data json.RawMessage, text string) string {
 
 func newAnswerCmd() *cobra.Command {
 	var cf clientFlags
-	var text, data, by string
+	var text, data, by, credRef string
 	cmd := &cobra.Command{
 		Use:   "answer ID --text T [--data JSON] [--by NAME]",
 		Args:  oneID,
@@ -329,7 +329,7 @@ func newAnswerCmd() *cobra.Command {
 through the Update "provide-input", so an empty answer, or an answer when no
 question is pending, is refused at once with the reason.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a := contracts.Answer{Text: text, AnsweredBy: by}
+			a := contracts.Answer{Text: text, AnsweredBy: by, CredentialRef: credRef}
 			if data != "" {
 				if !json.Valid([]byte(data)) {
 					return usageErr(errors.New("--data: not valid JSON"))
@@ -365,6 +365,7 @@ question is pending, is refused at once with the reason.`,
 	cmd.Flags().StringVar(&text, "text", "", "answer text")
 	cmd.Flags().StringVar(&data, "data", "", "answer data (JSON)")
 	cmd.Flags().StringVar(&by, "by", "", "who answers (default $USER)")
+	cmd.Flags().StringVar(&credRef, "credential-ref", "", "for AUTH_REQUIRED: the name of a credential in the worker's credential store (never the secret)")
 	return cmd
 }
 
