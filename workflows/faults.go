@@ -29,11 +29,9 @@ const (
 	// once now (GetTask) and record what it saw. Payload: none.
 	Reconcile = "reconcile"
 
-	// StateUnknownOutcome: a send's outcome is unknown; waiting for
-	// resolve-unknown.
-	StateUnknownOutcome = "unknown-outcome"
-	// StateCancelUnconfirmed: a local cancel was not confirmed by the agent.
-	StateCancelUnconfirmed = "cancel-unconfirmed"
+	// StateUnknownOutcome (A2AState): a send's outcome is unknown; waiting
+	// for resolve-unknown.
+	StateUnknownOutcome = "unknown_outcome"
 )
 
 // Unknown-outcome actions.

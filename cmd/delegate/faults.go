@@ -22,7 +22,7 @@ func newResolveCmd() *cobra.Command {
 		Short: "Resolve a send whose outcome is unknown (Update \"resolve-unknown\")",
 		Long: `A send whose request was written but got no answer has an unknown outcome: the
 agent may or may not have processed it. The delegation waits in state
-unknown-outcome until an operator chooses: resend (same messageId), adopt a task
+unknown_outcome until an operator chooses: resend (same messageId), adopt a task
 the agent created (checked with GetTask first), or abandon (status unknown_outcome).`,
 		Args: oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
