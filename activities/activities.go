@@ -44,6 +44,10 @@ type Activities struct {
 	// Temporal is a client for ReconcileOpen (nil: reconciliation by
 	// schedule is unavailable).
 	Temporal client.Client
+	// SettleWindow is how long SendMessage reads a task that is still
+	// submitted or working before returning it (default 250 ms; negative:
+	// none).
+	SettleWindow time.Duration
 	// SendTimeout bounds one SendMessage call (default 30 s). A call that
 	// times out after its request was written has an unknown outcome.
 	SendTimeout time.Duration
@@ -203,6 +207,7 @@ func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.S
 		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err)
 	}
 	snap.Attempt = int(activity.GetInfo(ctx).Attempt)
+	snap = a.settle(ctx, c, snap)
 	a.logger().Info("a2a message sent", "workflow_id", workflowID(ctx), "message_id", in.Message.MessageID, "task_id", snap.TaskID, "state", snap.State)
 	return bound(snap, in.Limits), nil
 }
@@ -347,6 +352,33 @@ type heartbeat struct {
 	Failures int `json:"failures"`
 	Events   int `json:"events,omitempty"`
 	Drops    int `json:"drops,omitempty"`
+}
+
+// settle: a task that is still SUBMITTED or WORKING right after the send
+// (returnImmediately) is read again a few times within SettleWindow, so
+// that an agent that answers at once costs one activity, not two. A read
+// that fails changes nothing: the send has succeeded either way.
+func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap a2aclient.Snapshot) a2aclient.Snapshot {
+	window := a.SettleWindow
+	if window == 0 {
+		window = 250 * time.Millisecond
+	}
+	if window < 0 || snap.TaskID == "" {
+		return snap
+	}
+	deadline := time.Now().Add(window)
+	wait := 10 * time.Millisecond
+	for (snap.State == a2aclient.StateSubmitted || snap.State == a2aclient.StateWorking) && time.Now().Add(wait).Before(deadline) {
+		time.Sleep(wait)
+		wait *= 2
+		next, err := c.GetTask(ctx, snap.TaskID)
+		if err != nil {
+			break
+		}
+		next.Attempt = snap.Attempt
+		snap = next
+	}
+	return snap
 }
 
 // GetTaskInput names a task to read once.

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -51,6 +52,12 @@ func Start(ctx context.Context, c client.Client, d contracts.Delegation) (client
 		// The workflow itself ends at the deadline; the run timeout is a
 		// backstop a day later.
 		WorkflowRunTimeout: time.Until(d.Deadline) + 24*time.Hour,
+		// Set at start, so the workflow spends no event on them.
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SearchA2APurpose.ValueSet(truncate(d.Purpose, maxKeyword)),
+			SearchA2AAgent.ValueSet(truncate(d.AgentCardURL, maxKeyword)),
+			SearchA2AState.ValueSet(PhaseResolving),
+		),
 	}, WorkflowType, d)
 	if err != nil {
 		var already *serviceerror.WorkflowExecutionAlreadyStarted

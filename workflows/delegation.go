@@ -169,17 +169,10 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 	if err := r.registerFaultHandlers(ctx); err != nil {
 		return contracts.Outcome{}, err
 	}
-	// The deadline: a timer that, when it fires, interrupts whatever waits.
-	workflow.Go(ctx, func(gctx workflow.Context) {
-		if err := workflow.NewTimer(gctx, max(d.Deadline.Sub(workflow.Now(gctx)), 0)).Get(gctx, nil); err == nil {
-			r.deadlineHit = true
-		}
-	})
-	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		SearchA2APurpose.ValueSet(truncate(d.Purpose, maxKeyword)),
-		SearchA2AAgent.ValueSet(truncate(d.AgentCardURL, maxKeyword)))
+	r.listen(ctx)
 	out := r.main(ctx)
 	if r.continueAsNew {
+		r.flushSA(ctx)
 		// Handlers may still be running (an update being accepted).
 		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 		if err := workflow.UpsertMemo(ctx, map[string]any{CarryMemoKey: r.s}); err != nil {
@@ -190,6 +183,7 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 	if !a2aclient.Terminal(r.s.A2AState) {
 		r.setState(ctx, PhaseEnded)
 	}
+	r.flushSA(ctx)
 	r.s.Outcome = &out
 	r.s.Question = nil
 	workflow.SetCurrentDetails(ctx, finishedDetails(out))
@@ -233,6 +227,7 @@ func carriedState(info *workflow.Info) *State {
 var ContinueAsNewEvents = 10000
 
 type run struct {
+	saPending     []temporal.SearchAttributeUpdate
 	watches       int
 	carried       bool
 	continueAsNew bool
@@ -250,34 +245,9 @@ type run struct {
 	pendingVia    string
 }
 
-// registerInput registers Signal and Update "provide-input".
+// registerInput registers Update "provide-input" (the Signal is read by
+// listen).
 func (r *run) registerInput(ctx workflow.Context) error {
-	ch := workflow.GetSignalChannelWithOptions(ctx, ProvideInput, workflow.SignalChannelOptions{
-		Description: `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name"}.`,
-	})
-	workflow.Go(ctx, func(gctx workflow.Context) {
-		for {
-			var a contracts.Answer
-			if !ch.Receive(gctx, &a) {
-				return
-			}
-			if r.checkAnswer(a) != nil {
-				r.s.IgnoredAnswers++
-				continue
-			}
-			r.pending, r.pendingVia = &a, "signal"
-		}
-	})
-	rd := workflow.GetSignalChannelWithOptions(ctx, Rediscover, workflow.SignalChannelOptions{
-		Description: "Accept the agent's new card after a change that stopped the delegation (state card-changed): it is negotiated again and used. Payload: none.",
-	})
-	workflow.Go(ctx, func(gctx workflow.Context) {
-		for rd.Receive(gctx, nil) {
-			if r.s.A2AState == StateCardChanged {
-				r.rediscover = true
-			}
-		}
-	})
 	return workflow.SetUpdateHandlerWithOptions(ctx, ProvideInput,
 		func(ctx workflow.Context, a contracts.Answer) (ProvideInputResult, error) {
 			r.pending, r.pendingVia = &a, "update"
@@ -404,7 +374,7 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 // resolve runs ResolveCard.
 func (r *run) resolve(ctx workflow.Context) (activities.ResolvedCard, error) {
 	var card activities.ResolvedCard
-	err := r.activity(ctx, resolveOptions(), acts.ResolveCard,
+	err := r.localActivity(ctx, resolveOptions(), "ResolveCard",
 		activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard}, &card)
 	return card, err
 }
@@ -417,7 +387,7 @@ func (r *run) adopt(ctx workflow.Context, card activities.ResolvedCard) {
 	r.s.InputModes = card.InputModes
 	r.s.Streaming = card.Streaming
 	r.s.Protocol = contracts.ProtocolInfo{Version: card.Interface.Version, Binding: card.Interface.Binding, URL: card.Interface.URL}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AAgent.ValueSet(truncate(card.Agent.Name, maxKeyword)))
+	r.setSA(SearchA2AAgent.ValueSet(truncate(card.Agent.Name, maxKeyword)))
 }
 
 // cardChange says what changed between the card in use and a new one in a
@@ -472,6 +442,7 @@ func (r *run) recheckCard(ctx workflow.Context) error {
 		r.changed = &CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: card.Agent.CardDigest, What: what}
 		prev := r.s.A2AState
 		r.setState(ctx, StateCardChanged)
+		r.flushSA(ctx)
 		workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, r.changed, r.wfID))
 		if err := workflow.Await(ctx, func() bool { return r.rediscover || r.interrupt() != nil }); err != nil {
 			return err
@@ -511,7 +482,7 @@ func (r *run) observe(ctx workflow.Context, snap a2aclient.Snapshot) {
 	r.s.LastSnapshot = &s
 	if snap.TaskID != "" && r.s.RemoteTaskID == "" {
 		r.s.RemoteTaskID = snap.TaskID
-		_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2ARemoteTaskID.ValueSet(truncate(snap.TaskID, maxKeyword)))
+		r.setSA(SearchA2ARemoteTaskID.ValueSet(truncate(snap.TaskID, maxKeyword)))
 	}
 	if snap.ContextID != "" && r.s.ContextID == "" {
 		r.s.ContextID = snap.ContextID
@@ -525,7 +496,7 @@ func (r *run) setState(ctx workflow.Context, state string) {
 	}
 	r.s.A2AState = state
 	r.s.Transitions = append(r.s.Transitions, Transition{State: state, At: workflow.Now(ctx)})
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AState.ValueSet(truncate(state, maxKeyword)))
+	r.setSA(SearchA2AState.ValueSet(truncate(state, maxKeyword)))
 	if r.s.Question == nil {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** · remote state `%s` · deadline %s",
 			escapeMarkdown(r.d.Purpose), state, r.d.Deadline.UTC().Format(time.RFC3339)))
@@ -537,6 +508,7 @@ func (r *run) setState(ctx workflow.Context, state string) {
 func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (contracts.Answer, string, *a2aclient.Snapshot, error) {
 	r.s.Question = &Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData, Since: workflow.Now(ctx)}
 	r.pending = nil
+	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))
 	// AUTH_REQUIRED may be resolved out of band (A2A 1.0 §7.6.2): the task
 	// is watched while the operator is asked.
@@ -574,11 +546,43 @@ var errDeadline = errors.New("deadline reached")
 // results (never past the deadline).
 var LateResultWindow = 10 * time.Minute
 
+// setSA notes a search attribute change; flushSA writes the changes noted
+// since the last flush as one UpsertWorkflowSearchAttributes event, before
+// the workflow blocks (so history grows per state change, not per field).
+func (r *run) setSA(u temporal.SearchAttributeUpdate) {
+	r.saPending = append(r.saPending, u)
+}
+
+func (r *run) flushSA(ctx workflow.Context) {
+	if len(r.saPending) == 0 {
+		return
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, r.saPending...)
+	r.saPending = nil
+}
+
 // activity runs one activity, interrupted by the deadline or cancellation.
 func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn any, in any, out any) error {
+	r.flushSA(ctx)
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 	defer cancel()
 	f := workflow.ExecuteActivity(actx, fn, in)
+	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil }); err != nil {
+		return err
+	}
+	if !f.IsReady() {
+		return r.interrupt()
+	}
+	return f.Get(ctx, out)
+}
+
+// localActivity runs a short activity inside the workflow task (a local
+// activity: one marker event, no extra round trip), interrupted by the
+// deadline or cancellation. name is the registered activity name.
+func (r *run) localActivity(ctx workflow.Context, opts workflow.LocalActivityOptions, name string, in any, out any) error {
+	lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, opts))
+	defer cancel()
+	f := workflow.ExecuteLocalActivity(lctx, name, in)
 	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil }); err != nil {
 		return err
 	}
@@ -684,8 +688,8 @@ func (r *run) outcome(status contracts.Status, e *contracts.ErrorInfo) contracts
 	}
 }
 
-func resolveOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
+func resolveOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 	}

@@ -120,45 +120,9 @@ func (r *run) interrupt() error {
 	return nil
 }
 
-// registerFaultHandlers registers resolve-unknown, revoke and reconcile.
+// registerFaultHandlers registers Update "resolve-unknown" (the Signals
+// are read by listen).
 func (r *run) registerFaultHandlers(ctx workflow.Context) error {
-	ru := workflow.GetSignalChannelWithOptions(ctx, ResolveUnknown, workflow.SignalChannelOptions{
-		Description: `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`,
-	})
-	workflow.Go(ctx, func(gctx workflow.Context) {
-		for {
-			var res Resolution
-			if !ru.Receive(gctx, &res) {
-				return
-			}
-			if res.Validate() == nil && r.s.Unknown != nil && r.resolution == nil {
-				r.resolution = &res
-			}
-		}
-	})
-	rv := workflow.GetSignalChannelWithOptions(ctx, Revoke, workflow.SignalChannelOptions{
-		Description: `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`,
-	})
-	workflow.Go(ctx, func(gctx workflow.Context) {
-		var p struct {
-			Reason string `json:"reason"`
-		}
-		if rv.Receive(gctx, &p) && r.revoked == nil {
-			reason := strings.TrimSpace(p.Reason)
-			if reason == "" {
-				reason = "revoked by an operator"
-			}
-			r.revoked = &reason
-		}
-	})
-	rc := workflow.GetSignalChannelWithOptions(ctx, Reconcile, workflow.SignalChannelOptions{
-		Description: "Read the remote task once now (GetTask) and record what was seen. Payload: none.",
-	})
-	workflow.Go(ctx, func(gctx workflow.Context) {
-		for rc.Receive(gctx, nil) {
-			r.reconcile(gctx)
-		}
-	})
 	return workflow.SetUpdateHandlerWithOptions(ctx, ResolveUnknown,
 		func(ctx workflow.Context, res Resolution) (string, error) {
 			r.resolution = &res
@@ -186,7 +150,7 @@ func (r *run) authorize(ctx workflow.Context, round int) error {
 	in := activities.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, AgentOrigin: r.s.Interface.CardOrigin,
 		Skill: r.d.Skill, Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round}
 	var dec activities.AuthorizationDecision
-	if err := r.activity(ctx, authorizeOptions(), acts.CheckAuthorization, in, &dec); err != nil {
+	if err := r.localActivity(ctx, authorizeOptions(), "CheckAuthorization", in, &dec); err != nil {
 		return err
 	}
 	r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{AuthorizationDecision: dec, Round: round, At: workflow.Now(ctx)})
@@ -254,6 +218,7 @@ func (r *run) askUnknown(ctx workflow.Context, round int, msgID, errText string,
 	r.s.Unknown = &UnknownOutcome{Round: round, MessageID: msgID, Since: workflow.Now(ctx), Error: truncate(errText, 1000), AutoResends: autoResends}
 	r.resolution = nil
 	r.setState(ctx, StateUnknownOutcome)
+	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, unknownDetails(r.s, r.wfID))
 	if err := workflow.Await(ctx, func() bool { return r.resolution != nil || r.interrupt() != nil }); err != nil {
 		return Resolution{}, err
@@ -383,8 +348,8 @@ func unknownDetails(s *State, wfID string) string {
 	return b.String()
 }
 
-func authorizeOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
+func authorizeOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second},
 	}
@@ -395,4 +360,74 @@ func getTaskOptions() workflow.ActivityOptions {
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 5},
 	}
+}
+
+// listen runs the one goroutine of a delegation besides its main one: it
+// receives every Signal (provide-input, rediscover, resolve-unknown,
+// revoke, reconcile) and notes the deadline. One goroutine, not one per
+// channel, keeps a cached waiting delegation small in the worker.
+func (r *run) listen(ctx workflow.Context) {
+	sig := func(name, desc string) workflow.ReceiveChannel {
+		return workflow.GetSignalChannelWithOptions(ctx, name, workflow.SignalChannelOptions{Description: desc})
+	}
+	input := sig(ProvideInput, `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name"}; for AUTH_REQUIRED {"credential_ref": "name"}.`)
+	rediscover := sig(Rediscover, "Accept the agent's new card after a change that stopped the delegation (state card-changed): it is negotiated again and used. Payload: none.")
+	resolve := sig(ResolveUnknown, `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`)
+	revoke := sig(Revoke, `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`)
+	reconcile := sig(Reconcile, "Read the remote task once now (GetTask) and record what was seen. Payload: none.")
+	workflow.Go(ctx, func(g workflow.Context) {
+		deadline := workflow.NewTimer(g, max(r.d.Deadline.Sub(workflow.Now(g)), 0))
+		timerDone := false
+		for {
+			sel := workflow.NewSelector(g)
+			sel.AddReceive(input, func(c workflow.ReceiveChannel, _ bool) {
+				var a contracts.Answer
+				c.Receive(g, &a)
+				if r.checkAnswer(a) != nil {
+					r.s.IgnoredAnswers++
+					return
+				}
+				r.pending, r.pendingVia = &a, "signal"
+			})
+			sel.AddReceive(rediscover, func(c workflow.ReceiveChannel, _ bool) {
+				c.Receive(g, nil)
+				if r.s.A2AState == StateCardChanged {
+					r.rediscover = true
+				}
+			})
+			sel.AddReceive(resolve, func(c workflow.ReceiveChannel, _ bool) {
+				var res Resolution
+				c.Receive(g, &res)
+				if res.Validate() == nil && r.s.Unknown != nil && r.resolution == nil {
+					r.resolution = &res
+				}
+			})
+			sel.AddReceive(revoke, func(c workflow.ReceiveChannel, _ bool) {
+				var p struct {
+					Reason string `json:"reason"`
+				}
+				c.Receive(g, &p)
+				if r.revoked == nil {
+					reason := strings.TrimSpace(p.Reason)
+					if reason == "" {
+						reason = "revoked by an operator"
+					}
+					r.revoked = &reason
+				}
+			})
+			sel.AddReceive(reconcile, func(c workflow.ReceiveChannel, _ bool) {
+				c.Receive(g, nil)
+				r.reconcile(g)
+			})
+			if !timerDone {
+				sel.AddFuture(deadline, func(f workflow.Future) {
+					timerDone = true
+					if f.Get(g, nil) == nil {
+						r.deadlineHit = true
+					}
+				})
+			}
+			sel.Select(g)
+		}
+	})
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"expvar"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/internal/bench"
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/workflows"
 )
@@ -24,12 +28,16 @@ import (
 // workerFlags configure the worker.
 type workerFlags struct {
 	pollInitial, pollMax time.Duration
+	debugAddr            string
+	cacheSize            int
 	trust                string
 	policy               string
 	credentials          string
 }
 
 func (f *workerFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.debugAddr, "debug-addr", "", "serve /debug/vars (expvar: memstats) and /debug/pprof on this loopback host:port")
+	cmd.Flags().IntVar(&f.cacheSize, "cache-size", 2000, "workflows kept in the worker's sticky cache (waiting delegations beyond it are replayed when they wake)")
 	cmd.Flags().StringVar(&f.policy, "policy", os.Getenv("DELEGATE_POLICY"), "authorization policy file, checked before every outbound message and reloaded when it changes (env DELEGATE_POLICY)")
 	cmd.Flags().StringVar(&f.credentials, "credentials", os.Getenv("DELEGATE_CREDENTIALS"), "credential store file: secrets per agent origin and by reference (env DELEGATE_CREDENTIALS)")
 	cmd.Flags().StringVar(&f.trust, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file: keys that may sign agent cards, HTTP guard exceptions (env DELEGATE_TRUST)")
@@ -58,7 +66,15 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 			return usageErr(fmt.Errorf("--credentials: %w", err))
 		}
 	}
-	w := worker.New(c, workflows.TaskQueue, worker.Options{})
+	if f.debugAddr != "" {
+		if err := serveDebug(ctx, f.debugAddr); err != nil {
+			return usageErr(fmt.Errorf("--debug-addr: %w", err))
+		}
+	}
+	if f.cacheSize > 0 {
+		worker.SetStickyWorkflowCacheSize(f.cacheSize)
+	}
+	w := worker.New(c, workflows.TaskQueue, bench.WorkerOptions())
 	workflows.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
 		Fetcher: &cards.Fetcher{Trust: ts}, Policy: pf, Credentials: creds, Temporal: c})
 	if err := w.Start(); err != nil {
@@ -172,5 +188,29 @@ func checkPorts(cfg devserver.Config) error {
 		}
 		_ = ln.Close()
 	}
+	return nil
+}
+
+// serveDebug serves expvar and pprof on a loopback address.
+func serveDebug(ctx context.Context, addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%s is not a loopback address", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/debug/vars", expvar.Handler())
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/heap", pprof.Index)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	go func() { _ = srv.Serve(ln) }()
 	return nil
 }

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/a2adelegate/delegate/internal/bench"
+)
+
+func newBenchCmd() *cobra.Command {
+	var cfg bench.Config
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "bench [-n N] [--concurrency C] [--waiting W] [--json]",
+		Short: "Measure delegations against raw A2A calls and a trivial workflow, in one run (docs/performance.md)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			cfg.WorkerCommand = []string{self, "worker"}
+			if !asJSON {
+				cfg.Progress = cmd.ErrOrStderr()
+			}
+			res, err := bench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return temporalErr(err)
+			}
+			if asJSON {
+				b, _ := json.MarshalIndent(res, "", "  ")
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return nil
+			}
+			printBench(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	cmd.Flags().IntVarP(&cfg.N, "n", "n", 300, "operations per throughput measurement")
+	cmd.Flags().IntVar(&cfg.Concurrency, "concurrency", 50, "concurrency of the throughput measurement")
+	cmd.Flags().IntVar(&cfg.Latency, "latency-ops", 50, "operations of the latency measurement (concurrency 1)")
+	cmd.Flags().IntVar(&cfg.Waiting, "waiting", 1000, "delegations held in input-required on a worker process (0: skip)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printBench(w io.Writer, r *bench.Result) {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\tconcurrency\tops\tthroughput/s\tp50 ms\tp95 ms\tp99 ms\terrors\t")
+	row := func(name, c string, s bench.Stats) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t\n", name, c, s.Ops, s.ThroughputPerS, s.P50ms, s.P95ms, s.P99ms, s.Errors)
+	}
+	for _, p := range []struct {
+		name string
+		pair bench.Pair
+	}{{"raw", r.Raw}, {"trivial", r.Trivial}, {"delegate", r.Delegate}} {
+		row(p.name, "1", p.pair.C1)
+		row(p.name, fmt.Sprint(r.Settings["concurrency"]), p.pair.CN)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\ndelegate/trivial throughput %.2f, p50 at c=1 %.2f, overhead over raw p50 %.1f ms\n",
+		r.Ratios.DelegateVsTrivialThroughput, r.Ratios.DelegateVsTrivialP50C1, r.Ratios.DelegateVsRawP50OverheadMs)
+	fmt.Fprintf(w, "history events: completed %d, one input round %d\n", r.HistoryEvents.Completed, r.HistoryEvents.OneInputRound)
+	if r.Waiting.Skipped != "" {
+		fmt.Fprintf(w, "waiting: skipped (%s)\n", r.Waiting.Skipped)
+	} else {
+		fmt.Fprintf(w, "waiting: %d delegations in input-required: worker RSS %.1f MB, heap %.1f MB\n", r.Waiting.Count, r.Waiting.WorkerRSSMB, r.Waiting.WorkerHeapMB)
+	}
+	names := make([]string, 0, len(r.Targets))
+	for n := range r.Targets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "targets:")
+	for _, n := range names {
+		v := r.Targets[n]
+		mark := "holds"
+		if !v.Holds {
+			mark = "MISSED"
+		}
+		fmt.Fprintf(w, "  %-30s %8.2f  (%s)  %s\n", n, v.Value, v.Target, mark)
+	}
+}

@@ -1,0 +1,490 @@
+// Package bench measures what durability costs: in one process and one
+// run it starts an in-memory embedded Temporal server, a worker and the
+// claims agent, then times the same exchange three ways, at concurrency 1
+// (latency) and at a higher concurrency (throughput):
+//
+//   - raw: the a2a-go client directly (send, GetTask until done);
+//   - trivial: Temporal workflows with one no-op activity, same server and
+//     worker settings;
+//   - delegate: delegations (the claims agent's "instant" scenario).
+//
+// It also counts history events per delegation (plain, and with one
+// INPUT_REQUIRED round answered by the bench) and measures a worker process
+// holding many delegations waiting in INPUT_REQUIRED.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/claimsagent"
+	"github.com/a2adelegate/delegate/internal/devserver"
+	"github.com/a2adelegate/delegate/workflows"
+)
+
+// Config of a run.
+type Config struct {
+	N           int // operations per measurement at concurrency C (default 300)
+	Concurrency int // C (default 50)
+	Latency     int // operations at concurrency 1 (default 50)
+	Waiting     int // delegations held in INPUT_REQUIRED (default 1000)
+	// WorkerCommand runs a worker process against an address (argv, the
+	// address is appended as "--address ADDR"); the waiting measurement
+	// needs it. Empty: skipped.
+	WorkerCommand []string
+	// Progress receives one line per step; nil: none.
+	Progress io.Writer
+}
+
+// Stats of one measurement.
+type Stats struct {
+	Ops            int     `json:"ops"`
+	ThroughputPerS float64 `json:"throughput_per_s"`
+	P50ms          float64 `json:"p50_ms"`
+	P95ms          float64 `json:"p95_ms"`
+	P99ms          float64 `json:"p99_ms"`
+	Errors         int     `json:"errors"`
+}
+
+// Pair is a measurement at concurrency 1 and at C.
+type Pair struct {
+	C1 Stats `json:"c1"`
+	CN Stats `json:"cN"`
+}
+
+// Result is what `delegate bench --json` prints.
+type Result struct {
+	Raw           Pair               `json:"raw"`
+	Trivial       Pair               `json:"trivial"`
+	Delegate      Pair               `json:"delegate"`
+	Ratios        Ratios             `json:"ratios"`
+	HistoryEvents HistoryEvents      `json:"history_events"`
+	Waiting       Waiting            `json:"waiting"`
+	Settings      map[string]any     `json:"settings"`
+	Targets       map[string]Verdict `json:"targets"`
+}
+
+// Ratios compares delegate with trivial and raw.
+type Ratios struct {
+	DelegateVsTrivialThroughput float64 `json:"delegate_vs_trivial_throughput"`
+	DelegateVsTrivialP50C1      float64 `json:"delegate_vs_trivial_p50_c1"`
+	DelegateVsRawP50OverheadMs  float64 `json:"delegate_vs_raw_p50_overhead_ms"`
+}
+
+// HistoryEvents per delegation.
+type HistoryEvents struct {
+	Completed     int `json:"completed"`
+	OneInputRound int `json:"one_input_round"`
+}
+
+// Waiting is the worker process with W delegations in INPUT_REQUIRED.
+type Waiting struct {
+	Count        int     `json:"count"`
+	WorkerRSSMB  float64 `json:"worker_rss_mb"`
+	WorkerHeapMB float64 `json:"worker_heap_mb"`
+	Skipped      string  `json:"skipped,omitempty"`
+}
+
+// Verdict of one target.
+type Verdict struct {
+	Value  float64 `json:"value"`
+	Target string  `json:"target"`
+	Holds  bool    `json:"holds"`
+}
+
+// WorkerOptions are the worker settings used for trivial and delegate
+// alike (and by `delegate worker`).
+func WorkerOptions() worker.Options {
+	return worker.Options{
+		MaxConcurrentWorkflowTaskPollers: 4,
+		MaxConcurrentActivityTaskPollers: 4,
+	}
+}
+
+// Noop is the trivial workflow's activity.
+func Noop(context.Context) error { return nil }
+
+// Trivial is a workflow with one no-op activity.
+func Trivial(ctx workflow.Context) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	return workflow.ExecuteActivity(ctx, Noop).Get(ctx, nil)
+}
+
+// Run runs the bench.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.N <= 0 {
+		cfg.N = 300
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 50
+	}
+	if cfg.Latency <= 0 {
+		cfg.Latency = 50
+	}
+	if cfg.Waiting < 0 {
+		cfg.Waiting = 0
+	}
+	say := func(format string, a ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, format+"\n", a...)
+		}
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: -1, SearchAttributes: workflows.SearchAttributeNames, LogLevel: "fatal"})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	base := "http://" + ln.Addr().String()
+	agent := claimsagent.New(claimsagent.Config{BaseURL: base})
+	actx, cancelAgent := context.WithCancel(ctx)
+	defer cancelAgent()
+	go func() { _ = agent.Serve(actx, ln) }()
+
+	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(quiet)})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	w := worker.New(c, workflows.TaskQueue, WorkerOptions())
+	workflows.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet, Temporal: c})
+	w.RegisterWorkflowWithOptions(Trivial, workflow.RegisterOptions{Name: "BenchTrivial"})
+	w.RegisterActivity(Noop)
+	if err := w.Start(); err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+
+	res := &Result{Settings: map[string]any{
+		"n": cfg.N, "concurrency": cfg.Concurrency, "latency_ops": cfg.Latency, "waiting": cfg.Waiting,
+		"server": "embedded go.temporal.io/server, in-memory SQLite", "poll_initial_ms": 20,
+	}}
+	card, err := (&cards.Fetcher{}).Fetch(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	iface, err := cards.SelectInterface(card.Parsed, nil)
+	if err != nil {
+		return nil, err
+	}
+
+	var seq atomic.Int64
+	raw := func(ctx context.Context) error { return rawExchange(ctx, iface) }
+	trivial := func(ctx context.Context) error {
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue, ID: fmt.Sprintf("bench-trivial-%d", seq.Add(1))}, "BenchTrivial")
+		if err != nil {
+			return err
+		}
+		return run.Get(ctx, nil)
+	}
+	delegate := func(ctx context.Context) error {
+		d := contract(fmt.Sprintf("bench-delegate-%d", seq.Add(1)), base, "instant")
+		run, err := workflows.Start(ctx, c, d)
+		if err != nil {
+			return err
+		}
+		var out contracts.Outcome
+		if err := run.Get(ctx, &out); err != nil {
+			return err
+		}
+		if out.Status != contracts.StatusCompleted {
+			return fmt.Errorf("status %s", out.Status)
+		}
+		return nil
+	}
+	// Warm up each path once.
+	for _, f := range []func(context.Context) error{raw, trivial, delegate} {
+		if err := f(ctx); err != nil {
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	for _, m := range []struct {
+		name string
+		f    func(context.Context) error
+		out  *Pair
+	}{{"raw", raw, &res.Raw}, {"trivial", trivial, &res.Trivial}, {"delegate", delegate, &res.Delegate}} {
+		say("%s: %d at concurrency 1", m.name, cfg.Latency)
+		m.out.C1 = measure(ctx, m.f, cfg.Latency, 1)
+		say("%s: %d at concurrency %d", m.name, cfg.N, cfg.Concurrency)
+		m.out.CN = measure(ctx, m.f, cfg.N, cfg.Concurrency)
+	}
+	if res.Trivial.CN.ThroughputPerS > 0 {
+		res.Ratios.DelegateVsTrivialThroughput = round2(res.Delegate.CN.ThroughputPerS / res.Trivial.CN.ThroughputPerS)
+	}
+	if res.Trivial.C1.P50ms > 0 {
+		res.Ratios.DelegateVsTrivialP50C1 = round2(res.Delegate.C1.P50ms / res.Trivial.C1.P50ms)
+	}
+	res.Ratios.DelegateVsRawP50OverheadMs = round2(res.Delegate.C1.P50ms - res.Raw.C1.P50ms)
+
+	say("history events")
+	if res.HistoryEvents, err = historyEvents(ctx, c, base); err != nil {
+		return nil, err
+	}
+	if len(cfg.WorkerCommand) > 0 && cfg.Waiting > 0 {
+		w.Stop() // the waiting delegations belong to the worker process alone
+		say("waiting: %d delegations in input-required on a worker process", cfg.Waiting)
+		res.Waiting, err = waiting(ctx, c, srv.Namespace(), srv.FrontendAddr(), base, cfg, say)
+		if err != nil {
+			res.Waiting.Skipped = err.Error()
+		}
+	} else {
+		res.Waiting.Skipped = "no worker command or --waiting 0"
+	}
+	res.Targets = targets(res)
+	return res, nil
+}
+
+func contract(id, base, scenario string) contracts.Delegation {
+	return contracts.Delegation{
+		LocalWorkflowID: id, AgentCardURL: base, Skill: claimsagent.SkillID, Purpose: "bench",
+		Message:        contracts.MessageSpec{Text: "order A-1 lost", Data: json.RawMessage(`{"order_id":"A-1","scenario":"` + scenario + `"}`)},
+		AllowedOutputs: []string{claimsagent.ArtifactKind}, Deadline: time.Now().Add(time.Hour), WriteAuthority: "none",
+	}
+}
+
+// rawExchange is the same exchange with the a2a-go client and no
+// durability: send, then GetTask until the task is done.
+func rawExchange(ctx context.Context, iface cards.Interface) error {
+	c, err := a2aclient.Dial(ctx, iface, a2aclient.Options{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	snap, err := c.SendMessage(ctx, a2aclient.Outbound{MessageID: fmt.Sprintf("raw-%d", time.Now().UnixNano()), Text: "order A-1 lost", Data: json.RawMessage(`{"order_id":"A-1","scenario":"instant"}`)})
+	if err != nil {
+		return err
+	}
+	wait := 20 * time.Millisecond
+	for !a2aclient.Terminal(snap.State) {
+		time.Sleep(wait)
+		wait = min(wait*2, time.Second)
+		if snap, err = c.GetTask(ctx, snap.TaskID); err != nil {
+			return err
+		}
+	}
+	if snap.State != a2aclient.StateCompleted {
+		return fmt.Errorf("state %s", snap.State)
+	}
+	return nil
+}
+
+// measure runs n operations with the given concurrency.
+func measure(ctx context.Context, f func(context.Context) error, n, concurrency int) Stats {
+	lat := make([]time.Duration, n)
+	var errs atomic.Int64
+	var next atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				if err := f(ctx); err != nil {
+					errs.Add(1)
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	total := time.Since(start)
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		i := int(p*float64(n)+0.5) - 1
+		i = max(0, min(i, n-1))
+		return round2(float64(lat[i].Microseconds()) / 1000)
+	}
+	return Stats{Ops: n, ThroughputPerS: round2(float64(n) / total.Seconds()), P50ms: pct(0.50), P95ms: pct(0.95), P99ms: pct(0.99), Errors: int(errs.Load())}
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+// historyEvents runs one plain delegation and one with an input round and
+// counts their history events.
+func historyEvents(ctx context.Context, c client.Client, base string) (HistoryEvents, error) {
+	count := func(id string) (int, error) {
+		it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		n := 0
+		for it.HasNext() {
+			if _, err := it.Next(); err != nil {
+				return 0, err
+			}
+			n++
+		}
+		return n, nil
+	}
+	var h HistoryEvents
+	d := contract("bench-history-plain", base, "instant")
+	run, err := workflows.Start(ctx, c, d)
+	if err != nil {
+		return h, err
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		return h, err
+	}
+	if h.Completed, err = count(d.LocalWorkflowID); err != nil {
+		return h, err
+	}
+	d = contract("bench-history-round", base, "lost-parcel")
+	run, err = workflows.Start(ctx, c, d)
+	if err != nil {
+		return h, err
+	}
+	if err := answerWhenAsked(ctx, c, d.LocalWorkflowID); err != nil {
+		return h, err
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		return h, err
+	}
+	h.OneInputRound, err = count(d.LocalWorkflowID)
+	return h, err
+}
+
+func answerWhenAsked(ctx context.Context, c client.Client, id string) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := workflows.Answer(ctx, c, id, contracts.Answer{Text: "photo", AnsweredBy: "bench"}); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("%s never asked for input", id)
+}
+
+// waiting starts a worker process, parks cfg.Waiting delegations in
+// INPUT_REQUIRED on it, and reads its RSS (/proc) and heap (expvar).
+func waiting(ctx context.Context, c client.Client, ns, addr, base string, cfg Config, say func(string, ...any)) (Waiting, error) {
+	out := Waiting{Count: cfg.Waiting}
+	dbg, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return out, err
+	}
+	debugAddr := dbg.Addr().String()
+	dbg.Close()
+	args := append(slices.Clone(cfg.WorkerCommand), "--address", addr, "--debug-addr", debugAddr, "--poll-initial", "20ms")
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		return out, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 50)
+	var failed atomic.Int64
+	for i := range cfg.Waiting {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := workflows.Start(ctx, c, contract(fmt.Sprintf("bench-waiting-%d", i), base, "lost-parcel")); err != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		return out, fmt.Errorf("%d delegations did not start", n)
+	}
+	// Wait until all of them wait for input (visibility).
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: ns,
+			Query: `WorkflowType = "Delegation" AND ExecutionStatus = "Running" AND A2AState = "input-required"`})
+		if err == nil && int(resp.GetCount()) >= cfg.Waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			return out, fmt.Errorf("only %d of %d delegations reached input-required", resp.GetCount(), cfg.Waiting)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	say("all %d waiting; reading the worker's memory", cfg.Waiting)
+	rss, err := rssMB(cmd.Process.Pid)
+	if err != nil {
+		return out, err
+	}
+	heap, err := heapMB(ctx, debugAddr)
+	if err != nil {
+		return out, err
+	}
+	out.WorkerRSSMB, out.WorkerHeapMB = round2(rss), round2(heap)
+	return out, nil
+}
+
+func rssMB(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+func heapMB(ctx context.Context, addr string) (float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/vars", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Memstats struct {
+			HeapInuse uint64 `json:"HeapInuse"`
+		} `json:"memstats"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return 0, err
+	}
+	return float64(v.Memstats.HeapInuse) / (1 << 20), nil
+}
+
+func targets(r *Result) map[string]Verdict {
+	t := map[string]Verdict{
+		"history_completed_le_25":      {Value: float64(r.HistoryEvents.Completed), Target: "<= 25", Holds: r.HistoryEvents.Completed <= 25},
+		"history_one_round_le_40":      {Value: float64(r.HistoryEvents.OneInputRound), Target: "<= 40", Holds: r.HistoryEvents.OneInputRound <= 40},
+		"throughput_vs_trivial_ge_0.5": {Value: r.Ratios.DelegateVsTrivialThroughput, Target: ">= 0.5", Holds: r.Ratios.DelegateVsTrivialThroughput >= 0.5},
+		"p50_c1_vs_trivial_le_2":       {Value: r.Ratios.DelegateVsTrivialP50C1, Target: "<= 2", Holds: r.Ratios.DelegateVsTrivialP50C1 > 0 && r.Ratios.DelegateVsTrivialP50C1 <= 2},
+	}
+	if r.Waiting.Skipped == "" && r.Waiting.Count > 0 {
+		// The target is for 10,000 waiting; scaled linearly above a base.
+		t["worker_rss_mb_at_waiting"] = Verdict{Value: r.Waiting.WorkerRSSMB, Target: "<= 300 MB at 10,000 waiting", Holds: r.Waiting.Count >= 10000 && r.Waiting.WorkerRSSMB <= 300}
+	}
+	return t
+}
