@@ -151,9 +151,7 @@ func (a *Activities) fetcher() *cards.Fetcher {
 func (a *Activities) dial(ctx context.Context, iface cards.Interface, credentialRef string) (*a2aclient.Client, error) {
 	opts := a.DialOptions
 	if opts.HTTPClient == nil {
-		g := a.fetcher().Guard()
-		g.HeaderTimeout = time.Minute
-		opts.HTTPClient = g.Client(iface.CardOrigin)
+		opts.HTTPClient = a.fetcher().Client(iface.CardOrigin, time.Minute)
 	}
 	if credentialRef != "" {
 		secret, ok := a.Credentials.ForRef(credentialRef)

@@ -88,8 +88,9 @@ type Fetcher struct {
 	// Requests counts the HTTP requests made (for tests and metrics).
 	Requests atomic.Int64
 
-	mu    sync.Mutex
-	cache map[string]*cacheEntry
+	mu      sync.Mutex
+	cache   map[string]*cacheEntry
+	clients map[string]*http.Client
 }
 
 type cacheEntry struct {
@@ -101,6 +102,26 @@ type cacheEntry struct {
 
 // Guard returns the HTTP guard of the fetcher.
 func (f *Fetcher) Guard() *Guard { return &Guard{Trust: f.Trust, Resolver: f.Resolver} }
+
+// Client returns the guarded HTTP client for requests on behalf of a card
+// origin, one per origin and header timeout, kept so that connections are
+// reused.
+func (f *Fetcher) Client(origin string, headerTimeout time.Duration) *http.Client {
+	key := origin + "|" + headerTimeout.String()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.clients[key]; ok {
+		return c
+	}
+	g := f.Guard()
+	g.HeaderTimeout = headerTimeout
+	c := g.Client(origin)
+	if f.clients == nil {
+		f.clients = map[string]*http.Client{}
+	}
+	f.clients[key] = c
+	return c
+}
 
 func (f *Fetcher) now() time.Time {
 	if f.Now != nil {
@@ -215,7 +236,7 @@ func (f *Fetcher) get(ctx context.Context, u, origin string) ([]byte, bool, *cac
 		req.Header.Set("If-None-Match", old.etag)
 	}
 	f.Requests.Add(1)
-	resp, err := g.Client(origin).Do(req)
+	resp, err := f.Client(origin, 0).Do(req)
 	if err != nil {
 		switch {
 		case errors.Is(err, errRedirect):

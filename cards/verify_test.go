@@ -55,7 +55,7 @@ type keyPair struct {
 	pub  jwk.Key
 }
 
-func newKey(t *testing.T, alg jwa.SignatureAlgorithm, kid string) keyPair {
+func newKey(t testing.TB, alg jwa.SignatureAlgorithm, kid string) keyPair {
 	t.Helper()
 	var raw any
 	var err error
@@ -83,7 +83,7 @@ func newKey(t *testing.T, alg jwa.SignatureAlgorithm, kid string) keyPair {
 	return keyPair{kid: kid, priv: priv, pub: pub}
 }
 
-func jwks(t *testing.T, keys ...keyPair) json.RawMessage {
+func jwks(t testing.TB, keys ...keyPair) json.RawMessage {
 	t.Helper()
 	set := jwk.NewSet()
 	for _, k := range keys {

@@ -197,7 +197,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	var seq atomic.Int64
-	raw := func(ctx context.Context) error { return rawExchange(ctx, iface) }
+	rc, err := a2aclient.Dial(ctx, iface, a2aclient.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	raw := func(ctx context.Context) error { return rawExchange(ctx, rc) }
 	trivial := func(ctx context.Context) error {
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue, ID: fmt.Sprintf("bench-trivial-%d", seq.Add(1))}, "BenchTrivial")
 		if err != nil {
@@ -272,12 +277,7 @@ func contract(id, base, scenario string) contracts.Delegation {
 
 // rawExchange is the same exchange with the a2a-go client and no
 // durability: send, then GetTask until the task is done.
-func rawExchange(ctx context.Context, iface cards.Interface) error {
-	c, err := a2aclient.Dial(ctx, iface, a2aclient.Options{})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func rawExchange(ctx context.Context, c *a2aclient.Client) error {
 	snap, err := c.SendMessage(ctx, a2aclient.Outbound{MessageID: fmt.Sprintf("raw-%d", time.Now().UnixNano()), Text: "order A-1 lost", Data: json.RawMessage(`{"order_id":"A-1","scenario":"instant"}`)})
 	if err != nil {
 		return err
