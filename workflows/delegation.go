@@ -227,6 +227,7 @@ func carriedState(info *workflow.Info) *State {
 var ContinueAsNewEvents = 10000
 
 type run struct {
+	reconciled    *a2aclient.Snapshot
 	saPending     []temporal.SearchAttributeUpdate
 	watches       int
 	carried       bool
@@ -236,6 +237,7 @@ type run struct {
 	denial        string
 	rediscover    bool
 	changed       *CardChange
+	untrusted     cards.Verification
 	d             contracts.Delegation
 	s             *State
 	wfID          string
@@ -437,6 +439,14 @@ func (r *run) recheckCard(ctx workflow.Context) error {
 				r.rediscover = false
 				return nil
 			}
+			if r.rediscover && !card.Trusted() {
+				// A required signature fails on the card the operator
+				// accepted: that ends the delegation, nothing sent.
+				r.s.Signature = card.Verification
+				r.s.Agent.Signature = card.Agent.Signature
+				r.untrusted = card.Verification
+				return errUntrusted
+			}
 		}
 		r.rediscover = false
 		r.changed = &CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: card.Agent.CardDigest, What: what}
@@ -457,7 +467,10 @@ func (r *run) recheckCard(ctx workflow.Context) error {
 	}
 }
 
-var errCardChanged = errors.New("card changed")
+var (
+	errCardChanged = errors.New("card changed")
+	errUntrusted   = errors.New("card untrusted")
+)
 
 func reasonSuffix(reason string) string {
 	if reason == "" {
@@ -519,9 +532,15 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
 		watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(ctx)), acts.WatchTask, in)
 	}
-	moved := func() bool { return watch != nil && watch.IsReady() }
+	r.reconciled = nil
+	moved := func() bool { return (watch != nil && watch.IsReady()) || r.reconciled != nil }
 	if err := workflow.Await(ctx, func() bool { return r.pending != nil || r.interrupt() != nil || moved() }); err != nil {
 		return contracts.Answer{}, "", nil, err
+	}
+	if r.pending == nil && r.reconciled != nil {
+		next := *r.reconciled
+		r.reconciled, r.s.Question = nil, nil
+		return contracts.Answer{}, "", &next, nil
 	}
 	if r.pending == nil && moved() {
 		var next a2aclient.Snapshot
@@ -605,8 +624,12 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusCardChanged, &contracts.ErrorInfo{Category: contracts.CategoryCard,
 			Message: fmt.Sprintf("the agent card changed (%s); old digest %s, new digest %s; no operator sent %q before the deadline", c.What, c.OldDigest, c.NewDigest, Rediscover)})
+	case errors.Is(err, errUntrusted):
+		r.afterCancel(ctx, 0)
+		return r.outcome(contracts.StatusCardUntrusted, &contracts.ErrorInfo{Category: contracts.CategoryCard,
+			Message: "nothing sent after the card changed: a verified card signature is required; the new card is " + r.untrusted.Status + reasonSuffix(r.untrusted.Reason)})
 	case errors.Is(err, errDenied), errors.Is(err, errRevoked):
-		msg := "nothing more sent: "
+		msg := "nothing sent after this: "
 		if errors.Is(err, errRevoked) {
 			msg += "revoked: " + *r.revoked
 		} else {
@@ -771,7 +794,7 @@ func cardChangedDetails(s *State, c *CardChange, wfID string) string {
 	var b strings.Builder
 	b.WriteString("## The agent card changed\n\n")
 	fmt.Fprintf(&b, "%s\n\nOld digest `%s`, new digest `%s`.\n\n", escapeMarkdown(c.What), c.OldDigest, c.NewDigest)
-	fmt.Fprintf(&b, "The follow-up is held. To accept the new card, send Signal `%s` (no payload), or run `temporal workflow signal --workflow-id %s --name %s`. ", Rediscover, wfID, Rediscover)
+	fmt.Fprintf(&b, "The follow-up is held. To accept the new card, send Signal `%s` (no payload), or run `delegate rediscover %s`. ", Rediscover, wfID)
 	fmt.Fprintf(&b, "Otherwise the delegation ends `card_changed` at its deadline; cancel it with `delegate cancel %s`.\n", wfID)
 	return b.String()
 }

@@ -270,9 +270,19 @@ func (r *run) reconcile(ctx workflow.Context) {
 	actx := workflow.WithActivityOptions(ctx, getTaskOptions())
 	err := workflow.ExecuteActivity(actx, acts.GetTask, activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
 	if err != nil {
-		rec.Error = truncate(err.Error(), 500)
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			rec.Error = truncate(appErr.Message(), 500)
+		} else {
+			rec.Error = truncate(err.Error(), 500)
+		}
 	} else {
 		rec.Seen, rec.Changed = snap.State, snap.State != r.s.A2AState
+		if rec.Changed && r.s.Question != nil {
+			// The task moved on while we waited for an operator (it was
+			// canceled, completed or failed remotely): go on from there.
+			r.reconciled = &snap
+		}
 	}
 	r.s.Reconciliations = append(r.s.Reconciliations, rec)
 }
@@ -297,7 +307,12 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 			return true
 		}
 	} else {
-		r.s.CancelError = truncate(err.Error(), 500)
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			r.s.CancelError = truncate(appErr.Message(), 500)
+		} else {
+			r.s.CancelError = truncate(err.Error(), 500)
+		}
 	}
 	if window <= 0 {
 		return false
@@ -413,6 +428,9 @@ func (r *run) listen(ctx workflow.Context) {
 						reason = "revoked by an operator"
 					}
 					r.revoked = &reason
+					r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{
+						AuthorizationDecision: activities.AuthorizationDecision{Allowed: false, Reason: "Signal revoke: " + reason, Policy: "signal"},
+						Round:                 r.s.InputRounds, At: workflow.Now(g)})
 				}
 			})
 			sel.AddReceive(reconcile, func(c workflow.ReceiveChannel, _ bool) {

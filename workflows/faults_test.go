@@ -169,3 +169,16 @@ func (s *DelegationSuite) TestAuthRequiredResolvedOutOfBand() {
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(0, o.InputRounds)
 }
+
+func (s *DelegationSuite) TestReconcileSeesTheTaskEndedWhileWaiting() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	ended := snap("canceled")
+	ended.StatusText = "canceled at the agent"
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCanceled, o.Status)
+	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
+	s.Contains(o.Error.Message, "canceled at the agent")
+}

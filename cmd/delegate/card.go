@@ -108,6 +108,9 @@ func newCardFetchCmd() *cobra.Command {
 			if out.SignatureRequired && card.Verification.Status != cards.SigVerified {
 				return &exitError{code: exitNotComplete, err: errors.New("the trust store requires a verified signature for this origin")}
 			}
+			if ierr != nil {
+				return &exitError{code: exitNotComplete, err: errors.New("no interface of this card can be used")}
+			}
 			return nil
 		},
 	}

@@ -85,6 +85,37 @@ func newRevokeCmd() *cobra.Command {
 	return cmd
 }
 
+func newRediscoverCmd() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "rediscover ID",
+		Short: "Accept a changed agent card (Signal \"rediscover\"): the delegation negotiates it again and carries on",
+		Args:  oneID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := cf.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			s, err := queryState(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			if s.A2AState != workflows.StateCardChanged {
+				return temporalErr(fmt.Errorf("%s is not waiting on a card change (state %q)", args[0], s.A2AState))
+			}
+			if err := c.SignalWorkflow(ctx, args[0], "", workflows.Rediscover, nil); err != nil {
+				return temporalErr(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "rediscover sent to %s\n", args[0])
+			return nil
+		},
+	}
+	cf.add(cmd)
+	return cmd
+}
+
 func newReconcileCmd() *cobra.Command {
 	var cf clientFlags
 	var in activities.ReconcileInput
@@ -107,6 +138,9 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 			}
 			defer c.Close()
 			in.Namespace = cf.namespace
+			if schedule < 0 || in.OlderThan < 0 {
+				return usageErr(errors.New("--schedule and --older-than must not be negative"))
+			}
 			if schedule > 0 {
 				return createReconcileSchedule(ctx, cmd, c, in, schedule)
 			}
@@ -177,6 +211,6 @@ func createReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.C
 	if err != nil {
 		return temporalErr(fmt.Errorf("creating schedule %s: %w", workflows.ReconcileScheduleID, err))
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: reconcile every %s\n", workflows.ReconcileScheduleID, every)
+	fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: reconcile every %s (state %q, older than %s)\n", workflows.ReconcileScheduleID, every, in.State, in.OlderThan)
 	return nil
 }

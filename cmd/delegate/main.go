@@ -67,6 +67,6 @@ Exit codes:
 		SilenceErrors: true,
 	}
 	root.AddCommand(newDevCmd(), newWorkerCmd(), newStartCmd(), newStatusCmd(), newAnswerCmd(), newCancelCmd(), newListCmd(), newCardCmd(),
-		newResolveCmd(), newRevokeCmd(), newReconcileCmd(), newBenchCmd())
+		newResolveCmd(), newRevokeCmd(), newReconcileCmd(), newRediscoverCmd(), newBenchCmd())
 	return root
 }

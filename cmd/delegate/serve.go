@@ -164,6 +164,7 @@ down cleanly; a restart on the same --db carries on with the open delegations.`,
 	cmd.Flags().IntVar(&cfg.Port, "port", 7233, "frontend gRPC port")
 	cmd.Flags().IntVar(&cfg.UIPort, "ui-port", 8233, "Temporal UI port (-1: no UI)")
 	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "do not run the worker in this process")
+	cmd.Flags().StringVar(&cfg.LogLevel, "server-log-level", "fatal", "log level of the embedded Temporal server (to stderr): debug, info, warn, error, fatal")
 	wf.add(cmd)
 	return cmd
 }
