@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test lint clean
+.PHONY: build run test lint bench clean
 
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
@@ -17,6 +17,11 @@ run: build
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+# delegate bench with the defaults (about a minute), then the Go benchmarks.
+bench: build
+	./$(BIN)/delegate bench
+	$(GO) test -run '^$$' -bench . -benchmem ./cards ./contracts
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)

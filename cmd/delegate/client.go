@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/workflows"
 )
@@ -100,18 +101,18 @@ the exit code is 0 only when the status is "completed".`,
 				return err
 			}
 			defer c.Close()
-			run, err := workflows.Start(ctx, c, d)
+			h, err := dclient.Start(ctx, c, d)
 			if errors.Is(err, contracts.ErrInvalidContract) {
 				return usageErr(fmt.Errorf("contract %s:\n%w", contractPath, err))
 			}
 			if err != nil {
 				return temporalErr(err)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), run.GetID())
+			fmt.Fprintln(cmd.OutOrStdout(), h.ID())
 			if !wait {
 				return nil
 			}
-			return waitAndPrint(ctx, cmd.OutOrStdout(), c, run)
+			return waitAndPrint(ctx, cmd.OutOrStdout(), h)
 		},
 	}
 	cf.add(cmd)
@@ -145,16 +146,20 @@ func readFileOrStdin(ctx context.Context, path string) ([]byte, error) {
 
 // waitAndPrint prints state changes (from Query "state") until the run
 // ends, then the Outcome JSON.
-func waitAndPrint(ctx context.Context, w io.Writer, c client.Client, run client.WorkflowRun) error {
+func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle) error {
 	done := make(chan error, 1)
 	var out contracts.Outcome
-	go func() { done <- run.Get(ctx, &out) }()
+	go func() {
+		var err error
+		out, err = h.Outcome(ctx)
+		done <- err
+	}()
 	start := time.Now()
 	printed := 0
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	show := func() {
-		s, err := workflows.QueryStateOf(ctx, c, run.GetID())
+		s, err := h.State(ctx)
 		if err != nil {
 			return
 		}
@@ -162,7 +167,7 @@ func waitAndPrint(ctx context.Context, w io.Writer, c client.Client, run client.
 			tr := s.Transitions[printed]
 			line := fmt.Sprintf("[%7.1fs] %s", tr.At.Sub(s.StartedAt).Seconds(), tr.State)
 			if tr.State == "input-required" && s.Question != nil {
-				line += fmt.Sprintf(" — the agent asks: %q; answer with: delegate answer %s --text \"...\"", s.Question.Text, run.GetID())
+				line += fmt.Sprintf(" — the agent asks: %q; answer with: delegate answer %s --text \"...\"", s.Question.Text, h.ID())
 			}
 			fmt.Fprintln(w, line)
 		}
@@ -172,19 +177,19 @@ func waitAndPrint(ctx context.Context, w io.Writer, c client.Client, run client.
 		case err := <-done:
 			show()
 			if err != nil {
-				return temporalErr(fmt.Errorf("delegation %s: %w", run.GetID(), err))
+				return temporalErr(fmt.Errorf("delegation %s: %w", h.ID(), err))
 			}
 			b, _ := json.MarshalIndent(out, "", "  ")
 			fmt.Fprintln(w, string(b))
 			fmt.Fprintf(w, "finished in %.1fs: %s\n", time.Since(start).Seconds(), out.Status)
 			if out.Status != contracts.StatusCompleted {
-				return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s", run.GetID(), out.Status)}
+				return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s", h.ID(), out.Status)}
 			}
 			return nil
 		case <-tick.C:
 			show()
 		case <-ctx.Done():
-			return temporalErr(fmt.Errorf("interrupted; the delegation goes on: delegate status %s", run.GetID()))
+			return temporalErr(fmt.Errorf("interrupted; the delegation goes on: delegate status %s", h.ID()))
 		}
 	}
 }
@@ -350,14 +355,14 @@ question is pending, is refused at once with the reason.`,
 			defer c.Close()
 			actx, cancel := context.WithTimeout(ctx, queryTimeout)
 			defer cancel()
-			res, err := workflows.Answer(actx, c, args[0], a)
+			round, err := dclient.Get(c, args[0]).Answer(actx, a)
 			if err != nil {
 				if actx.Err() != nil && ctx.Err() == nil {
 					return temporalErr(fmt.Errorf("the answer was not taken within %s: is a worker running on task queue %q?", queryTimeout, workflows.TaskQueue))
 				}
 				return temporalErr(fmt.Errorf("answer refused: %w", err))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "answer accepted for round %d of %s\n", res.Round, args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "answer accepted for round %d of %s\n", round, args[0])
 			return nil
 		},
 	}
@@ -390,7 +395,7 @@ func newCancelCmd() *cobra.Command {
 			if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 				return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", args[0], statusName(st), args[0]))
 			}
-			if err := workflows.Cancel(ctx, c, cf.namespace, args[0], reason); err != nil {
+			if err := dclient.Get(c, args[0]).WithNamespace(cf.namespace).Cancel(ctx, reason); err != nil {
 				return temporalErr(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "cancel requested for %s\n", args[0])
