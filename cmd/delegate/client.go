@@ -433,15 +433,16 @@ func newListCmd() *cobra.Command {
 			if err != nil {
 				return temporalErr(err)
 			}
+			fillFromState(ctx, c, rows)
 			if asJSON {
 				b, _ := json.MarshalIndent(rows, "", "  ")
 				fmt.Fprintln(cmd.OutOrStdout(), string(b))
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tAGENT\tREMOTE STATE\tWORKFLOW\tSTARTED")
+			fmt.Fprintln(tw, "ID\tAGENT\tREMOTE STATE\tWAITING SINCE\tDEADLINE\tWORKFLOW")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clean(r.ID), clean(r.Agent), clean(r.A2AState), r.Status, r.Started.Format(time.RFC3339))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(r.ID), clean(r.Agent), clean(r.A2AState), fmtTime(r.WaitingSince), fmtTime(r.Deadline), r.Status)
 			}
 			return tw.Flush()
 		},
@@ -458,6 +459,42 @@ type listRow struct {
 	A2AState string    `json:"a2a_state"`
 	Status   string    `json:"workflow_status"`
 	Started  time.Time `json:"started"`
+	// WaitingSince is when the open question was asked (running
+	// delegations waiting for an operator); Deadline the contract's.
+	WaitingSince *time.Time `json:"waiting_since,omitempty"`
+	Deadline     *time.Time `json:"deadline,omitempty"`
+}
+
+// fillFromState adds, for running delegations, what only the workflow
+// knows (Query "state", bounded by a short timeout each).
+func fillFromState(ctx context.Context, c client.Client, rows []listRow) {
+	for i := range rows {
+		if rows[i].Status != "running" {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		s, err := workflows.QueryStateOf(qctx, c, rows[i].ID)
+		cancel()
+		if err != nil {
+			continue
+		}
+		d := s.Deadline
+		rows[i].Deadline = &d
+		if s.Question != nil {
+			since := s.Question.Since
+			rows[i].WaitingSince = &since
+		} else if s.Unknown != nil {
+			since := s.Unknown.Since
+			rows[i].WaitingSince = &since
+		}
+	}
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func listDelegations(ctx context.Context, c client.Client, ns, query string) ([]listRow, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -121,6 +122,7 @@ func newReconcileCmd() *cobra.Command {
 	var in activities.ReconcileInput
 	var schedule time.Duration
 	var wait time.Duration
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "reconcile [--older-than D] [--state S] [--schedule 15m]",
 		Short: "Make open delegations read their remote task once now (Signal \"reconcile\") and show what changed",
@@ -176,6 +178,15 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 				}
 				rows = append(rows, r)
 			}
+			if asJSON {
+				out := []map[string]string{}
+				for _, r := range rows {
+					out = append(out, map[string]string{"id": r.id, "recorded_state": r.before, "remote_state": r.seen, "changed": r.changed, "note": r.note})
+				}
+				b, _ := json.MarshalIndent(out, "", "  ")
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return nil
+			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tRECORDED STATE\tREMOTE STATE NOW\tCHANGED\tNOTE")
 			for _, r := range rows {
@@ -191,6 +202,7 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 	cmd.Flags().StringVar(&in.State, "state", "", `only delegations whose A2AState is S (e.g. "working")`)
 	cmd.Flags().DurationVar(&schedule, "schedule", 0, "create a Temporal Schedule that reconciles every interval (e.g. 15m)")
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for each delegation's answer")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 

@@ -36,6 +36,7 @@ type workerFlags struct {
 }
 
 func (f *workerFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().StringVar(&f.debugAddr, "debug-addr", "", "serve /debug/vars (expvar: memstats) and /debug/pprof on this loopback host:port")
 	cmd.Flags().IntVar(&f.cacheSize, "cache-size", 500, "workflows kept in the worker's sticky cache (waiting delegations beyond it are replayed when they wake)")
 	cmd.Flags().StringVar(&f.policy, "policy", os.Getenv("DELEGATE_POLICY"), "authorization policy file, checked before every outbound message and reloaded when it changes (env DELEGATE_POLICY)")
@@ -87,8 +88,16 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 	return nil
 }
 
+// logFormat is --log-format: "text" (default) or "json" (slog). Logs carry
+// ids and categories, never message bodies or secrets.
+var logFormat = "text"
+
 func newLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -100,6 +109,9 @@ func newWorkerCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if logFormat != "text" && logFormat != "json" {
+				return usageErr(fmt.Errorf("--log-format %q: text or json", logFormat))
+			}
 			logger := newLogger()
 			c, err := client.DialContext(ctx, client.Options{HostPort: cf.address, Namespace: cf.namespace, Logger: sdklog.NewStructuredLogger(logger)})
 			if err != nil {
@@ -129,6 +141,9 @@ down cleanly; a restart on the same --db carries on with the open delegations.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if logFormat != "text" && logFormat != "json" {
+				return usageErr(fmt.Errorf("--log-format %q: text or json", logFormat))
+			}
 			logger := newLogger()
 			if err := checkPorts(cfg); err != nil {
 				return err
