@@ -48,19 +48,7 @@ func newFaultProxy(decide func(int) string) *faultProxy {
 func (p *faultProxy) close() { p.once.Do(func() { close(p.stop) }) }
 
 func (p *faultProxy) handler(agentURL string) http.Handler {
-	target, _ := url.Parse(agentURL)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var rpc struct {
-			Method string `json:"method"`
-		}
-		_ = json.Unmarshal(body, &rpc)
-		if rpc.Method != "SendMessage" {
-			rp.ServeHTTP(w, r)
-			return
-		}
+	return interceptRPC(agentURL, "SendMessage", func(w http.ResponseWriter, r *http.Request, _ []byte, forward http.Handler) {
 		switch p.decide(int(p.sends.Add(1))) {
 		case "503":
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
@@ -68,14 +56,35 @@ func (p *faultProxy) handler(agentURL string) http.Handler {
 			// The agent gets the message and commits; its answer is
 			// dropped; the client sees nothing until it gives up.
 			rec := &discard{header: http.Header{}}
-			rp.ServeHTTP(rec, r.Clone(context.WithoutCancel(r.Context())))
+			forward.ServeHTTP(rec, r.Clone(context.WithoutCancel(r.Context())))
 			select {
 			case <-r.Context().Done():
 			case <-p.stop:
 			}
 		default:
-			rp.ServeHTTP(w, r)
+			forward.ServeHTTP(w, r)
 		}
+	})
+}
+
+// interceptRPC forwards every request to the agent, except JSON-RPC calls
+// of method, which go to h (with the body read and restored, and the
+// forwarding handler).
+func interceptRPC(agentURL, method string, h func(w http.ResponseWriter, r *http.Request, body []byte, forward http.Handler)) http.Handler {
+	target, _ := url.Parse(agentURL)
+	forward := httputil.NewSingleHostReverseProxy(target)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var rpc struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(body, &rpc)
+		if rpc.Method != method {
+			forward.ServeHTTP(w, r)
+			return
+		}
+		h(w, r, body, forward)
 	})
 }
 
@@ -384,19 +393,7 @@ func appendPayloads(b *strings.Builder, v any) {
 // after its first event.
 func streamCutter(cuts *atomic.Int64) func(string) http.Handler {
 	return func(agentURL string) http.Handler {
-		target, _ := url.Parse(agentURL)
-		rp := httputil.NewSingleHostReverseProxy(target)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var rpc struct {
-				Method string `json:"method"`
-			}
-			_ = json.Unmarshal(body, &rpc)
-			if rpc.Method != "SubscribeToTask" {
-				rp.ServeHTTP(w, r)
-				return
-			}
+		return interceptRPC(agentURL, "SubscribeToTask", func(w http.ResponseWriter, r *http.Request, body []byte, _ http.Handler) {
 			req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, agentURL+r.URL.Path, bytes.NewReader(body))
 			req.Header = r.Header.Clone()
 			resp, err := http.DefaultClient.Do(req)

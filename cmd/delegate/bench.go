@@ -67,9 +67,12 @@ func printBench(w io.Writer, r *bench.Result) {
 	fmt.Fprintf(w, "\ndelegate/trivial throughput %.2f, p50 at c=1 %.2f, overhead over raw p50 %.1f ms\n",
 		r.Ratios.DelegateVsTrivialThroughput, r.Ratios.DelegateVsTrivialP50C1, r.Ratios.DelegateVsRawP50OverheadMs)
 	fmt.Fprintf(w, "history events: completed %d, one input round %d\n", r.HistoryEvents.Completed, r.HistoryEvents.OneInputRound)
-	if r.Waiting.Skipped != "" {
+	if r.Waiting.Count == 0 {
 		fmt.Fprintf(w, "waiting: skipped (%s)\n", r.Waiting.Skipped)
 	} else {
+		if r.Waiting.Skipped != "" {
+			fmt.Fprintf(w, "waiting: %s\n", r.Waiting.Skipped)
+		}
 		fmt.Fprintf(w, "waiting: %d delegations in input-required: worker RSS %.1f MB, heap %.1f MB\n", r.Waiting.Count, r.Waiting.WorkerRSSMB, r.Waiting.WorkerHeapMB)
 	}
 	names := make([]string, 0, len(r.Targets))

@@ -63,6 +63,17 @@ func oneID(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
+// with dials Temporal, runs fn and closes the client.
+func (f *clientFlags) with(cmd *cobra.Command, fn func(ctx context.Context, c client.Client) error) error {
+	ctx := cmd.Context()
+	c, err := f.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(ctx, c)
+}
+
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
 		return v
@@ -202,23 +213,19 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show the local state of a delegation (Query \"state\")",
 		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := queryState(ctx, c, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				b, _ := json.MarshalIndent(s, "", "  ")
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
+				s, err := queryState(ctx, c, args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					b, _ := json.MarshalIndent(s, "", "  ")
+					fmt.Fprintln(cmd.OutOrStdout(), string(b))
+					return nil
+				}
+				printState(cmd.OutOrStdout(), s)
 				return nil
-			}
-			printState(cmd.OutOrStdout(), s)
-			return nil
+			})
 		},
 	}
 	cf.add(cmd)
@@ -382,24 +389,20 @@ func newCancelCmd() *cobra.Command {
 		Short: "Cancel a delegation; the workflow cancels the remote task",
 		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			desc, err := c.DescribeWorkflowExecution(ctx, args[0], "")
-			if err != nil {
-				return temporalErr(err)
-			}
-			if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
-				return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", args[0], statusName(st), args[0]))
-			}
-			if err := dclient.Get(c, args[0]).WithNamespace(cf.namespace).Cancel(ctx, reason); err != nil {
-				return temporalErr(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cancel requested for %s\n", args[0])
-			return nil
+			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
+				desc, err := c.DescribeWorkflowExecution(ctx, args[0], "")
+				if err != nil {
+					return temporalErr(err)
+				}
+				if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+					return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", args[0], statusName(st), args[0]))
+				}
+				if err := dclient.Get(c, args[0]).WithNamespace(cf.namespace).Cancel(ctx, reason); err != nil {
+					return temporalErr(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "cancel requested for %s\n", args[0])
+				return nil
+			})
 		},
 	}
 	cf.add(cmd)

@@ -68,17 +68,13 @@ func newRevokeCmd() *cobra.Command {
 		Short: "Withdraw a delegation's authorization (Signal \"revoke\"): nothing more is sent, the remote task is canceled",
 		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.SignalWorkflow(ctx, args[0], "", workflows.Revoke, map[string]string{"reason": reason}); err != nil {
-				return temporalErr(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoke sent to %s\n", args[0])
-			return nil
+			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
+				if err := c.SignalWorkflow(ctx, args[0], "", workflows.Revoke, map[string]string{"reason": reason}); err != nil {
+					return temporalErr(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoke sent to %s\n", args[0])
+				return nil
+			})
 		},
 	}
 	cf.add(cmd)
@@ -93,24 +89,20 @@ func newRediscoverCmd() *cobra.Command {
 		Short: "Accept a changed agent card (Signal \"rediscover\"): the delegation negotiates it again and carries on",
 		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := queryState(ctx, c, args[0])
-			if err != nil {
-				return err
-			}
-			if s.A2AState != workflows.StateCardChanged {
-				return temporalErr(fmt.Errorf("%s is not waiting on a card change (state %q)", args[0], s.A2AState))
-			}
-			if err := c.SignalWorkflow(ctx, args[0], "", workflows.Rediscover, nil); err != nil {
-				return temporalErr(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "rediscover sent to %s\n", args[0])
-			return nil
+			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
+				s, err := queryState(ctx, c, args[0])
+				if err != nil {
+					return err
+				}
+				if s.A2AState != workflows.StateCardChanged {
+					return temporalErr(fmt.Errorf("%s is not waiting on a card change (state %q)", args[0], s.A2AState))
+				}
+				if err := c.SignalWorkflow(ctx, args[0], "", workflows.Rediscover, nil); err != nil {
+					return temporalErr(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "rediscover sent to %s\n", args[0])
+				return nil
+			})
 		},
 	}
 	cf.add(cmd)

@@ -386,7 +386,7 @@ func answerWhenAsked(ctx context.Context, c client.Client, id string) error {
 // waiting starts a worker process, parks cfg.Waiting delegations in
 // INPUT_REQUIRED on it, and reads its RSS (/proc) and heap (expvar).
 func waiting(ctx context.Context, c client.Client, ns, addr, base string, cfg Config, say func(string, ...any)) (Waiting, error) {
-	out := Waiting{Count: cfg.Waiting}
+	out := Waiting{}
 	dbg, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return out, err
@@ -417,20 +417,24 @@ func waiting(ctx context.Context, c client.Client, ns, addr, base string, cfg Co
 	if n := failed.Load(); n > 0 {
 		return out, fmt.Errorf("%d delegations did not start", n)
 	}
-	// Wait until all of them wait for input (visibility).
-	deadline := time.Now().Add(3 * time.Minute)
+	// Wait until all of them wait for input (visibility), at most a few
+	// minutes; then measure what is there and say how many.
+	deadline := time.Now().Add(3*time.Minute + time.Duration(cfg.Waiting)*10*time.Millisecond)
 	for {
 		resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: ns,
 			Query: `WorkflowType = "Delegation" AND ExecutionStatus = "Running" AND A2AState = "input-required"`})
-		if err == nil && int(resp.GetCount()) >= cfg.Waiting {
-			break
+		if err == nil {
+			out.Count = int(resp.GetCount())
 		}
-		if time.Now().After(deadline) {
-			return out, fmt.Errorf("only %d of %d delegations reached input-required", resp.GetCount(), cfg.Waiting)
+		if out.Count >= cfg.Waiting || time.Now().After(deadline) {
+			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	say("all %d waiting; reading the worker's memory", cfg.Waiting)
+	if out.Count < cfg.Waiting {
+		out.Skipped = fmt.Sprintf("only %d of %d delegations reached input-required in time; measured with %d", out.Count, cfg.Waiting, out.Count)
+	}
+	say("%d waiting; reading the worker's memory", out.Count)
 	rss, err := rssMB(cmd.Process.Pid)
 	if err != nil {
 		return out, err
@@ -482,7 +486,7 @@ func targets(r *Result) map[string]Verdict {
 		"throughput_vs_trivial_ge_0.5": {Value: r.Ratios.DelegateVsTrivialThroughput, Target: ">= 0.5", Holds: r.Ratios.DelegateVsTrivialThroughput >= 0.5},
 		"p50_c1_vs_trivial_le_2":       {Value: r.Ratios.DelegateVsTrivialP50C1, Target: "<= 2", Holds: r.Ratios.DelegateVsTrivialP50C1 > 0 && r.Ratios.DelegateVsTrivialP50C1 <= 2},
 	}
-	if r.Waiting.Skipped == "" && r.Waiting.Count > 0 {
+	if r.Waiting.Count > 0 {
 		// The target is for 10,000 waiting; scaled linearly above a base.
 		t["worker_rss_mb_at_waiting"] = Verdict{Value: r.Waiting.WorkerRSSMB, Target: "<= 300 MB at 10,000 waiting", Holds: r.Waiting.Count >= 10000 && r.Waiting.WorkerRSSMB <= 300}
 	}
