@@ -20,6 +20,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:9999", "host:port to listen on")
+	publicURL := flag.String("public-url", "", "the URL clients reach the agent at, written in its card (default http://ADDR)")
 	delay := flag.Duration("work-delay", 500*time.Millisecond, "how long the agent works between states")
 	signKey := flag.String("sign-key", "", "private JWK file: sign the served card and serve the public key at /.well-known/jwks.json")
 	kid := flag.String("kid", "", "key id of --sign-key (required with it)")
@@ -47,6 +48,9 @@ func main() {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	base := "http://" + ln.Addr().String()
+	if *publicURL != "" {
+		base = *publicURL
+	}
 	cfg.BaseURL, cfg.Logger = base, logger
 	agent := claimsagent.New(cfg)
 	fmt.Printf("claims agent: card at %s/.well-known/agent-card.json\n", base)
