@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test lint bench clean
+.PHONY: build run test test-browser lint bench clean
 
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
@@ -22,6 +22,12 @@ test:
 bench: build
 	./$(BIN)/delegate bench
 	$(GO) test -run '^$$' -bench . -benchmem ./cards ./contracts
+
+# The operator's flow in the Temporal UI, in headless Chromium (Debian's
+# chromium package; playwright-core from npm, no browser download).
+test-browser: build
+	cd uitest && npm ci --no-audit --no-fund --loglevel=error
+	cd uitest && node ui.test.mjs
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
