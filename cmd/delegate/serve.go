@@ -22,6 +22,7 @@ import (
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/internal/bench"
 	"github.com/a2adelegate/delegate/internal/devserver"
+	"github.com/a2adelegate/delegate/internal/metrics"
 	"github.com/a2adelegate/delegate/workflows"
 )
 
@@ -29,6 +30,7 @@ import (
 type workerFlags struct {
 	pollInitial, pollMax time.Duration
 	debugAddr            string
+	metricsAddr          string
 	cacheSize            int
 	trust                string
 	policy               string
@@ -37,6 +39,7 @@ type workerFlags struct {
 
 func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve the Temporal SDK's metrics for Prometheus at host:port/metrics")
 	cmd.Flags().StringVar(&f.debugAddr, "debug-addr", "", "serve /debug/vars (expvar: memstats) and /debug/pprof on this loopback host:port")
 	cmd.Flags().IntVar(&f.cacheSize, "cache-size", 500, "workflows kept in the worker's sticky cache (waiting delegations beyond it are replayed when they wake)")
 	cmd.Flags().StringVar(&f.policy, "policy", os.Getenv("DELEGATE_POLICY"), "authorization policy file, checked before every outbound message and reloaded when it changes (env DELEGATE_POLICY)")
@@ -44,6 +47,21 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.trust, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file: keys that may sign agent cards, HTTP guard exceptions (env DELEGATE_TRUST)")
 	cmd.Flags().DurationVar(&f.pollInitial, "poll-initial", time.Second, "first GetTask polling interval (doubles each poll)")
 	cmd.Flags().DurationVar(&f.pollMax, "poll-max", 30*time.Second, "longest GetTask polling interval")
+}
+
+// clientOptions are the Temporal client options of the worker, with the
+// SDK metrics on --metrics-addr when set.
+func (f *workerFlags) clientOptions(ctx context.Context, addr, ns string, logger *slog.Logger) (client.Options, error) {
+	o := client.Options{HostPort: addr, Namespace: ns, Logger: sdklog.NewStructuredLogger(logger)}
+	if f.metricsAddr != "" {
+		h, err := metrics.Serve(ctx, f.metricsAddr)
+		if err != nil {
+			return o, usageErr(fmt.Errorf("--metrics-addr: %w", err))
+		}
+		o.MetricsHandler = h
+		logger.Info("metrics served", "addr", f.metricsAddr, "path", "/metrics")
+	}
+	return o, nil
 }
 
 // runWorker runs the worker until ctx is done.
@@ -113,7 +131,11 @@ func newWorkerCmd() *cobra.Command {
 				return usageErr(fmt.Errorf("--log-format %q: text or json", logFormat))
 			}
 			logger := newLogger()
-			c, err := client.DialContext(ctx, client.Options{HostPort: cf.address, Namespace: cf.namespace, Logger: sdklog.NewStructuredLogger(logger)})
+			opts, err := wf.clientOptions(ctx, cf.address, cf.namespace, logger)
+			if err != nil {
+				return err
+			}
+			c, err := client.DialContext(ctx, opts)
 			if err != nil {
 				return temporalErr(fmt.Errorf("connecting to Temporal at %s: %w", cf.address, err))
 			}
@@ -166,7 +188,11 @@ down cleanly; a restart on the same --db carries on with the open delegations.`,
 				<-ctx.Done()
 				return nil
 			}
-			c, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(logger)})
+			opts, err := wf.clientOptions(ctx, srv.FrontendAddr(), srv.Namespace(), logger)
+			if err != nil {
+				return err
+			}
+			c, err := client.DialContext(ctx, opts)
 			if err != nil {
 				return temporalErr(err)
 			}
