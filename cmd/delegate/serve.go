@@ -54,7 +54,7 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 func (f *workerFlags) clientOptions(ctx context.Context, addr, ns string, logger *slog.Logger) (client.Options, error) {
 	o := client.Options{HostPort: addr, Namespace: ns, Logger: sdklog.NewStructuredLogger(logger)}
 	if f.metricsAddr != "" {
-		h, err := metrics.Serve(ctx, f.metricsAddr)
+		h, _, err := metrics.Serve(ctx, f.metricsAddr)
 		if err != nil {
 			return o, usageErr(fmt.Errorf("--metrics-addr: %w", err))
 		}

@@ -18,9 +18,9 @@ import (
 )
 
 // Serve starts a Prometheus endpoint at addr (path /metrics) and returns
-// the handler to give to client.Options.MetricsHandler. It stops when ctx
-// ends.
-func Serve(ctx context.Context, addr string) (sdkclient.MetricsHandler, error) {
+// the handler to give to client.Options.MetricsHandler and the address it
+// listens on. It stops when ctx ends.
+func Serve(ctx context.Context, addr string) (sdkclient.MetricsHandler, string, error) {
 	reporter := tallyprom.NewReporter(tallyprom.Options{})
 	scope, closer := tally.NewRootScope(tally.ScopeOptions{
 		CachedReporter: reporter, Separator: tallyprom.DefaultSeparator,
@@ -29,7 +29,7 @@ func Serve(ctx context.Context, addr string) (sdkclient.MetricsHandler, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		_ = closer.Close()
-		return nil, err
+		return nil, "", err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", reporter.HTTPHandler())
@@ -44,7 +44,7 @@ func Serve(ctx context.Context, addr string) (sdkclient.MetricsHandler, error) {
 			return
 		}
 	}()
-	return handler{scope}, nil
+	return handler{scope}, ln.Addr().String(), nil
 }
 
 // handler adapts a tally scope to the SDK's metrics handler.
