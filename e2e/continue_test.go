@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/a2adelegate/delegate/activities"
-	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/workflows"
 )
 
@@ -24,18 +23,7 @@ func TestContinueAsNewCarriesTheState(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("continued-1", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
-		t.Fatal(err)
-	}
-	var out contracts.Outcome
-	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted || out.InputRounds != 1 || len(out.Outputs) != 1 {
-		t.Fatalf("outcome = %+v, %v", out, err)
-	}
+	out := e.answeredOnce(t, ctx, d)
 	s := stateOf(t, ctx, e.c, d.LocalWorkflowID)
 	if s.ContinuedAsNew < 1 || s.RemoteTaskID != out.RemoteTaskID {
 		t.Errorf("state after the chain: continued %d times, task %s", s.ContinuedAsNew, s.RemoteTaskID)

@@ -282,18 +282,7 @@ func TestFaultBearerTokenNeverInHistoryOrLogs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("fault-token", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
-		t.Fatal(err)
-	}
-	var out contracts.Outcome
-	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
-		t.Fatalf("outcome = %+v, %v", out, err)
-	}
+	e.answeredOnce(t, ctx, d)
 	history := exportHistory(t, ctx, e.c, d.LocalWorkflowID)
 	if len(history) < 1000 || !strings.Contains(history, "claim_opened") {
 		t.Fatalf("history export looks empty (%d bytes)", len(history))
@@ -311,10 +300,11 @@ func TestFaultBearerTokenNeverInHistoryOrLogs(t *testing.T) {
 	// Without the credential: 401, authorization_denied, not retried.
 	e2 := setup(t, func(o *options) { o.agent.RequireBearer = token })
 	d2 := lostParcel("fault-no-token", e2.base)
-	run, err = workflows.Start(ctx, e2.c, d2)
+	run, err := workflows.Start(ctx, e2.c, d2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out contracts.Outcome
 	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusAuthorizationDenied {
 		t.Fatalf("without token: outcome = %+v, %v; want authorization_denied", out, err)
 	}
@@ -431,18 +421,7 @@ func TestFaultStreamDropsMidTask(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("fault-stream", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
-		t.Fatal(err)
-	}
-	var out contracts.Outcome
-	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted || len(out.Outputs) != 1 {
-		t.Fatalf("outcome = %+v, %v", out, err)
-	}
+	e.answeredOnce(t, ctx, d)
 	if cuts.Load() == 0 {
 		t.Fatalf("no stream was followed and cut: the test did not exercise streaming")
 	}
@@ -551,4 +530,24 @@ func TestAuthRequiredAnsweredWithACredentialRef(t *testing.T) {
 	if h := exportHistory(t, ctx, e.c, d.LocalWorkflowID); strings.Contains(h, secret) {
 		t.Errorf("the secret is in the history")
 	}
+}
+
+// answeredOnce starts d, answers its one question ("photo") when it comes,
+// and returns the Outcome, which must be completed with one output after
+// one input round.
+func (e *env) answeredOnce(t *testing.T, ctx context.Context, d contracts.Delegation) contracts.Outcome {
+	t.Helper()
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted || len(out.Outputs) != 1 || out.InputRounds != 1 {
+		t.Fatalf("outcome = %+v, %v", out, err)
+	}
+	return out
 }
