@@ -187,29 +187,40 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 			autoResends++
 			continue
 		}
-		errText := appErr.Message()
-	ask:
+		snap, adopted, err := r.resolveUnknown(ctx, round, msgID, appErr.Message(), autoResends)
+		if err != nil || adopted {
+			return snap, err
+		}
+		// Resend: the loop sends again, authorization first.
+	}
+}
+
+// resolveUnknown asks an operator about an unknown outcome until the
+// answer is resend (adopted false), a task that passes adoptTask (adopted
+// true), or abandon (errAbandoned); a refused adoption is asked again with
+// its reason.
+func (r *run) resolveUnknown(ctx workflow.Context, round int, msgID, cause string, autoResends int) (a2aclient.Snapshot, bool, error) {
+	errText := cause
+	for {
 		res, err := r.askUnknown(ctx, round, msgID, errText, autoResends)
 		if err != nil {
-			return a2aclient.Snapshot{}, err
+			return a2aclient.Snapshot{}, false, err
 		}
 		switch res.Action {
+		case ActionResend:
+			return a2aclient.Snapshot{}, false, nil
 		case ActionAbandon:
-			return a2aclient.Snapshot{}, errAbandoned
-		case ActionAdopt:
-			snap, err := r.adoptTask(ctx, res.TaskID)
-			if err != nil {
-				if r.interrupt() != nil || temporal.IsCanceledError(err) {
-					return a2aclient.Snapshot{}, err
-				}
-				// Ask again, with the reason the adoption was refused.
-				errText = "adopt refused: " + err.Error() + " (after: " + appErr.Message() + ")"
-				goto ask
-			}
-			r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "adopted"})
-			return snap, nil
+			return a2aclient.Snapshot{}, false, errAbandoned
 		}
-		// ActionResend: the loop sends again, authorization first.
+		snap, err := r.adoptTask(ctx, res.TaskID)
+		if err == nil {
+			r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "adopted"})
+			return snap, true, nil
+		}
+		if r.interrupt() != nil || temporal.IsCanceledError(err) {
+			return a2aclient.Snapshot{}, false, err
+		}
+		errText = "adopt refused: " + err.Error() + " (after: " + cause + ")"
 	}
 }
 
