@@ -220,6 +220,9 @@ func classify(op string, err error, rec *record) error {
 	rec.mu.Unlock()
 	ce := &CallError{Op: op, Status: status, Written: written, Err: err}
 	switch {
+	case errors.Is(err, cards.ErrGuard):
+		// The HTTP guard refused the address: permanent, nothing sent.
+		ce.Category = contracts.CategoryCard
 	case status == http.StatusUnauthorized || status == http.StatusForbidden,
 		errors.Is(err, a2a.ErrUnauthenticated), errors.Is(err, a2a.ErrUnauthorized):
 		ce.Category = contracts.CategoryAuthorization

@@ -72,12 +72,15 @@ func LoadCredentials(path string) (*Credentials, error) {
 		if s.empty() || (s.Bearer != "" && s.APIKey != "") {
 			return nil, fmt.Errorf("credentials %s: origins[%q]: give exactly one of bearer, api_key", path, o)
 		}
+		if _, dup := origins[n]; dup {
+			return nil, fmt.Errorf("credentials %s: origins[%q]: origin %s is given twice", path, o, n)
+		}
 		origins[n] = s
 	}
 	c.Origins = origins
 	for r, s := range c.Refs {
-		if s.empty() {
-			return nil, fmt.Errorf("credentials %s: refs[%q]: empty", path, r)
+		if s.empty() || (s.Bearer != "" && s.APIKey != "") {
+			return nil, fmt.Errorf("credentials %s: refs[%q]: give exactly one of bearer, api_key", path, r)
 		}
 	}
 	return &c, nil

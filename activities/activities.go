@@ -11,7 +11,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -156,8 +155,7 @@ func (a *Activities) dial(ctx context.Context, iface cards.Interface, credential
 	if credentialRef != "" {
 		secret, ok := a.Credentials.ForRef(credentialRef)
 		if !ok {
-			return nil, &a2aclient.CallError{Category: contracts.CategoryAuthorization, Op: "dial",
-				Err: fmt.Errorf("credential_ref %q is not in the worker's credential store", credentialRef)}
+			return nil, errUnknownRef
 		}
 		opts = opts.WithCredential(iface.Auth, secret)
 	} else if origin, err := cards.Origin(iface.URL); err == nil {
@@ -424,7 +422,16 @@ func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (a2aclient.
 	return snap, nil
 }
 
+// ErrTypeCredentialRef is the ApplicationError type of a send whose
+// credential_ref is not in the worker's credential store (nothing sent).
+const ErrTypeCredentialRef = "credential_ref_unknown"
+
+var errUnknownRef = errors.New("the credential_ref is not in the worker's credential store")
+
 func (a *Activities) callFail(ctx context.Context, op string, err error) error {
+	if errors.Is(err, errUnknownRef) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCredentialRef, nil)
+	}
 	cat := contracts.CategoryProtocol
 	var ce *a2aclient.CallError
 	if errors.As(err, &ce) {

@@ -13,6 +13,7 @@
 package cards
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -199,6 +200,14 @@ func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 		b, _, _, err := f.get(ctx, jku, origin)
 		return b, err
 	}, f.now())
+	if c.Verification.Status == SigVerified {
+		// The card used is exactly the card that was verified.
+		signed, err := Parse(c.Verification.Payload)
+		if err != nil {
+			return nil, err
+		}
+		c.Parsed = signed.Parsed
+	}
 	f.mu.Lock()
 	entry.card = c
 	f.mu.Unlock()
@@ -321,6 +330,12 @@ func Parse(body []byte) (*Card, error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(body, &probe); err != nil || probe == nil {
 		return nil, &Error{Kind: "malformed", Msg: "card is not a JSON object", Err: err}
+	}
+	// encoding/json matches field names case-insensitively and keeps the
+	// last of duplicate keys: a card with keys that differ only in case,
+	// or a key given twice, could read differently from what was signed.
+	if dup := caseDuplicate(body); dup != "" {
+		return nil, &Error{Kind: "malformed", Msg: "card has keys that differ only in case, or a key given twice: " + dup}
 	}
 	parsed, err := a2av0.NewAgentCardParser()(body)
 	if err != nil {
@@ -508,4 +523,49 @@ func SchemeOf(card *a2a.AgentCard) *AuthScheme {
 		}
 	}
 	return nil
+}
+
+// caseDuplicate returns the path of the first object key that, folded to
+// lower case, appears twice in its object, or "".
+func caseDuplicate(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var walk func(path string) string
+	walk = func(path string) string {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		d, ok := tok.(json.Delim)
+		if !ok {
+			return ""
+		}
+		switch d {
+		case '{':
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return ""
+				}
+				k, _ := kt.(string)
+				if seen[strings.ToLower(k)] {
+					return path + "." + k
+				}
+				seen[strings.ToLower(k)] = true
+				if dup := walk(path + "." + k); dup != "" {
+					return dup
+				}
+			}
+			_, _ = dec.Token()
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if dup := walk(fmt.Sprintf("%s[%d]", path, i)); dup != "" {
+					return dup
+				}
+			}
+			_, _ = dec.Token()
+		}
+		return ""
+	}
+	return walk("$")
 }

@@ -134,6 +134,9 @@ func ParseTrustStore(raw []byte, dir string) (*TrustStore, error) {
 			set = pub
 		}
 		at.keys = set
+		if _, dup := normalized[o]; dup {
+			return nil, fmt.Errorf("agents[%q]: origin %s is given twice", origin, o)
+		}
 		for i, u := range at.InterfaceOrigins {
 			if at.InterfaceOrigins[i], err = Origin(u); err != nil {
 				return nil, fmt.Errorf("agents[%q].interface_origins[%d]: %w", origin, i, err)

@@ -37,6 +37,10 @@ type Verification struct {
 	KeyID string `json:"kid,omitempty"`
 	// Reason says why no signature verified (one clause per signature).
 	Reason string `json:"reason,omitempty"`
+	// Payload is the canonical JSON the verified signature covers; the
+	// card used afterwards is parsed from it (so nothing unsigned reaches
+	// the delegation).
+	Payload []byte `json:"-"`
 }
 
 // Label is "verified:<kid>", "unsigned" or "unverified".
@@ -86,9 +90,9 @@ func Verify(ctx context.Context, body []byte, origin string, ts *TrustStore, fet
 	at := ts.For(origin)
 	var reasons []string
 	for i, sig := range sigs {
-		kid, err := verifyOne(ctx, sig.Protected, sig.Signature, payloads, at, fetch, now)
+		kid, payload, err := verifyOne(ctx, sig.Protected, sig.Signature, payloads, at, fetch, now)
 		if err == nil {
-			return Verification{Status: SigVerified, KeyID: kid}
+			return Verification{Status: SigVerified, KeyID: kid, Payload: payload}
 		}
 		reasons = append(reasons, fmt.Sprintf("signatures[%d]: %v", i, err))
 	}
@@ -103,66 +107,66 @@ type protectedHeader struct {
 	Crit []string `json:"crit"`
 }
 
-func verifyOne(ctx context.Context, protected, signature string, payloads [][]byte, at *AgentTrust, fetch JWKSFetcher, now time.Time) (string, error) {
+func verifyOne(ctx context.Context, protected, signature string, payloads [][]byte, at *AgentTrust, fetch JWKSFetcher, now time.Time) (string, []byte, error) {
 	hb, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(protected, "="))
 	if err != nil {
-		return "", fmt.Errorf("protected header is not base64url: %w", err)
+		return "", nil, fmt.Errorf("protected header is not base64url: %w", err)
 	}
 	var h protectedHeader
 	if err := json.Unmarshal(hb, &h); err != nil {
-		return "", fmt.Errorf("protected header is not JSON: %w", err)
+		return "", nil, fmt.Errorf("protected header is not JSON: %w", err)
 	}
 	if !slices.Contains(AllowedAlgorithms, h.Alg) {
-		return "", fmt.Errorf("alg %q is not allowed (asymmetric algorithms only: %v)", h.Alg, AllowedAlgorithms)
+		return "", nil, fmt.Errorf("alg %q is not allowed (asymmetric algorithms only: %v)", h.Alg, AllowedAlgorithms)
 	}
 	if len(h.Crit) > 0 {
-		return "", fmt.Errorf("crit %v is not understood", h.Crit)
+		return "", nil, fmt.Errorf("crit %v is not understood", h.Crit)
 	}
 	if h.Kid == "" {
-		return "", errors.New("protected header has no kid")
+		return "", nil, errors.New("protected header has no kid")
 	}
 	if p, ok := at.Keys[h.Kid]; ok {
 		if p.Revoked {
-			return "", fmt.Errorf("key %q is revoked", h.Kid)
+			return "", nil, fmt.Errorf("key %q is revoked", h.Kid)
 		}
 		if p.NotAfter != nil && now.After(*p.NotAfter) {
-			return "", fmt.Errorf("key %q expired at %s", h.Kid, p.NotAfter.UTC().Format(time.RFC3339))
+			return "", nil, fmt.Errorf("key %q expired at %s", h.Kid, p.NotAfter.UTC().Format(time.RFC3339))
 		}
 	}
 	key, found := at.keys.LookupKeyID(h.Kid)
 	if !found && h.Jku != "" {
 		if !slices.Contains(at.JKUAllowlist, h.Jku) {
-			return "", fmt.Errorf("kid %q is not in the trust store and jku %s is not on its jku_allowlist (not fetched)", h.Kid, h.Jku)
+			return "", nil, fmt.Errorf("kid %q is not in the trust store and jku %s is not on its jku_allowlist (not fetched)", h.Kid, h.Jku)
 		}
 		if fetch == nil {
-			return "", errors.New("no JWKS fetcher")
+			return "", nil, errors.New("no JWKS fetcher")
 		}
 		b, err := fetch(ctx, h.Jku)
 		if err != nil {
-			return "", fmt.Errorf("jku %s: %w", h.Jku, err)
+			return "", nil, fmt.Errorf("jku %s: %w", h.Jku, err)
 		}
 		set, err := jwk.Parse(b)
 		if err != nil {
-			return "", fmt.Errorf("jku %s: not a JWK Set: %w", h.Jku, err)
+			return "", nil, fmt.Errorf("jku %s: not a JWK Set: %w", h.Jku, err)
 		}
 		key, found = set.LookupKeyID(h.Kid)
 	}
 	if !found {
-		return "", fmt.Errorf("kid %q is not a trusted key", h.Kid)
+		return "", nil, fmt.Errorf("kid %q is not a trusted key", h.Kid)
 	}
 	if _, sym := key.(jwk.SymmetricKey); sym {
-		return "", fmt.Errorf("key %q is symmetric", h.Kid)
+		return "", nil, fmt.Errorf("key %q is symmetric", h.Kid)
 	}
 	compact := []byte(protected + ".." + signature)
 	var last error
 	for _, payload := range payloads {
 		if _, err := jws.Verify(compact, jws.WithKey(jwa.SignatureAlgorithm(h.Alg), key), jws.WithDetachedPayload(payload)); err == nil {
-			return h.Kid, nil
+			return h.Kid, payload, nil
 		} else {
 			last = err
 		}
 	}
-	return "", fmt.Errorf("signature by %q does not verify: %v", h.Kid, last)
+	return "", nil, fmt.Errorf("signature by %q does not verify: %v", h.Kid, last)
 }
 
 // signingPayloads returns the candidate payloads: the RFC 8785 form of the

@@ -399,3 +399,28 @@ func signRawPayload(t *testing.T, body string, payload []byte, k keyPair) []byte
 	b, _ := json.Marshal(obj)
 	return b
 }
+
+func TestCaseVariantKeysCannotRideOnASignature(t *testing.T) {
+	k := newKey(t, jwa.ES256, "k1")
+	signed := string(sign(t, card10, k, ""))
+	// An added key in another case with a default value would survive the
+	// default-removed payload and change what encoding/json parses.
+	altered := strings.Replace(signed, `"protocolVersion": "1.0"`, `"protocolVersion": "1.0", "ProtocolVersion": ""`, 1)
+	if altered == signed {
+		t.Fatal("test card has no protocolVersion to shadow")
+	}
+	if _, err := Parse([]byte(altered)); err == nil || !strings.Contains(err.Error(), "differ only in case") {
+		t.Errorf("Parse(altered) error = %v, want a refusal", err)
+	}
+	dup := strings.Replace(signed, `"name": "Claims Agent"`, `"name": "Claims Agent", "name": "Evil"`, 1)
+	if _, err := Parse([]byte(dup)); err == nil {
+		t.Errorf("Parse(duplicate key) accepted")
+	}
+}
+
+func TestTrustStoreRefusesAnOriginTwice(t *testing.T) {
+	raw := []byte(`{"agents": {"http://127.0.0.1:39998": {"require_signature": true}, "HTTP://127.0.0.1:39998/": {}}}`)
+	if _, err := ParseTrustStore(raw, ""); err == nil || !strings.Contains(err.Error(), "given twice") {
+		t.Errorf("ParseTrustStore() error = %v, want the duplicate origin refused", err)
+	}
+}

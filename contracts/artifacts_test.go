@@ -2,6 +2,7 @@ package contracts
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +169,12 @@ func TestContractDepthRules(t *testing.T) {
 		}, "output_schemas.claim_opened"},
 		{"bad output mode", func(d *Delegation) { d.OutputModes = []string{"json"} }, "output_modes[0]"},
 		{"bad policy", func(d *Delegation) { d.OnInvalidArtifact = "ignore" }, "on_invalid_artifact"},
+		{"schema with a reference cycle", func(d *Delegation) {
+			d.OutputSchemas["claim_opened"] = json.RawMessage(`{"$ref": "#"}`)
+		}, "output_schemas.claim_opened"},
+		{"schema that grows exponentially", func(d *Delegation) {
+			d.OutputSchemas["claim_opened"] = json.RawMessage(exponentialSchema(22))
+		}, "output_schemas.claim_opened"},
 		{"limit raised", func(d *Delegation) { d.Limits = &Limits{MaxArtifacts: 1000} }, "limits.max_artifacts"},
 		{"limit negative", func(d *Delegation) { d.Limits = &Limits{MaxJSONDepth: -1} }, "limits.max_json_depth"},
 		{"empty scope entry", func(d *Delegation) { d.ResourceScope = []string{""} }, "resource_scope[0]"},
@@ -246,4 +253,14 @@ func TestNarrowContractOfTheSeeds(t *testing.T) {
 			t.Errorf("%s: reason %q, want %s", r.ArtifactID, r.Reason, want[r.ArtifactID])
 		}
 	}
+}
+
+// exponentialSchema nests anyOf/allOf over $ref n levels deep: validating
+// it costs 2^n.
+func exponentialSchema(n int) string {
+	defs := `"d0": {"type": "number"}`
+	for i := 1; i <= n; i++ {
+		defs += fmt.Sprintf(`, "d%d": {"anyOf": [{"$ref": "#/$defs/d%d"}, {"allOf": [{"$ref": "#/$defs/d%d"}]}]}`, i, i-1, i-1)
+	}
+	return fmt.Sprintf(`{"$defs": {%s}, "$ref": "#/$defs/d%d"}`, defs, n)
 }

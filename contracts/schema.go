@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/message"
 )
 
@@ -34,6 +35,9 @@ func compileSchema(raw []byte, scope []string) (*compiledSchema, error) {
 			return nil, errors.New("a schema must be an object or a boolean")
 		}
 	}
+	if err := schemaBudget(raw, doc); err != nil {
+		return nil, err
+	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
@@ -46,7 +50,68 @@ func compileSchema(raw []byte, scope []string) (*compiledSchema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not a valid JSON Schema: %s", strings.ReplaceAll(err.Error(), schemaURL, ""))
 	}
+	// A reference cycle shows only when a value is validated: try a few.
+	for _, probe := range []any{nil, map[string]any{}, []any{}, "", 0.0} {
+		var ve *jsonschema.ValidationError
+		err := s.Validate(probe)
+		if err != nil && (!errors.As(err, &ve) || hasRefCycle(ve)) {
+			return nil, fmt.Errorf("not a usable JSON Schema: %s", strings.ReplaceAll(err.Error(), schemaURL, ""))
+		}
+	}
 	return &compiledSchema{s: s}, nil
+}
+
+// Bounds on an output schema, so that validating a remote artifact cannot
+// cost without limit (nested anyOf/allOf over $ref grow exponentially).
+const (
+	maxSchemaBytes        = 64 << 10
+	maxSchemaRefs         = 16
+	maxSchemaCombinators  = 64
+	maxSchemaNestingDepth = 32
+)
+
+func schemaBudget(raw []byte, doc any) error {
+	if len(raw) > maxSchemaBytes {
+		return fmt.Errorf("at most %d bytes", maxSchemaBytes)
+	}
+	refs, combinators := 0, 0
+	var walk func(v any, depth int) error
+	walk = func(v any, depth int) error {
+		if depth > maxSchemaNestingDepth {
+			return fmt.Errorf("nested deeper than %d", maxSchemaNestingDepth)
+		}
+		switch t := v.(type) {
+		case map[string]any:
+			for k, x := range t {
+				switch k {
+				case "$ref", "$dynamicRef":
+					refs++
+				case "anyOf", "allOf", "oneOf", "not", "if":
+					combinators++
+				}
+				if err := walk(x, depth+1); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for _, x := range t {
+				if err := walk(x, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(doc, 0); err != nil {
+		return err
+	}
+	if refs > maxSchemaRefs {
+		return fmt.Errorf("at most %d $ref (got %d)", maxSchemaRefs, refs)
+	}
+	if combinators > maxSchemaCombinators {
+		return fmt.Errorf("at most %d anyOf/allOf/oneOf/not/if (got %d)", maxSchemaCombinators, combinators)
+	}
+	return nil
 }
 
 type noLoader struct{}
@@ -94,6 +159,18 @@ func (cs *compiledSchema) validate(data []byte) string {
 		reason = ReasonResourceOutOfScope
 	}
 	return reason + ": " + strings.Join(leaves, "; ")
+}
+
+func hasRefCycle(e *jsonschema.ValidationError) bool {
+	if _, ok := e.ErrorKind.(*kind.RefCycle); ok {
+		return true
+	}
+	for _, c := range e.Causes {
+		if hasRefCycle(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // pointer renders an instance location as a JSON Pointer (RFC 6901).

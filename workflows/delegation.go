@@ -97,8 +97,11 @@ type AnswerRecord struct {
 	Data       json.RawMessage `json:"data,omitempty"`
 	AnsweredBy string          `json:"answered_by,omitempty"`
 	Via        string          `json:"via"` // "signal" or "update"
-	At         time.Time       `json:"at"`
-	MessageID  string          `json:"message_id"`
+	// Refused says why the answer could not be sent (the question is then
+	// asked again).
+	Refused   string    `json:"refused,omitempty"`
+	At        time.Time `json:"at"`
+	MessageID string    `json:"message_id"`
 }
 
 // Transition is one observed state change.
@@ -351,10 +354,19 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 			if strings.TrimSpace(text) == "" && len(a.Data) == 0 {
 				text = "Credentials provided."
 			}
-			snap, err = r.sendRound(ctx, round, text, a.Data, a.CredentialRef)
+			next, err := r.sendRound(ctx, round, text, a.Data, a.CredentialRef)
+			if err != nil && a.CredentialRef != "" && errorType(err) == activities.ErrTypeCredentialRef {
+				// Nothing was sent: the operator named a credential the
+				// worker does not have. Ask again, saying so.
+				r.s.InputRounds--
+				r.s.Answers[len(r.s.Answers)-1].Refused = "credential_ref " + a.CredentialRef + " is not in the worker's credential store"
+				r.observe(ctx, snap)
+				continue
+			}
 			if err != nil {
 				return r.failed(ctx, err)
 			}
+			snap = next
 		default:
 			// Continue as new between two watches, never before this run
 			// has watched once (so that a long chain still makes progress).
@@ -668,6 +680,9 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 	case contracts.CategoryUnknownOutcome:
 		status = contracts.StatusUnknownOutcome
 	}
+	// The delegation stops here; a remote task it leaves behind is canceled
+	// (best effort), as for a denial or a deadline.
+	r.afterCancel(ctx, 0)
 	return r.outcome(status, &contracts.ErrorInfo{Category: cat, Message: msg})
 }
 
@@ -810,3 +825,12 @@ func finishedDetails(o contracts.Outcome) string {
 
 // acts is used only for its method values: the activity names.
 var acts *activities.Activities
+
+// errorType is the ApplicationError type of err, or "".
+func errorType(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}

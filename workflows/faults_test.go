@@ -182,3 +182,23 @@ func (s *DelegationSuite) TestReconcileSeesTheTaskEndedWhileWaiting() {
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
 	s.Contains(o.Error.Message, "canceled at the agent")
 }
+
+func (s *DelegationSuite) TestUnknownCredentialRefIsAskedAgain() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool { return in.CredentialRef == "typo" })).
+		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("unknown ref", activities.ErrTypeCredentialRef, nil)).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool { return in.CredentialRef == "claims-prod" })).
+		Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{CredentialRef: "typo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Require().NotNil(st.Question, "asked again")
+		s.Contains(st.Answers[0].Refused, "typo")
+		s.env.SignalWorkflow(ProvideInput, contracts.Answer{CredentialRef: "claims-prod"})
+	}, 2*time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal(1, o.InputRounds)
+}
