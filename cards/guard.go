@@ -171,6 +171,13 @@ func checkIP(ip netip.Addr, allowPrivate bool) error {
 		return errors.New("private address")
 	case ip.Is4() && netip.MustParsePrefix("100.64.0.0/10").Contains(ip):
 		return errors.New("shared (CGNAT) address")
+	case ip.Is4() && netip.MustParsePrefix("0.0.0.0/8").Contains(ip):
+		return errors.New("\"this network\" address")
+	case ip.Is6() && (netip.MustParsePrefix("64:ff9b::/96").Contains(ip) || netip.MustParsePrefix("64:ff9b:1::/48").Contains(ip) ||
+		netip.MustParsePrefix("2002::/16").Contains(ip) || netip.MustParsePrefix("::/96").Contains(ip)):
+		// NAT64, 6to4 and IPv4-compatible forms can carry an internal IPv4
+		// address.
+		return errors.New("IPv6 address that embeds an IPv4 address")
 	}
 	return nil
 }

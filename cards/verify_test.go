@@ -323,6 +323,7 @@ func TestGuardRefusesInternalAddressesBeforeDialing(t *testing.T) {
 	}{
 		{"127.0.0.1", false, true}, {"8.8.8.8", false, true}, {"10.1.2.3", false, false},
 		{"10.1.2.3", true, true}, {"169.254.169.254", true, true}, {"0.0.0.0", true, false}, {"fc00::1", false, false},
+		{"0.1.2.3", false, false}, {"64:ff9b::a00:1", false, false}, {"2002:a00:1::", false, false}, {"::a00:1", false, false},
 	} {
 		if err := checkIP(netip.MustParseAddr(tt.ip), tt.allowPrivate); (err == nil) != tt.ok {
 			t.Errorf("checkIP(%s, %v) = %v, want ok=%v", tt.ip, tt.allowPrivate, err, tt.ok)
