@@ -185,14 +185,7 @@ func TestFaultAcceptedNeverAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resolve-unknown: %v", err)
 	}
-	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
-		t.Fatal(err)
-	}
-	var out contracts.Outcome
-	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
-		t.Fatalf("outcome = %+v, %v", out, err)
-	}
+	e.answerAndFinish(t, ctx, d.LocalWorkflowID, run)
 	if n := e.agent.TaskCount(); n != 1 {
 		t.Errorf("agent task count = %d, want 1", n)
 	}
@@ -473,14 +466,7 @@ func TestFaultWorkerKilledAfterCommit(t *testing.T) {
 		t.Fatal("the agent never committed a send")
 	}
 	e.startWorker()
-	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
-		t.Fatal(err)
-	}
-	var out contracts.Outcome
-	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
-		t.Fatalf("outcome = %+v, %v", out, err)
-	}
+	e.answerAndFinish(t, ctx, d.LocalWorkflowID, run)
 	if n := e.agent.TaskCount(); n != 1 {
 		t.Errorf("agent task count = %d, want exactly 1", n)
 	}
@@ -541,12 +527,23 @@ func (e *env) answeredOnce(t *testing.T, ctx context.Context, d contracts.Delega
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+	out := e.answerAndFinish(t, ctx, d.LocalWorkflowID, run)
+	if len(out.Outputs) != 1 || out.InputRounds != 1 {
+		t.Fatalf("outcome = %+v, want one output after one input round", out)
+	}
+	return out
+}
+
+// answerAndFinish waits for the question, answers it ("photo") and
+// returns the Outcome, which must be completed.
+func (e *env) answerAndFinish(t *testing.T, ctx context.Context, id string, run client.WorkflowRun) contracts.Outcome {
+	t.Helper()
+	waitA2AState(t, ctx, e.c, id, "input-required")
+	if _, err := workflows.Answer(ctx, e.c, id, contracts.Answer{Text: "photo"}); err != nil {
 		t.Fatal(err)
 	}
 	var out contracts.Outcome
-	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted || len(out.Outputs) != 1 || out.InputRounds != 1 {
+	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
 		t.Fatalf("outcome = %+v, %v", out, err)
 	}
 	return out
