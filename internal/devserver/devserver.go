@@ -13,10 +13,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -314,14 +316,30 @@ func (s *Server) Stop() {
 	}
 }
 
+// freePort finds a free port below the kernel's ephemeral range (Linux
+// default 32768-60999). A port found by listening on port 0 and closing
+// again can be handed to any other process that listens on port 0 before
+// the server binds it (seen in CI: "bind: address already in use", and the
+// server's fatal log exits the process); ports below that range are never
+// handed out that way. Ports are not handed out twice by one process.
 func freePort(ip string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("devserver: finding a free port: %w", err)
+	portMu.Lock()
+	defer portMu.Unlock()
+	for range 1000 {
+		p := 20000 + rand.IntN(12000)
+		if portsTaken[p] || !portFree(ip, p) {
+			continue
+		}
+		portsTaken[p] = true
+		return p, nil
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("devserver: no free port found in 20000-31999 on %s", ip)
 }
+
+var (
+	portMu     sync.Mutex
+	portsTaken = map[int]bool{}
+)
 
 func portFree(ip string, port int) bool {
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
