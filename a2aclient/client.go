@@ -19,9 +19,7 @@ import (
 	"iter"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -45,6 +43,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Interceptors are a2a-go call interceptors (auth, logging).
 	Interceptors []sdk.CallInterceptor
+	// MaxResponseBytes bounds every response body read from the agent
+	// before it is decoded (0: DefaultMaxResponseBytes).
+	MaxResponseBytes int64
 }
 
 // Dial makes a client for the selected interface. It does no I/O.
@@ -58,8 +59,12 @@ func Dial(ctx context.Context, iface cards.Interface, opts Options) (*Client, er
 			ResponseHeaderTimeout: 60 * time.Second,
 		}}
 	}
+	maxBytes := opts.MaxResponseBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
 	rec := *hc
-	rec.Transport = &recordingTransport{base: transportOf(hc)}
+	rec.Transport = &wireTransport{base: transportOf(hc), version: iface.Version, maxBytes: maxBytes}
 	fopts := []sdk.FactoryOption{
 		sdk.WithDefaultsDisabled(),
 		sdk.WithJSONRPCTransport(&rec),
@@ -132,8 +137,14 @@ func (c *Client) SendMessage(ctx context.Context, msg Outbound) (Snapshot, error
 	}
 	switch r := res.(type) {
 	case *a2a.Task:
+		if err := checkIDs("SendMessage", msg.TaskID, msg.ContextID, string(r.ID), r.ContextID, true); err != nil {
+			return Snapshot{}, err
+		}
 		return SnapshotOf(r), nil
 	case *a2a.Message:
+		if err := checkIDs("SendMessage", msg.TaskID, msg.ContextID, string(r.TaskID), r.ContextID, false); err != nil {
+			return Snapshot{}, err
+		}
 		return Snapshot{ContextID: r.ContextID, TaskID: string(r.TaskID), State: StateMessage, Reply: partsText(r.Parts)}, nil
 	default:
 		return Snapshot{}, &CallError{Category: contracts.CategoryProtocol, Op: "SendMessage", Err: fmt.Errorf("unexpected result %T", res)}
@@ -147,30 +158,43 @@ func (c *Client) GetTask(ctx context.Context, taskID string) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, classify("GetTask", err, rec)
 	}
+	if err := checkIDs("GetTask", taskID, "", string(t.ID), t.ContextID, true); err != nil {
+		return Snapshot{}, err
+	}
 	return SnapshotOf(t), nil
 }
 
+// StreamEvent is what SubscribeStates yields of one stream event: the
+// state (short form) and status identity of a task snapshot or status
+// update; both empty for an artifact update.
+type StreamEvent struct {
+	State     string
+	StatusKey string
+}
+
 // SubscribeStates follows the Task's stream (A2A 1.0 §3.1.6
-// SubscribeToTask) and yields the state of every status event and task
-// snapshot, in short form; artifact events yield "". The sequence ends
-// when the stream ends (a terminal state, or a dropped connection: then
-// with an error, or silently).
-func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[string, error] {
-	return func(yield func(string, error) bool) {
+// SubscribeToTask) and yields the state and status identity of every
+// status event and task snapshot; artifact events yield an empty
+// StreamEvent. The sequence ends when the stream ends (a terminal state,
+// or a dropped connection: then with an error, or silently).
+func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[StreamEvent, error] {
+	return func(yield func(StreamEvent, error) bool) {
 		ctx, rec := withRecord(ctx)
 		for ev, err := range c.sdk.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(taskID)}) {
 			if err != nil {
-				yield("", classify("SubscribeToTask", err, rec))
+				yield(StreamEvent{}, classify("SubscribeToTask", err, rec))
 				return
 			}
-			st := ""
+			var se StreamEvent
 			switch e := ev.(type) {
 			case *a2a.Task:
-				st = ShortState(e.Status.State)
+				snap := SnapshotOf(e)
+				se = StreamEvent{State: snap.State, StatusKey: snap.StatusKey}
 			case *a2a.TaskStatusUpdateEvent:
-				st = ShortState(e.Status.State)
+				snap := SnapshotOf(&a2a.Task{ID: e.TaskID, ContextID: e.ContextID, Status: e.Status})
+				se = StreamEvent{State: snap.State, StatusKey: snap.StatusKey}
 			}
-			if !yield(st, nil) {
+			if !yield(se, nil) {
 				return
 			}
 		}
@@ -186,7 +210,48 @@ func (c *Client) CancelTask(ctx context.Context, taskID string) (Snapshot, error
 	if err != nil {
 		return Snapshot{}, classify("CancelTask", err, rec)
 	}
+	if err := checkIDs("CancelTask", taskID, "", string(t.ID), t.ContextID, true); err != nil {
+		return Snapshot{}, err
+	}
 	return SnapshotOf(t), nil
+}
+
+// IDError is a reply that names another task or context than the one
+// asked about, or a Task without an id (A2A 1.0 §3.4.3: a follow-up
+// continues the task it names; §4.1.1: a Task has an id). The tracked ids
+// stay as they are.
+type IDError struct {
+	Field   string // "taskId" or "contextId"
+	Tracked string
+	Got     string
+}
+
+func (e *IDError) Error() string {
+	if e.Got == "" {
+		return fmt.Sprintf("the reply carries no %s (tracked %s %q)", e.Field, e.Field, e.Tracked)
+	}
+	if e.Tracked == "" {
+		return fmt.Sprintf("the reply has %s %q", e.Field, e.Got)
+	}
+	return fmt.Sprintf("the reply names %s %q, the delegation tracks %s %q", e.Field, e.Got, e.Field, e.Tracked)
+}
+
+// checkIDs refuses a reply whose task id (or context id) is not the one
+// asked about; needTask: the reply is a Task, so it must have an id.
+func checkIDs(op, wantTask, wantContext, gotTask, gotContext string, needTask bool) error {
+	var e *IDError
+	switch {
+	case needTask && gotTask == "":
+		e = &IDError{Field: "taskId", Tracked: wantTask}
+	case wantTask != "" && gotTask != "" && gotTask != wantTask:
+		e = &IDError{Field: "taskId", Tracked: wantTask, Got: gotTask}
+	case wantContext != "" && gotContext != "" && gotContext != wantContext:
+		e = &IDError{Field: "contextId", Tracked: wantContext, Got: gotContext}
+	}
+	if e == nil {
+		return nil
+	}
+	return &CallError{Category: contracts.CategoryProtocol, Op: op, Err: e}
 }
 
 // CallError is an error of one call, with its category.
@@ -195,18 +260,47 @@ type CallError struct {
 	Op       string
 	// Status is the HTTP status, when one came back.
 	Status int
+	// HasCode reports a JSON-RPC error object (JSON-RPC 2.0 §5.1); Code
+	// and Message are its code and message, whatever its data held.
+	HasCode bool
+	Code    int
+	Message string
+	// Excerpt is the start of the error response body (at most 4096
+	// bytes, untrusted remote text); BodyBytes is the body's length and
+	// BodySHA256 its hash, so that what was cut can still be identified.
+	Excerpt    string
+	BodyBytes  int
+	BodySHA256 string
 	// Written reports whether the request was written to the connection: a
 	// call that failed after that may have taken effect (DESIGN principle 4).
 	Written bool
 	Err     error
 }
 
+// maxErrorText bounds CallError.Error (remote text included); the
+// activities cut it further to the contract's max_text_chars.
+const maxErrorText = 4096
+
 func (e *CallError) Error() string {
-	s := fmt.Sprintf("%s: %s", e.Op, e.Category)
-	if e.Status != 0 {
-		s += fmt.Sprintf(" (HTTP %d)", e.Status)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", e.Op, e.Category)
+	switch {
+	case e.Status != 0 && e.HasCode:
+		fmt.Fprintf(&b, " (HTTP %d, JSON-RPC error %d)", e.Status, e.Code)
+	case e.Status != 0:
+		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
+	case e.HasCode:
+		fmt.Fprintf(&b, " (JSON-RPC error %d)", e.Code)
 	}
-	return s + ": " + e.Err.Error()
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	if e.HasCode && e.Message != "" && !strings.Contains(e.Err.Error(), e.Message) {
+		b.WriteString(": " + e.Message)
+	}
+	if e.BodySHA256 != "" {
+		fmt.Fprintf(&b, "; response body (%d bytes, sha256:%s): %s", e.BodyBytes, e.BodySHA256, e.Excerpt)
+	}
+	return contracts.CutText(b.String(), maxErrorText)
 }
 
 func (e *CallError) Unwrap() error { return e.Err }
@@ -214,18 +308,42 @@ func (e *CallError) Unwrap() error { return e.Err }
 // Retryable reports whether the same call may simply be made again.
 func (e *CallError) Retryable() bool { return e.Category == contracts.CategoryTransient }
 
+// classify makes the CallError of a failed call. It goes by what came
+// back, in this order: the HTTP guard's refusal (card); a body over the
+// limit (protocol); 401/403 or an A2A authentication error
+// (authorization); HTTP 408, 429 and 5xx other than 501/505 (transient);
+// any other 4xx (protocol: the same call would fail again); a JSON-RPC
+// error code (-32603 internal and the server-error range -32000..-32099
+// outside A2A's own codes: transient; every other code: protocol); no
+// response (transient when nothing was written, unknown_outcome when the
+// request was written).
 func classify(op string, err error, rec *record) error {
 	rec.mu.Lock()
-	status, written := rec.status, rec.written
+	ce := &CallError{Op: op, Status: rec.status, Written: rec.written, Err: err,
+		HasCode: rec.hasRPCCode, Code: rec.rpcCode, Message: rec.rpcMessage,
+		Excerpt: rec.excerpt, BodyBytes: rec.bodyBytes, BodySHA256: rec.bodySHA256}
 	rec.mu.Unlock()
-	ce := &CallError{Op: op, Status: status, Written: written, Err: err}
+	if ce.HasCode && ce.Message != "" {
+		ce.Message = contracts.CutText(ce.Message, 1024)
+	}
+	status := ce.Status
 	switch {
 	case errors.Is(err, cards.ErrGuard):
 		// The HTTP guard refused the address: permanent, nothing sent.
 		ce.Category = contracts.CategoryCard
+	case errors.Is(err, ErrResponseTooLarge):
+		ce.Category = contracts.CategoryProtocol
 	case status == http.StatusUnauthorized || status == http.StatusForbidden,
+		ce.HasCode && (ce.Code == -31401 || ce.Code == -31403),
 		errors.Is(err, a2a.ErrUnauthenticated), errors.Is(err, a2a.ErrUnauthorized):
 		ce.Category = contracts.CategoryAuthorization
+	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests,
+		status >= 500 && status != http.StatusNotImplemented && status != http.StatusHTTPVersionNotSupported:
+		ce.Category = contracts.CategoryTransient
+	case status >= 400:
+		ce.Category = contracts.CategoryProtocol
+	case ce.HasCode:
+		ce.Category = rpcCategory(ce.Code)
 	case errors.Is(err, a2a.ErrTaskNotFound), errors.Is(err, a2a.ErrTaskNotCancelable),
 		errors.Is(err, a2a.ErrInvalidParams), errors.Is(err, a2a.ErrInvalidRequest),
 		errors.Is(err, a2a.ErrMethodNotFound), errors.Is(err, a2a.ErrParseError),
@@ -233,56 +351,33 @@ func classify(op string, err error, rec *record) error {
 		errors.Is(err, a2a.ErrUnsupportedContentType), errors.Is(err, a2a.ErrInvalidAgentResponse),
 		errors.Is(err, a2a.ErrExtensionSupportRequired):
 		ce.Category = contracts.CategoryProtocol
-	case status == http.StatusTooManyRequests || status == http.StatusInternalServerError || status == http.StatusBadGateway ||
-		status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout,
-		errors.Is(err, a2a.ErrInternalError), errors.Is(err, a2a.ErrServerError):
+	case status == 0 && !ce.Written:
 		ce.Category = contracts.CategoryTransient
-	case status >= 400:
-		ce.Category = contracts.CategoryProtocol
-	case status == 0 && !written:
-		ce.Category = contracts.CategoryTransient
-	case status == 0 && written:
+	case status == 0 && ce.Written:
 		// Timeout or reset after the request was written: it may have been
 		// processed.
 		ce.Category = contracts.CategoryUnknownOutcome
 	default:
+		// A 2xx reply that did not decode, or a server error of a2a-go's
+		// own making from such a reply.
 		ce.Category = contracts.CategoryProtocol
 	}
 	return ce
 }
 
-type recordKey struct{}
-
-type record struct {
-	mu      sync.Mutex
-	status  int
-	written bool
-}
-
-func withRecord(ctx context.Context) (context.Context, *record) {
-	rec := &record{}
-	ctx = context.WithValue(ctx, recordKey{}, rec)
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			rec.mu.Lock()
-			rec.written = true
-			rec.mu.Unlock()
-		},
-	})
-	return ctx, rec
-}
-
-// recordingTransport notes the HTTP status of each call in its record.
-type recordingTransport struct{ base http.RoundTripper }
-
-func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(req)
-	if rec, ok := req.Context().Value(recordKey{}).(*record); ok && resp != nil {
-		rec.mu.Lock()
-		rec.status = resp.StatusCode
-		rec.mu.Unlock()
+// rpcCategory classes a JSON-RPC error code (JSON-RPC 2.0 §5.1, A2A 1.0
+// §5.4): internal errors and implementation-defined server errors are
+// transient; parse, request, method, params and every A2A error are not.
+func rpcCategory(code int) contracts.Category {
+	switch {
+	case code == -32603:
+		return contracts.CategoryTransient
+	case code <= -32001 && code >= -32009:
+		return contracts.CategoryProtocol
+	case code <= -32000 && code >= -32099:
+		return contracts.CategoryTransient
 	}
-	return resp, err
+	return contracts.CategoryProtocol
 }
 
 func partsText(parts a2a.ContentParts) string {

@@ -1,7 +1,10 @@
 package a2aclient
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -39,28 +42,11 @@ func Interrupted(state string) bool {
 	return state == StateInputRequired || state == StateAuthRequired
 }
 
-// ShortState maps an A2A 1.0 TaskState to its short form.
-func ShortState(s a2a.TaskState) string {
-	switch s {
-	case a2a.TaskStateSubmitted:
-		return StateSubmitted
-	case a2a.TaskStateWorking:
-		return StateWorking
-	case a2a.TaskStateInputRequired:
-		return StateInputRequired
-	case a2a.TaskStateAuthRequired:
-		return StateAuthRequired
-	case a2a.TaskStateCompleted:
-		return StateCompleted
-	case a2a.TaskStateFailed:
-		return StateFailed
-	case a2a.TaskStateRejected:
-		return StateRejected
-	case a2a.TaskStateCanceled:
-		return StateCanceled
-	}
-	return StateUnknown
-}
+// ShortState maps a TaskState to its short form. It reads the 1.0 enum
+// (A2A 1.0 §4.1.3, "TASK_STATE_COMPLETED") and the 0.3 spelling (A2A 0.3
+// §6.3, "completed", "input-required") on either version, in any case, and
+// "cancelled"; anything else is StateUnknown.
+func ShortState(s a2a.TaskState) string { return shortOf(string(s)) }
 
 // Snapshot is what the client observed of a remote Task at one moment: its
 // ids, state, the status message (untrusted remote text, stored, never
@@ -81,6 +67,40 @@ type Snapshot struct {
 	// Attempt is the activity attempt that got this snapshot (SendMessage:
 	// 1 unless earlier attempts failed before sending).
 	Attempt int `json:"attempt,omitempty"`
+	// StatusMessageID and StatusTimestamp identify the status as the agent
+	// sent it (TaskStatus.message.messageId and TaskStatus.timestamp, A2A
+	// 1.0 §4.1.2); StatusKey is the identity the client compares (see
+	// StatusKeyOf). They tell a question already answered from a new one.
+	StatusMessageID string `json:"status_message_id,omitempty"`
+	StatusTimestamp string `json:"status_timestamp,omitempty"`
+	StatusKey       string `json:"status_key,omitempty"`
+}
+
+// SameStatus reports whether two snapshots show the same status of the
+// same task: the same state and the same status identity. A task
+// republished as it stood (a2a-js publishes the task before it handles a
+// follow-up) shows the same status as before.
+func SameStatus(a, b Snapshot) bool {
+	return a.TaskID == b.TaskID && a.State == b.State && a.StatusKey != "" && a.StatusKey == b.StatusKey
+}
+
+// StatusKeyOf is the identity of a task status: "msg:" and the status
+// message's messageId when it has one, else "ts:" and the status timestamp,
+// else "sha256:" of the state, the status text and data as received.
+func StatusKeyOf(state, messageID, timestamp, text string, data []byte) string {
+	switch {
+	case messageID != "":
+		return "msg:" + messageID
+	case timestamp != "":
+		return "ts:" + timestamp
+	}
+	h := sha256.New()
+	h.Write([]byte(state))
+	h.Write([]byte{0})
+	h.Write([]byte(text))
+	h.Write([]byte{0})
+	h.Write(data)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // SnapshotOf converts an a2a-go Task.
@@ -100,6 +120,13 @@ func SnapshotOf(t *a2a.Task) Snapshot {
 			}
 		}
 	}
+	if m := t.Status.Message; m != nil {
+		s.StatusMessageID = m.ID
+	}
+	if ts := t.Status.Timestamp; ts != nil {
+		s.StatusTimestamp = ts.UTC().Format(time.RFC3339Nano)
+	}
+	s.StatusKey = StatusKeyOf(s.State, s.StatusMessageID, s.StatusTimestamp, s.StatusText, s.StatusData)
 	for _, a := range t.Artifacts {
 		if a == nil {
 			continue

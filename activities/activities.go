@@ -187,7 +187,7 @@ type SendInput struct {
 func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.Snapshot, error) {
 	c, err := a.dial(ctx, in.Interface, in.CredentialRef)
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err)
+		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
 	}
 	defer c.Close()
 	timeout := a.SendTimeout
@@ -200,7 +200,7 @@ func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.S
 	snap, err := c.SendMessage(sctx, in.Message)
 	stop()
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err)
+		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
 	}
 	snap.Attempt = int(activity.GetInfo(ctx).Attempt)
 	snap = a.settle(ctx, c, snap)
@@ -213,8 +213,11 @@ type WatchInput struct {
 	Interface cards.Interface `json:"interface"`
 	TaskID    string          `json:"task_id"`
 	// Since is the last state the workflow recorded; WatchTask returns only
-	// when the remote state differs from it.
-	Since string `json:"since"`
+	// when the remote state differs from it, or (SinceKey set) when the task
+	// waits for input with a status other than SinceKey: a new question.
+	Since    string `json:"since"`
+	SinceKey string `json:"since_key,omitempty"`
+
 	// Stream follows SubscribeToTask (the card declares streaming).
 	Stream bool `json:"stream,omitempty"`
 	// Limits bound what the result may put into history (see bound).
@@ -233,7 +236,7 @@ type WatchInput struct {
 func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Snapshot, error) {
 	c, err := a.dial(ctx, in.Interface, "")
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err)
+		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err, in.Limits)
 	}
 	defer c.Close()
 	hb := heartbeat{}
@@ -291,9 +294,61 @@ func (a *Activities) poll(ctx context.Context, c *a2aclient.Client, in WatchInpu
 		if ctx.Err() != nil {
 			return a2aclient.Snapshot{}, false, ctx.Err()
 		}
-		return a2aclient.Snapshot{}, false, a.callFail(ctx, "WatchTask", err)
+		return a2aclient.Snapshot{}, false, a.callFail(ctx, "WatchTask", err, in.Limits)
 	}
-	return snap, snap.State != in.Since, nil
+	return snap, changedFrom(in, snap), nil
+}
+
+// changedFrom reports whether snap differs from what the workflow last
+// recorded (in.Since, in.SinceKey).
+func changedFrom(in WatchInput, snap a2aclient.Snapshot) bool {
+	if snap.State != in.Since {
+		return true
+	}
+	return in.SinceKey != "" && a2aclient.Interrupted(snap.State) && snap.StatusKey != in.SinceKey
+}
+
+// ErrTypeUnchanged is the ApplicationError type of PollTask when the task
+// has not changed: retryable and benign (logged at debug level, not
+// counted as a failure), so that Temporal reads the task again after the
+// retry interval.
+const ErrTypeUnchanged = "task_unchanged"
+
+// PollTask reads the task once (A2A 1.0 §3.1.3) and returns it when it
+// differs from in.Since / in.SinceKey; otherwise it fails with
+// ErrTypeUnchanged. The workflow runs it with a fixed retry interval (the
+// waiting cadence): Temporal's pattern for infrequent polling, which keeps
+// no worker slot and adds no history between reads. Transient read errors
+// are retried the same way. The first attempt reads nothing: the workflow
+// has just read the task. Errors: "authorization", "protocol" (for
+// example TaskNotFound: the agent no longer knows the task).
+func (a *Activities) PollTask(ctx context.Context, in WatchInput) (a2aclient.Snapshot, error) {
+	if activity.GetInfo(ctx).Attempt <= 1 {
+		// The workflow has just read the task: the first read is one
+		// interval away.
+		return a2aclient.Snapshot{}, temporal.NewApplicationErrorWithOptions("the first read is one interval away", ErrTypeUnchanged,
+			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
+	}
+	c, err := a.dial(ctx, in.Interface, "")
+	if err != nil {
+		return a2aclient.Snapshot{}, a.callFail(ctx, "PollTask", err, in.Limits)
+	}
+	defer c.Close()
+	snap, err := c.GetTask(ctx, in.TaskID)
+	if err != nil {
+		var ce *a2aclient.CallError
+		if errors.As(err, &ce) && ce.Retryable() {
+			return a2aclient.Snapshot{}, temporal.NewApplicationErrorWithOptions(
+				contracts.CutText(err.Error(), in.Limits.WithDefaults().MaxTextChars), string(contracts.CategoryTransient),
+				temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
+		}
+		return a2aclient.Snapshot{}, a.callFail(ctx, "PollTask", err, in.Limits)
+	}
+	if !changedFrom(in, snap) {
+		return a2aclient.Snapshot{}, temporal.NewApplicationErrorWithOptions("the task is still "+snap.State, ErrTypeUnchanged,
+			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
+	}
+	return bound(snap, in.Limits), nil
 }
 
 // follow reads the task, then subscribes to it until a state other than
@@ -304,13 +359,13 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 	if snap, changed, err := a.poll(ctx, c, in, hb); err != nil || changed {
 		return snap, changed, err
 	}
-	for st, err := range c.SubscribeStates(ctx, in.TaskID) {
+	for ev, err := range c.SubscribeStates(ctx, in.TaskID) {
 		if err != nil {
 			break
 		}
 		hb.Events++
 		activity.RecordHeartbeat(ctx, *hb)
-		if st != "" && st != in.Since {
+		if ev.State != "" && changedFrom(in, a2aclient.Snapshot{State: ev.State, StatusKey: ev.StatusKey}) {
 			break
 		}
 	}
@@ -390,12 +445,12 @@ type GetTaskInput struct {
 func (a *Activities) GetTask(ctx context.Context, in GetTaskInput) (a2aclient.Snapshot, error) {
 	c, err := a.dial(ctx, in.Interface, "")
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err)
+		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
 	}
 	defer c.Close()
 	snap, err := c.GetTask(ctx, in.TaskID)
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err)
+		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
 	}
 	return bound(snap, in.Limits), nil
 }
@@ -412,12 +467,12 @@ type CancelInput struct {
 func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (a2aclient.Snapshot, error) {
 	c, err := a.dial(ctx, in.Interface, "")
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err)
+		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
 	}
 	defer c.Close()
 	snap, err := c.CancelTask(ctx, in.TaskID)
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err)
+		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
 	}
 	return snap, nil
 }
@@ -428,7 +483,10 @@ const ErrTypeCredentialRef = "credential_ref_unknown"
 
 var errUnknownRef = errors.New("the credential_ref is not in the worker's credential store")
 
-func (a *Activities) callFail(ctx context.Context, op string, err error) error {
+// callFail turns a call's error into the ApplicationError of its category;
+// its message (remote text included) is cut to the contract's
+// max_text_chars (lim), with the length and sha256 of what was cut.
+func (a *Activities) callFail(ctx context.Context, op string, err error, lim contracts.Limits) error {
 	if errors.Is(err, errUnknownRef) {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCredentialRef, nil)
 	}
@@ -437,17 +495,23 @@ func (a *Activities) callFail(ctx context.Context, op string, err error) error {
 	if errors.As(err, &ce) {
 		cat = ce.Category
 	}
-	return a.fail(ctx, op, cat, err)
+	return a.failText(ctx, op, cat, contracts.CutText(err.Error(), lim.WithDefaults().MaxTextChars))
 }
 
 // fail logs the failure by id and category and returns the
-// ApplicationError the workflow will see.
+// ApplicationError the workflow will see, its message cut to the default
+// max_text_chars. The error is not wrapped as a cause: the message is all
+// that enters history.
 func (a *Activities) fail(ctx context.Context, op string, cat contracts.Category, err error) error {
+	return a.failText(ctx, op, cat, contracts.CutText(err.Error(), contracts.DefaultLimits.MaxTextChars))
+}
+
+func (a *Activities) failText(ctx context.Context, op string, cat contracts.Category, msg string) error {
 	a.logger().Warn("activity failed", "activity", op, "workflow_id", workflowID(ctx), "category", string(cat))
 	if cat == contracts.CategoryTransient {
-		return temporal.NewApplicationErrorWithCause(err.Error(), string(cat), nil)
+		return temporal.NewApplicationError(msg, string(cat))
 	}
-	return temporal.NewNonRetryableApplicationError(err.Error(), string(cat), nil)
+	return temporal.NewNonRetryableApplicationError(msg, string(cat), nil)
 }
 
 func (a *Activities) logger() *slog.Logger {

@@ -412,6 +412,22 @@ type Interface struct {
 // of preference.
 var SupportedBindings = []string{string(a2a.TransportProtocolJSONRPC), string(a2a.TransportProtocolHTTPJSON)}
 
+// Unsupported are the binding@version pairs refused at interface
+// selection, before anything is sent, with the reason. A2A 0.3 HTTP+JSON
+// (A2A 0.3 §3.2.3: paths under /v1, camelCase JSON): the a2a-go v2.3.1
+// compat client sends 1.0 paths and snake_case fields, which 0.3 servers
+// (the a2a-js 0.3 SDK among them) do not route, so every send would fail.
+var Unsupported = map[string]string{
+	string(a2a.TransportProtocolHTTPJSON) + "@0.3": "A2A 0.3 over HTTP+JSON is not supported by this client (its paths and field spellings differ from what 0.3 servers serve); offer JSON-RPC 0.3 or A2A 1.0",
+}
+
+func truncateURL(u string) string {
+	if len(u) <= 200 {
+		return u
+	}
+	return u[:200] + "…"
+}
+
 // SupportedVersions are the protocol versions (Major.Minor) this client
 // speaks, newest first (A2A 1.0 §3.6).
 var SupportedVersions = []string{"1.0", "0.3"}
@@ -450,7 +466,12 @@ func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (Interfa
 		if !slices.Contains(SupportedVersions, cand.Version) || !slices.Contains(SupportedBindings, cand.Binding) {
 			continue
 		}
+		if reason, bad := Unsupported[cand.Binding+"@"+cand.Version]; bad {
+			refused = append(refused, fmt.Sprintf("%s@%s at %q: %s", cand.Binding, cand.Version, truncateURL(cand.URL), reason))
+			continue
+		}
 		if u, err := url.Parse(cand.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			refused = append(refused, fmt.Sprintf("%s@%s at %q: the interface url must be an absolute http or https URL", cand.Binding, cand.Version, truncateURL(cand.URL)))
 			continue
 		}
 		if allow != nil {

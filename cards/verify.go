@@ -170,21 +170,52 @@ func verifyOne(ctx context.Context, protected, signature string, payloads [][]by
 }
 
 // signingPayloads returns the candidate payloads: the RFC 8785 form of the
-// card without "signatures", then (when different) without default values.
+// card without "signatures"; then without default values; then, for a card
+// that also carries fields outside the A2A 1.0 AgentCard message (a server
+// that speaks 0.3 too publishes "url", "preferredTransport", ...), the 1.0
+// fields alone without default values: the a2a-js SDK's signer
+// (generateAgentCardSignature) signs its 1.0 form of the card. Each is
+// tried; the payload that verifies is the card that is used, so fields
+// outside it are never trusted.
 func signingPayloads(obj map[string]json.RawMessage) ([][]byte, error) {
 	first, err := canonicalWithout(obj)
 	if err != nil {
 		return nil, err
 	}
+	out := [][]byte{first}
+	add := func(p []byte) {
+		for _, q := range out {
+			if string(q) == string(p) {
+				return
+			}
+		}
+		out = append(out, p)
+	}
 	second, err := CanonicalForSigning(obj)
 	if err != nil {
 		return nil, err
 	}
-	if string(second) == string(first) {
-		return [][]byte{first}, nil
+	add(second)
+	v1 := make(map[string]json.RawMessage, len(obj))
+	for k, v := range obj {
+		if cardFields10[k] {
+			v1[k] = v
+		}
 	}
-	return [][]byte{first, second}, nil
+	if len(v1) != len(obj) {
+		third, err := CanonicalForSigning(v1)
+		if err != nil {
+			return nil, err
+		}
+		add(third)
+	}
+	return out, nil
 }
+
+// cardFields10 are the fields of the A2A 1.0 AgentCard message (proto
+// AgentCard, JSON names).
+var cardFields10 = set("name", "description", "supportedInterfaces", "provider", "version", "documentationUrl", "capabilities",
+	"securitySchemes", "securityRequirements", "defaultInputModes", "defaultOutputModes", "skills", "signatures", "iconUrl")
 
 func canonicalWithout(obj map[string]json.RawMessage) ([]byte, error) {
 	clone := make(map[string]json.RawMessage, len(obj))

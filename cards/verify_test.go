@@ -425,3 +425,36 @@ func TestTrustStoreRefusesAnOriginTwice(t *testing.T) {
 		t.Errorf("ParseTrustStore() error = %v, want the duplicate origin refused", err)
 	}
 }
+
+// An interface refused at selection is named with its URL and the rule:
+// a relative URL, and A2A 0.3 over HTTP+JSON (nothing would reach a 0.3
+// server through a2a-go's compat client).
+func TestSelectInterfaceNamesWhatItRefuses(t *testing.T) {
+	body := strings.ReplaceAll(card10, `"https://agent.example/a2a/jsonrpc"`, `"/a2a/jsonrpc"`)
+	body = strings.ReplaceAll(body, `"https://agent.example/a2a/rest"`, `"a2a/rest"`)
+	c, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = SelectInterface(c.Parsed, nil)
+	if err == nil || !strings.Contains(err.Error(), `"/a2a/jsonrpc"`) || !strings.Contains(err.Error(), "absolute") {
+		t.Errorf("relative URL: error = %v, want one naming \"/a2a/jsonrpc\" and the rule", err)
+	}
+	only03REST := strings.ReplaceAll(card03, `"preferredTransport": "JSONRPC"`, `"preferredTransport": "HTTP+JSON"`)
+	only03REST = strings.ReplaceAll(only03REST, `"additionalInterfaces": [{"url": "https://legacy.example/rest", "transport": "HTTP+JSON"}],`, ``)
+	c, err = Parse([]byte(only03REST))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = SelectInterface(c.Parsed, nil)
+	if err == nil || !strings.Contains(err.Error(), "0.3 over HTTP+JSON") {
+		t.Errorf("0.3 HTTP+JSON only: error = %v, want a refusal naming 0.3 over HTTP+JSON", err)
+	}
+	c, err = Parse([]byte(card03))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iface, err := SelectInterface(c.Parsed, nil); err != nil || iface.Binding != "JSONRPC" {
+		t.Errorf("0.3 card with JSON-RPC: %+v, %v; want JSON-RPC selected", iface, err)
+	}
+}

@@ -85,6 +85,12 @@ const (
 	ReasonTooLarge            = "too_large"
 	ReasonTotalTooLarge       = "total_too_large"
 	ReasonTooDeep             = "too_deep"
+	// ReasonDuplicateID: two artifacts of one task share an artifactId
+	// (A2A 1.0 §4.1.7: the id is unique within a task); neither is used.
+	ReasonDuplicateID = "duplicate_artifact_id"
+	// ReasonOrphanChunk: a streamed chunk appends to an artifact that was
+	// never started (A2A 1.0 §4.2.2).
+	ReasonOrphanChunk = "orphan_chunk"
 )
 
 // AuthorityKeys are metadata keys by which remote content would claim
@@ -137,15 +143,23 @@ func ValidateArtifacts(d Delegation, artifacts []Artifact) (outputs []Output, re
 // contract: limits (count, bytes, total bytes, JSON depth), kind (name or
 // metadata.output_kind) in allowed_outputs, no authority claims in
 // metadata, every part's media type in output_modes, at most one data
-// part, and the data part against output_schemas[kind] (JSON Schema
+// part, an artifactId used once in the task, and the data part against output_schemas[kind] (JSON Schema
 // 2020-12) including resource_scope for strings marked "x-resource-ref".
 // Every artifact ends in exactly one of the two lists.
 func (v *Validator) Validate(artifacts []Artifact) (outputs []Output, rejected []RejectedArtifact) {
 	outputs, rejected = []Output{}, []RejectedArtifact{}
 	total := 0
+	ids := map[string]int{}
+	for _, a := range artifacts {
+		if a.ArtifactID != "" {
+			ids[a.ArtifactID]++
+		}
+	}
 	for i, a := range artifacts {
 		reason := ""
 		switch {
+		case ids[a.ArtifactID] > 1:
+			reason = fmt.Sprintf("%s: artifactId %q appears %d times in the task", ReasonDuplicateID, CutText(a.ArtifactID, 256), ids[a.ArtifactID])
 		case a.Withheld != "":
 			reason = a.Withheld
 		case i >= v.limits.MaxArtifacts:
@@ -243,7 +257,9 @@ func (v *Validator) validateOne(a Artifact) (Output, string) {
 			return Output{}, fmt.Sprintf("%s: part %d has unknown kind %q", ReasonNoContent, i, p.Kind)
 		}
 	}
-	out.Text = strings.Join(texts, "\n")
+	// Text parts are joined exactly as sent: a text streamed in chunks
+	// reads as the agent wrote it.
+	out.Text = strings.Join(texts, "")
 	if out.Data == nil && out.Text == "" && len(out.Files) == 0 {
 		return Output{}, ReasonNoContent + ": the artifact has no text, data or file part"
 	}
@@ -361,3 +377,54 @@ type FileRef struct {
 	Size      int    `json:"size,omitempty"`
 	SHA256    string `json:"sha256,omitempty"`
 }
+
+// ArtifactChunk is one streamed TaskArtifactUpdateEvent (A2A 1.0 §4.2.2):
+// an artifact, or a part of one when Append is set.
+type ArtifactChunk struct {
+	Artifact  Artifact
+	Append    bool
+	LastChunk bool
+}
+
+// Assembly builds a task's artifacts from streamed chunks, per
+// artifactId: a chunk without Append starts (or replaces) the artifact; a
+// chunk with Append adds its parts, in order, to the one started; an
+// append for an artifact never started is rejected with ReasonOrphanChunk.
+// The zero value is ready to use.
+type Assembly struct {
+	arts     []Artifact
+	index    map[string]int
+	complete map[string]bool
+	Rejected []RejectedArtifact
+}
+
+// Add takes one chunk.
+func (as *Assembly) Add(c ArtifactChunk) {
+	if as.index == nil {
+		as.index, as.complete = map[string]int{}, map[string]bool{}
+	}
+	id := c.Artifact.ArtifactID
+	i, known := as.index[id]
+	switch {
+	case c.Append && !known:
+		as.Rejected = append(as.Rejected, RejectedArtifact{ArtifactID: id,
+			Reason: fmt.Sprintf("%s: a chunk appends to artifact %q, which was never started", ReasonOrphanChunk, CutText(id, 256))})
+		return
+	case c.Append:
+		as.arts[i].Parts = append(as.arts[i].Parts, c.Artifact.Parts...)
+	case known:
+		as.arts[i] = c.Artifact
+	default:
+		as.index[id] = len(as.arts)
+		as.arts = append(as.arts, c.Artifact)
+	}
+	if c.LastChunk {
+		as.complete[id] = true
+	}
+}
+
+// Artifacts returns the assembled artifacts in the order they were started.
+func (as *Assembly) Artifacts() []Artifact { return slices.Clone(as.arts) }
+
+// Complete reports whether the artifact's last chunk was seen.
+func (as *Assembly) Complete(id string) bool { return as.complete[id] }

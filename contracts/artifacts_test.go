@@ -264,3 +264,55 @@ func exponentialSchema(n int) string {
 	}
 	return fmt.Sprintf(`{"$defs": {%s}, "$ref": "#/$defs/d%d"}`, defs, n)
 }
+
+// Two artifacts of one task that share an artifactId: neither becomes an
+// output.
+func TestDuplicateArtifactIDs(t *testing.T) {
+	good := dataPart(`{"claim_id":"C-1","order_id":"A-1001"}`)
+	outs, rej := ValidateArtifacts(strictContract(), []Artifact{
+		art("a-1", "claim_opened", good), art("a-1", "claim_opened", good), art("a-2", "claim_opened", good),
+	})
+	if len(outs) != 1 || outs[0].ArtifactID != "a-2" {
+		t.Fatalf("outputs = %+v, want only a-2", outs)
+	}
+	if len(rej) != 2 || !strings.HasPrefix(rej[0].Reason, ReasonDuplicateID) || !strings.HasPrefix(rej[1].Reason, ReasonDuplicateID) {
+		t.Fatalf("rejected = %+v, want two %s", rej, ReasonDuplicateID)
+	}
+}
+
+// Text parts are joined exactly as sent.
+func TestTextPartsJoinedAsSent(t *testing.T) {
+	d := strictContract()
+	d.OutputSchemas = nil
+	outs, rej := ValidateArtifacts(d, []Artifact{art("a-1", "claim_opened",
+		Part{Kind: PartText, Text: "Claim CLM-1 op"}, Part{Kind: PartText, Text: "ened for A-1001."})})
+	if len(rej) != 0 || len(outs) != 1 || outs[0].Text != "Claim CLM-1 opened for A-1001." {
+		t.Fatalf("outputs = %+v, rejected %+v", outs, rej)
+	}
+}
+
+// Streamed chunks are assembled per artifactId before validation (A2A 1.0
+// §4.2.2): appends add parts, a new chunk without append replaces, an
+// append to an artifact never started is rejected.
+func TestAssemblyOfStreamedChunks(t *testing.T) {
+	var as Assembly
+	text := func(s string) Part { return Part{Kind: PartText, Text: s} }
+	as.Add(ArtifactChunk{Artifact: art("a-1", "claim_opened", text("Claim CLM-1 "))})
+	as.Add(ArtifactChunk{Artifact: art("a-2", "claim_opened", dataPart(`{"claim_id":"old"}`))})
+	as.Add(ArtifactChunk{Artifact: art("a-1", "", text("opened.")), Append: true, LastChunk: true})
+	as.Add(ArtifactChunk{Artifact: art("a-2", "claim_opened", dataPart(`{"claim_id":"C-2","order_id":"A-1001"}`)), LastChunk: true})
+	as.Add(ArtifactChunk{Artifact: art("a-9", "", text("stray")), Append: true})
+	arts := as.Artifacts()
+	if len(arts) != 2 || len(arts[0].Parts) != 2 || len(arts[1].Parts) != 1 || !as.Complete("a-1") || !as.Complete("a-2") {
+		t.Fatalf("assembled = %+v", arts)
+	}
+	if len(as.Rejected) != 1 || as.Rejected[0].ArtifactID != "a-9" || !strings.HasPrefix(as.Rejected[0].Reason, ReasonOrphanChunk) {
+		t.Fatalf("rejected = %+v, want a-9 %s", as.Rejected, ReasonOrphanChunk)
+	}
+	d := strictContract()
+	d.OutputSchemas = nil
+	outs, rej := ValidateArtifacts(d, arts)
+	if len(rej) != 0 || len(outs) != 2 || outs[0].Text != "Claim CLM-1 opened." || string(outs[1].Data) != `{"claim_id":"C-2","order_id":"A-1001"}` {
+		t.Fatalf("outputs = %+v, rejected = %+v", outs, rej)
+	}
+}

@@ -69,6 +69,23 @@ type Delegation struct {
 	// (written, no answer): "ask_operator" (default) or "resend" (same
 	// messageId, at most MaxAutoResends times, then ask an operator).
 	OnUnknownOutcome string `json:"on_unknown_outcome,omitempty"`
+	// WaitingPollSeconds is how often, in seconds, the remote task is read
+	// while an operator is asked for input (so that a task the agent ended
+	// meanwhile ends the delegation): 1 to 3600, default
+	// DefaultWaitingPollSeconds.
+	WaitingPollSeconds int `json:"waiting_poll_seconds,omitempty"`
+}
+
+// DefaultWaitingPollSeconds is the waiting cadence of a contract that sets
+// no waiting_poll_seconds: one read a minute.
+const DefaultWaitingPollSeconds = 60
+
+// WaitingPoll is the contract's waiting cadence with the default filled in.
+func (d Delegation) WaitingPoll() time.Duration {
+	if d.WaitingPollSeconds <= 0 {
+		return DefaultWaitingPollSeconds * time.Second
+	}
+	return time.Duration(d.WaitingPollSeconds) * time.Second
 }
 
 // On-unknown-outcome policies.
@@ -282,6 +299,9 @@ func (d Delegation) Validate(now time.Time) error {
 		add("deadline", fmt.Sprintf("must be in the future (got %s, now %s)", d.Deadline.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano)))
 	} else if d.Deadline.Sub(now) > MaxDeadline {
 		add("deadline", fmt.Sprintf("at most %d days ahead (got %s)", int(MaxDeadline.Hours()/24), d.Deadline.UTC().Format(time.RFC3339)))
+	}
+	if d.WaitingPollSeconds < 0 || d.WaitingPollSeconds > 3600 {
+		add("waiting_poll_seconds", fmt.Sprintf("must be 1 to 3600 (seconds), got %d", d.WaitingPollSeconds))
 	}
 	errs = append(errs, d.validateDepth()...)
 	switch d.WriteAuthority {

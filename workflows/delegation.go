@@ -78,6 +78,22 @@ type State struct {
 	LateResults []contracts.Artifact `json:"late_results,omitempty"`
 	// CancelError is why CancelTask failed (TaskNotCancelable, ...).
 	CancelError string `json:"cancel_error,omitempty"`
+	// Retrying is set while a call that failed transiently (card fetch,
+	// send) is being retried; it shows the last error.
+	Retrying *Retrying `json:"retrying,omitempty"`
+	// StaleReplies counts interrupted task snapshots that showed a question
+	// already answered (a republished task): they never open a round.
+	StaleReplies int `json:"stale_replies,omitempty"`
+}
+
+// Retrying is a call being retried after transient failures, with
+// backoff, until it succeeds, fails permanently, or the deadline.
+type Retrying struct {
+	Op        string    `json:"op"`
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error"`
+	Since     time.Time `json:"since"`
+	Next      time.Time `json:"next"`
 }
 
 // Question is what the remote agent asked (untrusted text, shown, never
@@ -88,6 +104,9 @@ type Question struct {
 	Text  string          `json:"text"`
 	Data  json.RawMessage `json:"data,omitempty"`
 	Since time.Time       `json:"since"`
+	// Key is the status identity of the question (a2aclient.StatusKeyOf):
+	// the same question seen again after it was answered is not a new one.
+	Key string `json:"key,omitempty"`
 }
 
 // AnswerRecord is one answer sent to the remote agent.
@@ -102,6 +121,9 @@ type AnswerRecord struct {
 	Refused   string    `json:"refused,omitempty"`
 	At        time.Time `json:"at"`
 	MessageID string    `json:"message_id"`
+	// QuestionState and QuestionKey identify the question this answers.
+	QuestionState string `json:"question_state,omitempty"`
+	QuestionKey   string `json:"question_key,omitempty"`
 }
 
 // Transition is one observed state change.
@@ -160,6 +182,7 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}
+	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionFollowAgents)
 	// The deadline may have passed between the start and the first
 	// workflow task (no worker yet): that is a deadline, not a bad contract.
 	if err := d.Validate(d.Deadline.Add(-time.Nanosecond)); err != nil {
@@ -229,7 +252,20 @@ func carriedState(info *workflow.Info) *State {
 // continues as new even before Temporal suggests it.
 var ContinueAsNewEvents = 10000
 
+// ChangeFollowAgents is the workflow.GetVersion change id of the rules
+// that follow independent agents exactly: a republished question never
+// opens a round, the task is read at the waiting cadence while an operator
+// is asked, transient card and send failures are retried by the workflow
+// (showing the last error) until the deadline, and a follow-up that fails
+// is checked against the task's own state. Histories recorded before it
+// replay with workflow.DefaultVersion.
+const ChangeFollowAgents = "follow-independent-agents"
+
+// VersionFollowAgents is the current version of ChangeFollowAgents.
+const VersionFollowAgents workflow.Version = 1
+
 type run struct {
+	v             workflow.Version
 	reconciled    *a2aclient.Snapshot
 	saPending     []temporal.SearchAttributeUpdate
 	watches       int
@@ -326,6 +362,20 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 // follow follows the remote task from snap to the end.
 func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Outcome {
 	for {
+		if a2aclient.Interrupted(snap.State) && r.stale(snap) {
+			// The agent republished the task as it stood when we answered
+			// (a2a-js does so before it handles a follow-up): not a new
+			// question. Keep watching for the next status.
+			r.s.StaleReplies++
+			s := snap
+			r.s.LastSnapshot = &s
+			next, err := r.watch(ctx, snap)
+			if err != nil {
+				return r.failed(ctx, err)
+			}
+			snap = next
+			continue
+		}
 		r.observe(ctx, snap)
 		switch {
 		case snap.State == a2aclient.StateMessage:
@@ -345,7 +395,8 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 			r.s.InputRounds++
 			round := r.s.InputRounds
 			r.s.Answers = append(r.s.Answers, AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
-				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round)})
+				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round),
+				QuestionState: snap.State, QuestionKey: snap.StatusKey})
 			r.s.Question = nil
 			if err := r.recheckCard(ctx); err != nil {
 				return r.failed(ctx, err)
@@ -364,6 +415,13 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 				continue
 			}
 			if err != nil {
+				if ended, ok := r.endedMeanwhile(ctx, err); ok {
+					// The follow-up failed because the agent had ended the
+					// task: the agent's own state and reason stand.
+					r.s.Answers[len(r.s.Answers)-1].Refused = "not taken by the agent: the task was already " + ended.State + ": " + errorText(err)
+					snap = ended
+					continue
+				}
 				return r.failed(ctx, err)
 			}
 			snap = next
@@ -374,10 +432,8 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 				r.continueAsNew = true
 				return contracts.Outcome{}
 			}
-			r.watches++
-			var next a2aclient.Snapshot
-			in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
-			if err := r.activity(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next); err != nil {
+			next, err := r.watch(ctx, snap)
+			if err != nil {
 				return r.failed(ctx, err)
 			}
 			snap = next
@@ -385,12 +441,119 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 	}
 }
 
-// resolve runs ResolveCard.
+// watch runs WatchTask from snap until the task changes.
+func (r *run) watch(ctx workflow.Context, snap a2aclient.Snapshot) (a2aclient.Snapshot, error) {
+	r.watches++
+	var next a2aclient.Snapshot
+	in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
+	if r.v >= VersionFollowAgents && a2aclient.Interrupted(snap.State) {
+		in.SinceKey = snap.StatusKey
+	}
+	err := r.activity(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next)
+	return next, err
+}
+
+// stale reports whether an interrupted snapshot shows the question the
+// last answer already answered (same task, state and status identity): a
+// round opens only on a question asked after the last answer.
+func (r *run) stale(snap a2aclient.Snapshot) bool {
+	if r.v < VersionFollowAgents || len(r.s.Answers) == 0 {
+		return false
+	}
+	last := r.s.Answers[len(r.s.Answers)-1]
+	if last.Refused != "" || last.QuestionKey == "" {
+		return false
+	}
+	return snap.State == last.QuestionState && snap.StatusKey == last.QuestionKey &&
+		(snap.TaskID == "" || snap.TaskID == r.s.RemoteTaskID)
+}
+
+// endedMeanwhile: a follow-up failed for a reason other than the deadline,
+// a revoke or cancellation; the task is read once, and when the agent has
+// ended it, that snapshot is returned.
+func (r *run) endedMeanwhile(ctx workflow.Context, err error) (a2aclient.Snapshot, bool) {
+	if r.v < VersionFollowAgents || r.interrupt() != nil || temporal.IsCanceledError(err) || ctx.Err() != nil || r.s.RemoteTaskID == "" {
+		return a2aclient.Snapshot{}, false
+	}
+	if errors.Is(err, errDenied) || errors.Is(err, errRevoked) || errors.Is(err, errCardChanged) || errors.Is(err, errUntrusted) || errors.Is(err, errAbandoned) {
+		return a2aclient.Snapshot{}, false
+	}
+	var snap a2aclient.Snapshot
+	in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Limits: r.d.EffectiveLimits()}
+	if r.activity(ctx, getTaskOptions(), acts.GetTask, in, &snap) != nil || !a2aclient.Terminal(snap.State) {
+		return a2aclient.Snapshot{}, false
+	}
+	return snap, true
+}
+
+// errorText is the message of an activity error (its ApplicationError
+// message when it has one).
+func errorText(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
+}
+
+// resolve runs ResolveCard; a transient failure (agent unreachable, 5xx)
+// is retried with backoff until the deadline.
 func (r *run) resolve(ctx workflow.Context) (activities.ResolvedCard, error) {
 	var card activities.ResolvedCard
-	err := r.localActivity(ctx, resolveOptions(), "ResolveCard",
-		activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard}, &card)
+	opts := resolveOptions()
+	if r.v >= VersionFollowAgents {
+		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
+	}
+	_, err := r.retrying(ctx, "ResolveCard", func() error {
+		return r.localActivity(ctx, opts, "ResolveCard",
+			activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard}, &card)
+	})
 	return card, err
+}
+
+// retrying runs call, and again after each transient failure (an
+// ApplicationError of category "transient", or a timeout) with backoff
+// from 1 s doubling to 30 s, until it succeeds, fails otherwise, or the
+// delegation is interrupted (deadline, revoke, cancel). Meanwhile
+// State.Retrying and the current details show the last error. It returns
+// the number of attempts. Before VersionFollowAgents, call runs once (its
+// activity's own retry policy retried it).
+func (r *run) retrying(ctx workflow.Context, op string, call func() error) (int, error) {
+	if r.v < VersionFollowAgents {
+		return 1, call()
+	}
+	wait := time.Second
+	for attempt := 1; ; attempt++ {
+		err := call()
+		if err == nil || !transient(err) || r.interrupt() != nil || ctx.Err() != nil {
+			if r.s.Retrying != nil {
+				r.s.Retrying = nil
+				r.details(ctx)
+			}
+			return attempt, err
+		}
+		now := workflow.Now(ctx)
+		if r.s.Retrying == nil || r.s.Retrying.Op != op {
+			r.s.Retrying = &Retrying{Op: op, Since: now}
+		}
+		r.s.Retrying.Attempts, r.s.Retrying.LastError, r.s.Retrying.Next = attempt, truncate(errorText(err), 1000), now.Add(wait)
+		r.details(ctx)
+		r.flushSA(ctx)
+		timer := workflow.NewTimer(ctx, wait)
+		if err := workflow.Await(ctx, func() bool { return timer.IsReady() || r.interrupt() != nil }); err != nil {
+			return attempt, err
+		}
+		if !timer.IsReady() {
+			return attempt, r.interrupt()
+		}
+		wait = min(wait*2, 30*time.Second)
+	}
+}
+
+// transient reports whether an activity error may go away by itself.
+func transient(err error) bool {
+	var te *temporal.TimeoutError
+	return errorType(err) == string(contracts.CategoryTransient) || errors.As(err, &te)
 }
 
 // adopt makes a resolved card the one the delegation uses.
@@ -491,13 +654,22 @@ func reasonSuffix(reason string) string {
 	return ": " + reason
 }
 
-// send sends round n with the same taskId and contextId as before.
+// send sends round n with the same taskId and contextId as before; a
+// send that failed before anything was taken (transient) is sent again
+// with the same messageId, with backoff, until the deadline.
 func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (a2aclient.Snapshot, error) {
 	in := activities.SendInput{Interface: r.s.Interface, Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: a2aclient.Outbound{
 		MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
 	}}
 	var snap a2aclient.Snapshot
-	err := r.activity(ctx, sendOptions(), acts.SendMessage, in, &snap)
+	opts := sendOptions()
+	if r.v >= VersionFollowAgents {
+		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
+	}
+	attempts, err := r.retrying(ctx, "SendMessage", func() error { return r.activity(ctx, opts, acts.SendMessage, in, &snap) })
+	if r.v >= VersionFollowAgents && err == nil {
+		snap.Attempt = attempts
+	}
 	return snap, err
 }
 
@@ -522,25 +694,48 @@ func (r *run) setState(ctx workflow.Context, state string) {
 	r.s.A2AState = state
 	r.s.Transitions = append(r.s.Transitions, Transition{State: state, At: workflow.Now(ctx)})
 	r.setSA(SearchA2AState.ValueSet(truncate(state, maxKeyword)))
-	if r.s.Question == nil {
-		workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** · remote state `%s` · deadline %s",
-			escapeMarkdown(r.d.Purpose), state, r.d.Deadline.UTC().Format(time.RFC3339)))
+	r.details(ctx)
+}
+
+// details sets the current details shown in the Temporal UI for the
+// state the delegation is in (a pending question shows its own).
+func (r *run) details(ctx workflow.Context) {
+	if r.s.Question != nil {
+		return
 	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** · remote state `%s` · deadline %s", escapeMarkdown(r.d.Purpose), r.s.A2AState, r.d.Deadline.UTC().Format(time.RFC3339))
+	if r.s.A2AState == a2aclient.StateUnknown && r.s.LastSnapshot != nil {
+		fmt.Fprintf(&b, "\n\nThe agent sent a task state this client cannot read: `%s` (shown as is; the task is still followed).",
+			escapeMarkdown(truncate(r.s.LastSnapshot.RawState, 200)))
+	}
+	if rt := r.s.Retrying; rt != nil {
+		fmt.Fprintf(&b, "\n\n**Retrying %s** (attempt %d since %s, next at %s): %s", rt.Op, rt.Attempts,
+			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), escapeMarkdown(truncate(rt.LastError, 500)))
+	}
+	workflow.SetCurrentDetails(ctx, b.String())
 }
 
 // waitForAnswer shows the question and waits for an operator's answer,
-// the deadline, or cancellation.
+// the deadline, or cancellation, while it follows the remote task at the
+// waiting cadence: a task the agent ended (or moved on) meanwhile comes
+// back as moved, and an answer not yet sent is then recorded as refused.
 func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (contracts.Answer, string, *a2aclient.Snapshot, error) {
-	r.s.Question = &Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData, Since: workflow.Now(ctx)}
+	r.s.Question = &Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData,
+		Since: workflow.Now(ctx), Key: snap.StatusKey}
 	r.pending = nil
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))
-	// AUTH_REQUIRED may be resolved out of band (A2A 1.0 §7.6.2): the task
-	// is watched while the operator is asked.
 	var watch workflow.Future
-	if snap.State == a2aclient.StateAuthRequired {
-		wctx, cancel := workflow.WithCancel(ctx)
-		defer cancel()
+	wctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	switch {
+	case r.v >= VersionFollowAgents:
+		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
+		watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), acts.PollTask, in)
+	case snap.State == a2aclient.StateAuthRequired:
+		// AUTH_REQUIRED may be resolved out of band (A2A 1.0 §7.6.2): the
+		// task is watched while the operator is asked.
 		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
 		watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(ctx)), acts.WatchTask, in)
 	}
@@ -549,25 +744,45 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 	if err := workflow.Await(ctx, func() bool { return r.pending != nil || r.interrupt() != nil || moved() }); err != nil {
 		return contracts.Answer{}, "", nil, err
 	}
-	if r.pending == nil && r.reconciled != nil {
-		next := *r.reconciled
-		r.reconciled, r.s.Question = nil, nil
-		return contracts.Answer{}, "", &next, nil
+	if r.pending != nil && (r.v < VersionFollowAgents || !moved()) {
+		a, via := *r.pending, r.pendingVia
+		r.pending = nil
+		return a, via, nil, nil
 	}
-	if r.pending == nil && moved() {
-		var next a2aclient.Snapshot
-		if err := watch.Get(ctx, &next); err != nil {
-			return contracts.Answer{}, "", nil, err
-		}
-		r.s.Question = nil
-		return contracts.Answer{}, "", &next, nil
-	}
-	if r.pending == nil {
+	if !moved() {
 		return contracts.Answer{}, "", nil, r.interrupt()
 	}
-	a, via := *r.pending, r.pendingVia
-	r.pending = nil
-	return a, via, nil, nil
+	var next a2aclient.Snapshot
+	if r.reconciled != nil {
+		next = *r.reconciled
+		r.reconciled = nil
+	} else if err := watch.Get(ctx, &next); err != nil {
+		return contracts.Answer{}, "", nil, err
+	}
+	if r.pending != nil {
+		// The task moved before the answer went out: it is not sent.
+		a := *r.pending
+		r.s.Answers = append(r.s.Answers, AnswerRecord{Round: r.s.Question.Round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
+			Via: r.pendingVia, At: workflow.Now(ctx), QuestionState: snap.State, QuestionKey: snap.StatusKey,
+			Refused: "not sent: the remote task moved to " + next.State + " before the answer went out"})
+		r.pending = nil
+	}
+	r.s.Question = nil
+	return contracts.Answer{}, "", &next, nil
+}
+
+// waitingOptions run PollTask at the contract's waiting cadence: each
+// attempt reads the task once (the first reads nothing), and Temporal
+// retries an unchanged task after the interval, with no backoff, until
+// the deadline.
+func (r *run) waitingOptions(ctx workflow.Context) workflow.ActivityOptions {
+	every := r.d.WaitingPoll()
+	left := r.d.Deadline.Sub(workflow.Now(ctx)) + time.Minute
+	return workflow.ActivityOptions{
+		ScheduleToCloseTimeout: max(left, time.Minute),
+		StartToCloseTimeout:    30 * time.Second,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: every, BackoffCoefficient: 1, MaximumInterval: every},
+	}
 }
 
 var errDeadline = errors.New("deadline reached")
@@ -629,6 +844,9 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 	switch {
 	case errors.Is(err, errDeadline):
 		msg := "deadline " + r.d.Deadline.UTC().Format(time.RFC3339) + " reached in state " + r.s.A2AState
+		if rt := r.s.Retrying; rt != nil {
+			msg += fmt.Sprintf(" while retrying %s (%d attempts; last error: %s)", rt.Op, rt.Attempts, rt.LastError)
+		}
 		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusDeadlineExceeded, &contracts.ErrorInfo{Category: contracts.CategoryDeadline, Message: msg})
 	case errors.Is(err, errCardChanged):

@@ -26,6 +26,9 @@ type DelegationSuite struct {
 	suite.Suite
 	testsuite.WorkflowTestSuite
 	env *testsuite.TestWorkflowEnvironment
+	// ownPoll: the test mocks PollTask itself (the default mock, a task
+	// that does not change while an operator is asked, stands aside).
+	ownPoll bool
 }
 
 func TestDelegation(t *testing.T) { suite.Run(t, new(DelegationSuite)) }
@@ -37,6 +40,9 @@ func (s *DelegationSuite) SetupTest() {
 	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
 	s.allowAll()
+	s.ownPoll = false
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
+		After(72*time.Hour).Return(a2aclient.Snapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Maybe()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
 		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
@@ -355,6 +361,9 @@ func (s *DelegationSuite) TestUntrustedCardSendsNothing() {
 	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
 	s.allowAll()
+	s.ownPoll = false
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
+		After(72*time.Hour).Return(a2aclient.Snapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Maybe()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.MatchedBy(func(in activities.ResolveCardInput) bool { return in.RequireSignature })).
 		Return(activities.ResolvedCard{SkillFound: true, SignatureRequired: true,
 			Agent:        contracts.AgentInfo{Name: "x", Signature: "unsigned"},

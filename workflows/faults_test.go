@@ -161,8 +161,9 @@ func (s *DelegationSuite) TestReconcileRecordsWhatItSaw() {
 }
 
 func (s *DelegationSuite) TestAuthRequiredResolvedOutOfBand() {
+	s.ownPoll = true
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "auth-required" })).
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "auth-required" })).
 		After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.ExecuteWorkflow(Delegation, contract())
 	o := s.outcome()

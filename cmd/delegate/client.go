@@ -288,7 +288,15 @@ func printState(w io.Writer, s workflows.State) {
 	if s.Protocol.Version != "" {
 		row("protocol", fmt.Sprintf("A2A %s over %s at %s", s.Protocol.Version, s.Protocol.Binding, s.Protocol.URL))
 	}
-	row("remote state", s.A2AState)
+	state := s.A2AState
+	if state == "unknown" && s.LastSnapshot != nil {
+		state += fmt.Sprintf(" (the agent sent %q)", s.LastSnapshot.RawState)
+	}
+	row("remote state", state)
+	if rt := s.Retrying; rt != nil {
+		row("retrying", fmt.Sprintf("%s, attempt %d since %s, next at %s; last error: %s", rt.Op, rt.Attempts,
+			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), rt.LastError))
+	}
 	row("remote task", s.RemoteTaskID)
 	row("context", s.ContextID)
 	row("deadline", s.Deadline.UTC().Format(time.RFC3339))

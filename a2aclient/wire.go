@@ -1,0 +1,284 @@
+package a2aclient
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+)
+
+// DefaultMaxResponseBytes is the largest response body (JSON-RPC or
+// HTTP+JSON, not a stream) read from an agent when Options.MaxResponseBytes
+// is zero: 8 MiB. A larger body is not decoded; the call fails with
+// ErrResponseTooLarge (category "protocol").
+const DefaultMaxResponseBytes = 8 << 20
+
+// ErrResponseTooLarge is wrapped by the error of a call whose response body
+// was over the limit; nothing of it was decoded.
+var ErrResponseTooLarge = errors.New("response body over the limit")
+
+// excerptBytes is how much of a response body a call keeps for its error
+// (before the contract's max_text_chars cuts it further).
+const excerptBytes = 4096
+
+// wireTransport is the one seam between a2a-go and what peers send. a2a-go
+// v2.3.1 decodes what its own servers write; independent servers differ,
+// and a2a-go then fails or misreads the call. Here, before a2a-go sees a
+// response:
+//
+//   - a body over the limit is refused unread (nothing is decoded whole);
+//   - the HTTP status, the JSON-RPC error code and message, and a bounded
+//     excerpt of an error body (with its length and sha256) are recorded
+//     for Classify, whatever the body's shape;
+//   - a JSON-RPC error "data" member that is not an array of objects is
+//     dropped: JSON-RPC 2.0 §5.1 lets it be any value (servers send strings
+//     and objects), a2a-go only decodes a list of typed details and would
+//     otherwise fail the whole response, losing the code;
+//   - a numeric JSON-RPC response id is read as its string (a2a-go
+//     decodes only string ids);
+//   - an HTTP+JSON body typed application/a2a+json is passed on as
+//     application/json, which is what a2a-go reads errors from;
+//   - a TaskState spelled the other version's way ("completed" on a 1.0
+//     interface, "TASK_STATE_COMPLETED" on 0.3) is respelled for the
+//     interface's version (A2A 1.0 §4.1.3, A2A 0.3 §6.3), so that a2a-go
+//     does not read it as unknown or unspecified.
+//
+// Streams (text/event-stream) pass through: a2a-go bounds each event.
+type wireTransport struct {
+	base     http.RoundTripper
+	version  string
+	maxBytes int64
+}
+
+func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	rec, _ := req.Context().Value(recordKey{}).(*record)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	if rec != nil {
+		rec.mu.Lock()
+		rec.status = resp.StatusCode
+		rec.mu.Unlock()
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/event-stream" {
+		return resp, nil
+	}
+	if mt == "application/a2a+json" {
+		// A2A 1.0 §11 names application/a2a+json for HTTP+JSON bodies (the
+		// a2a-js SDK sends its errors so); a2a-go reads a google.rpc.Status
+		// error only from application/json and would call it a server
+		// error.
+		resp.Header.Set("Content-Type", "application/json")
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, t.maxBytes+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > t.maxBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes (HTTP %d)", ErrResponseTooLarge, t.maxBytes, resp.StatusCode)
+	}
+	body, info := normalizeBody(body, t.version)
+	if rec != nil && (resp.StatusCode >= 300 || info.rpcError) {
+		rec.mu.Lock()
+		rec.rpcCode, rec.rpcMessage, rec.hasRPCCode = info.code, info.message, info.rpcError
+		rec.excerpt = excerptOf(body)
+		rec.bodyBytes = len(body)
+		sum := sha256.Sum256(body)
+		rec.bodySHA256 = hex.EncodeToString(sum[:])
+		rec.mu.Unlock()
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Del("Content-Length")
+	return resp, nil
+}
+
+func excerptOf(body []byte) string {
+	if len(body) > excerptBytes {
+		body = body[:excerptBytes]
+	}
+	return strings.ToValidUTF8(string(body), "\uFFFD")
+}
+
+// bodyInfo is what normalizeBody read of a JSON-RPC error.
+type bodyInfo struct {
+	rpcError bool
+	code     int
+	message  string
+}
+
+// normalizeBody applies the rewrites of wireTransport to one JSON body and
+// returns it (unchanged when nothing needed a rewrite, or when it is not
+// JSON: a2a-go then reports the decoding error).
+func normalizeBody(body []byte, version string) ([]byte, bodyInfo) {
+	var info bodyInfo
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
+		return body, info
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return body, info
+	}
+	changed := false
+	if obj, ok := v.(map[string]any); ok {
+		if n, ok := obj["id"].(json.Number); ok {
+			if _, isRPC := obj["jsonrpc"]; isRPC {
+				// JSON-RPC 2.0 §4 lets the id be a number; a2a-go decodes
+				// only a string.
+				obj["id"] = n.String()
+				changed = true
+			}
+		}
+		if e, ok := obj["error"].(map[string]any); ok {
+			if _, isRPC := obj["jsonrpc"]; isRPC {
+				info.rpcError = true
+				if n, ok := e["code"].(json.Number); ok {
+					if c, err := n.Int64(); err == nil {
+						info.code = int(c)
+					}
+				}
+				info.message, _ = e["message"].(string)
+				if d, has := e["data"]; has && !typedDetails(d) {
+					delete(e, "data")
+					changed = true
+				}
+			}
+		}
+	}
+	if respellStates(v, version) {
+		changed = true
+	}
+	if !changed {
+		return body, info
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return body, info
+	}
+	return out, info
+}
+
+// typedDetails reports whether a JSON-RPC error's data is what a2a-go
+// decodes: an array of objects.
+func typedDetails(d any) bool {
+	arr, ok := d.([]any)
+	if !ok {
+		return false
+	}
+	for _, x := range arr {
+		if _, ok := x.(map[string]any); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// respellStates rewrites every "state" string of a "status" object to the
+// spelling of version, and reports whether anything changed. Parts and
+// metadata (remote content) are not entered.
+func respellStates(v any, version string) bool {
+	changed := false
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			switch k {
+			case "parts", "metadata", "extensions":
+				// Remote content: never rewritten.
+				continue
+			}
+			if k == "status" {
+				if st, ok := child.(map[string]any); ok {
+					if s, ok := st["state"].(string); ok {
+						if spelled := spellState(s, version); spelled != s {
+							st["state"] = spelled
+							changed = true
+						}
+					}
+				}
+			}
+			if respellStates(child, version) {
+				changed = true
+			}
+		}
+	case []any:
+		for _, child := range x {
+			if respellStates(child, version) {
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// spellState spells a TaskState the way version does; a state it cannot
+// read is left as it is (and reads as "unknown").
+func spellState(s, version string) string {
+	short := shortOf(s)
+	if short == StateUnknown {
+		return s
+	}
+	if strings.HasPrefix(version, "0.") {
+		return short
+	}
+	return "TASK_STATE_" + strings.ToUpper(strings.ReplaceAll(short, "-", "_"))
+}
+
+// shortOf reads a TaskState in any of the spellings peers send: the 1.0
+// enum ("TASK_STATE_INPUT_REQUIRED"), the 0.3 kebab case
+// ("input-required"), with underscores, in any case, and "cancelled".
+func shortOf(s string) string {
+	k := strings.ToLower(strings.TrimSpace(s))
+	k = strings.TrimPrefix(k, "task_state_")
+	k = strings.ReplaceAll(k, "_", "-")
+	switch k {
+	case StateSubmitted, StateWorking, StateInputRequired, StateAuthRequired,
+		StateCompleted, StateFailed, StateRejected, StateCanceled:
+		return k
+	case "cancelled":
+		return StateCanceled
+	}
+	return StateUnknown
+}
+
+type recordKey struct{}
+
+// record is what the transport saw of one call.
+type record struct {
+	mu         sync.Mutex
+	status     int
+	written    bool
+	hasRPCCode bool
+	rpcCode    int
+	rpcMessage string
+	excerpt    string
+	bodyBytes  int
+	bodySHA256 string
+}
+
+func withRecord(ctx context.Context) (context.Context, *record) {
+	rec := &record{}
+	ctx = context.WithValue(ctx, recordKey{}, rec)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			rec.mu.Lock()
+			rec.written = true
+			rec.mu.Unlock()
+		},
+	})
+	return ctx, rec
+}

@@ -1,0 +1,237 @@
+package a2aclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// stub is a misbehaving agent: every request gets reply(method or path).
+type stub struct {
+	reply func(w http.ResponseWriter, r *http.Request, method string)
+}
+
+func (s stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		ID     any    `json:"id"`
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(body, &req)
+	method := req.Method
+	if method == "" {
+		method = r.Method + " " + r.URL.Path
+	}
+	s.reply(w, r, method)
+}
+
+func rpcResult(w http.ResponseWriter, result string) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":`+result+`}`)
+}
+
+func rpcError(w http.ResponseWriter, errObj string) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":`+errObj+`}`)
+}
+
+func dialStub(t *testing.T, h http.Handler, binding, version string) *Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	c, err := Dial(ctx, cards.Interface{URL: srv.URL + "/a2a", Binding: binding, Version: version}, Options{MaxResponseBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func callError(t *testing.T, err error) *CallError {
+	t.Helper()
+	var ce *CallError
+	if !errors.As(err, &ce) {
+		t.Fatalf("error = %v (%T), want *CallError", err, err)
+	}
+	return ce
+}
+
+const task1 = `{"id":"t-1","contextId":"c-1","status":{"state":"%s"}}`
+
+// JSON-RPC 2.0 §5.1 lets error.data be any value; a2a-go decodes only a
+// list of typed details. The code, the message and the category must
+// survive any shape.
+func TestJSONRPCErrorDataOfAnyShape(t *testing.T) {
+	for _, data := range []string{`"stack trace here"`, `{"detail":"db down"}`, `42`, `[1,2]`, `null`, `[{"@type":"x","a":1}]`} {
+		t.Run(data, func(t *testing.T) {
+			c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+				rpcError(w, `{"code":-32603,"message":"internal hiccup","data":`+data+`}`)
+			}}, "JSONRPC", "1.0")
+			_, err := c.GetTask(context.Background(), "t-1")
+			ce := callError(t, err)
+			if ce.Category != contracts.CategoryTransient || !ce.HasCode || ce.Code != -32603 {
+				t.Fatalf("error = %v (category %s, code %d), want transient -32603", err, ce.Category, ce.Code)
+			}
+			if !strings.Contains(err.Error(), "internal hiccup") {
+				t.Errorf("error %q does not keep the agent's message", err)
+			}
+		})
+	}
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		rpcError(w, `{"code":-32001,"message":"no such task","data":"t-9"}`)
+	}}, "JSONRPC", "0.3")
+	_, err := c.GetTask(context.Background(), "t-9")
+	if ce := callError(t, err); ce.Category != contracts.CategoryProtocol || ce.Code != -32001 {
+		t.Errorf("0.3 TaskNotFound with string data: %v, want protocol -32001", err)
+	}
+}
+
+// Over HTTP+JSON, a 4xx other than 408/429 is permanent whatever its body
+// says; 5xx, 408 and 429 are transient.
+func TestRESTStatusClassesWithoutReason(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+		want   contracts.Category
+	}{
+		{404, `Cannot POST /a2a/message:send`, contracts.CategoryProtocol},
+		{400, `{"error":{"message":"bad"}}`, contracts.CategoryProtocol},
+		{405, ``, contracts.CategoryProtocol},
+		{408, ``, contracts.CategoryTransient},
+		{429, `slow down`, contracts.CategoryTransient},
+		{503, `<html>down</html>`, contracts.CategoryTransient},
+		{501, `not implemented`, contracts.CategoryProtocol},
+	} {
+		c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+			w.WriteHeader(tc.status)
+			io.WriteString(w, tc.body)
+		}}, "HTTP+JSON", "1.0")
+		_, err := c.SendMessage(context.Background(), Outbound{MessageID: "m-1", Text: "hi"})
+		ce := callError(t, err)
+		if ce.Category != tc.want || ce.Status != tc.status {
+			t.Errorf("HTTP %d %q: category %s status %d, want %s", tc.status, tc.body, ce.Category, ce.Status, tc.want)
+		}
+		if tc.body != "" && !strings.Contains(ce.Error(), tc.body) {
+			t.Errorf("HTTP %d: error %q does not show the body excerpt", tc.status, ce.Error())
+		}
+	}
+}
+
+// A reply of the wrong shape must not carry the whole body into the error.
+func TestWrongShapeReplyIsBounded(t *testing.T) {
+	big := `{"kind":"surprise","secret":"` + strings.Repeat("A", 8000) + `SECRET-TOKEN-XYZ","pad":"` + strings.Repeat("b", 12000) + `"}`
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) { rpcResult(w, big) }}, "JSONRPC", "1.0")
+	_, err := c.SendMessage(context.Background(), Outbound{MessageID: "m-1", Text: "hi"})
+	ce := callError(t, err)
+	if ce.Category != contracts.CategoryProtocol {
+		t.Errorf("category = %s, want protocol", ce.Category)
+	}
+	if msg := err.Error(); len(msg) > maxErrorText+200 || strings.Contains(msg, "SECRET-TOKEN-XYZ") {
+		t.Errorf("error is %d bytes (contains the secret: %v), want at most %d", len(msg), strings.Contains(msg, "SECRET-TOKEN-XYZ"), maxErrorText)
+	}
+}
+
+func TestResponseOverLimitIsNotDecoded(t *testing.T) {
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		rpcResult(w, `{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"},"pad":"`+strings.Repeat("x", 2<<20)+`"}`)
+	}}, "JSONRPC", "1.0")
+	_, err := c.GetTask(context.Background(), "t-1")
+	ce := callError(t, err)
+	if ce.Category != contracts.CategoryProtocol || !errors.Is(err, ErrResponseTooLarge) || !strings.Contains(err.Error(), "1048576") {
+		t.Errorf("error = %v, want protocol naming the limit of 1048576 bytes", err)
+	}
+}
+
+// States spelled the other version's way are read on either interface.
+func TestStateSpellingsOnEitherVersion(t *testing.T) {
+	for _, tc := range []struct{ version, sent, want string }{
+		{"1.0", "completed", StateCompleted},
+		{"1.0", "input-required", StateInputRequired},
+		{"1.0", "cancelled", StateCanceled},
+		{"1.0", "TASK_STATE_FAILED", StateFailed},
+		{"0.3", "TASK_STATE_COMPLETED", StateCompleted},
+		{"0.3", "INPUT_REQUIRED", StateInputRequired},
+		{"0.3", "completed", StateCompleted},
+		{"1.0", "paused", StateUnknown},
+	} {
+		result := strings.Replace(task1, "%s", tc.sent, 1)
+		if tc.version == "0.3" {
+			result = `{"kind":"task",` + result[1:]
+		}
+		c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) { rpcResult(w, result) }}, "JSONRPC", tc.version)
+		snap, err := c.GetTask(context.Background(), "t-1")
+		if err != nil {
+			t.Errorf("%s %q: GetTask error = %v", tc.version, tc.sent, err)
+			continue
+		}
+		if snap.State != tc.want {
+			t.Errorf("%s %q: state = %q, want %q", tc.version, tc.sent, snap.State, tc.want)
+		}
+		if tc.want == StateUnknown && snap.RawState != tc.sent {
+			t.Errorf("unknown state kept as %q, want %q", snap.RawState, tc.sent)
+		}
+	}
+	// Remote content that happens to look like a status is not rewritten.
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		rpcResult(w, `{"id":"t-1","contextId":"c-1","status":{"state":"completed"},"artifacts":[{"artifactId":"a","parts":[{"data":{"status":{"state":"completed"}}}]}]}`)
+	}}, "JSONRPC", "1.0")
+	snap, err := c.GetTask(context.Background(), "t-1")
+	if err != nil || len(snap.Artifacts) != 1 || string(snap.Artifacts[0].Parts[0].Data) != `{"status":{"state":"completed"}}` {
+		t.Errorf("GetTask = %+v, %v: artifact data must stay as sent", snap, err)
+	}
+}
+
+// The tracked task id never changes silently.
+func TestRepliesNamingAnotherTask(t *testing.T) {
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		rpcResult(w, strings.Replace(strings.Replace(task1, "%s", "TASK_STATE_WORKING", 1), "t-1", "t-other", 1))
+	}}, "JSONRPC", "1.0")
+	_, err := c.GetTask(context.Background(), "t-1")
+	var ide *IDError
+	if !errors.As(err, &ide) || callError(t, err).Category != contracts.CategoryProtocol ||
+		!strings.Contains(err.Error(), `"t-1"`) || !strings.Contains(err.Error(), `"t-other"`) {
+		t.Errorf("GetTask naming another task: %v, want a protocol IDError naming both ids", err)
+	}
+	c = dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) { rpcResult(w, `{"kind":"surprise"}`) }}, "JSONRPC", "1.0")
+	if _, err := c.GetTask(context.Background(), "t-1"); !errors.As(err, &ide) {
+		t.Errorf("GetTask reply with no id: %v, want IDError", err)
+	}
+	c = dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		rpcResult(w, `{"task":{"id":"t-1","contextId":"c-other","status":{"state":"TASK_STATE_WORKING"}}}`)
+	}}, "JSONRPC", "1.0")
+	if _, err := c.SendMessage(context.Background(), Outbound{MessageID: "m-2", TaskID: "t-1", ContextID: "c-1", Text: "hi"}); !errors.As(err, &ide) || ide.Field != "contextId" {
+		t.Errorf("follow-up reply with another contextId: %v, want IDError on contextId", err)
+	}
+}
+
+func TestStatusKey(t *testing.T) {
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		rpcResult(w, `{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-01-02T03:04:05.123Z","message":{"messageId":"q-1","role":"ROLE_AGENT","parts":[{"text":"photo?"}]}}}`)
+	}}, "JSONRPC", "1.0")
+	a, err := c.GetTask(context.Background(), "t-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.StatusKey != "msg:q-1" || a.StatusTimestamp != "2026-01-02T03:04:05.123Z" {
+		t.Errorf("snapshot = %+v, want status key msg:q-1", a)
+	}
+	b := a
+	if !SameStatus(a, b) {
+		t.Error("SameStatus(a, a) = false")
+	}
+	b.StatusKey = StatusKeyOf(b.State, "", "", "photo?", nil)
+	if SameStatus(a, b) {
+		t.Error("SameStatus with another key = true")
+	}
+}

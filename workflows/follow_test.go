@@ -1,0 +1,178 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// question is an interrupted snapshot whose status has the identity key.
+func question(state, key, text string) a2aclient.Snapshot {
+	sn := snap(state)
+	sn.StatusText, sn.StatusKey = text, key
+	return sn
+}
+
+// The agent republishes the task as it stood when it was answered (a2a-js
+// 1.x replies to a follow-up with the INPUT_REQUIRED task it had): that is
+// not a new question; the workflow watches on and completes in one round.
+func (s *DelegationSuite) TestRepublishedQuestionIsNotANewRound() {
+	q := question("input-required", "msg:q-1", "photo?")
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(q, nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(q, nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
+		return in.Since == "input-required" && in.SinceKey == "msg:q-1"
+	})).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo attached"}) }, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
+	s.Equal(1, o.InputRounds)
+	st := s.state()
+	s.Equal(1, st.StaleReplies)
+	s.Equal("msg:q-1", st.Answers[0].QuestionKey)
+}
+
+// A question asked after the answer (another status identity) opens a new
+// round.
+func (s *DelegationSuite) TestNewQuestionAfterAnswerOpensARound() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(question("input-required", "msg:q-2", "and the receipt?"), nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(2, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Require().NotNil(st.Question)
+		s.Equal(2, st.Question.Round)
+		s.Equal("and the receipt?", st.Question.Text)
+		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "receipt"})
+	}, 2*time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal(2, o.InputRounds)
+}
+
+// The agent ends the task while the operator thinks: the waiting poll sees
+// it, and the delegation ends with the agent's state and reason; nothing
+// is sent.
+func (s *DelegationSuite) TestAgentEndsTheTaskWhileWaiting() {
+	s.ownPoll = true
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	ended := snap("canceled")
+	ended.StatusText = "the agent gave up waiting"
+	d := contract()
+	d.WaitingPollSeconds = 5
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
+		return in.Since == "input-required" && in.SinceKey == "msg:q-1" && in.TaskID == "task-1"
+	})).After(10*time.Minute).Return(ended, nil).Once()
+	s.env.ExecuteWorkflow(Delegation, d)
+	o := s.outcome()
+	s.Equal(contracts.StatusCanceled, o.Status)
+	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
+	s.Contains(o.Error.Message, "the agent gave up waiting")
+	s.Equal(0, o.InputRounds)
+}
+
+// A follow-up that fails because the agent had ended the task: the task is
+// read, and its own state and reason stand (not protocol_error).
+func (s *DelegationSuite) TestFollowUpToAnEndedTaskKeepsTheAgentsReason() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).
+		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: protocol (JSON-RPC error -32004): task is in a terminal state", "protocol", nil)).Once()
+	ended := snap("canceled")
+	ended.StatusText = "closed by the agent"
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCanceled, o.Status)
+	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
+	s.Contains(o.Error.Message, "closed by the agent")
+	st := s.state()
+	s.Contains(st.Answers[0].Refused, "terminal state")
+}
+
+// A reply naming another task id ends protocol_error naming both ids; the
+// tracked id is kept and the remote task is canceled with it.
+func (s *DelegationSuite) TestAnotherTaskIDIsNotAdopted() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).
+		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError(`GetTask: protocol: the reply names taskId "task-9", the delegation tracks taskId "task-1"`, "protocol", nil)).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
+		Return(snap("canceled"), nil).Once()
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusProtocolError, o.Status)
+	s.Contains(o.Error.Message, "task-9")
+	s.Equal("task-1", o.RemoteTaskID)
+}
+
+// A send that fails transiently is sent again (same messageId) until it
+// goes through; meanwhile the state shows the last error.
+func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
+	transientErr := temporal.NewApplicationError("SendMessage: transient (HTTP 503): agent overloaded", "transient")
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(a2aclient.Snapshot{}, transientErr).Times(3)
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		if s.NotNil(st.Retrying) {
+			s.Equal("SendMessage", st.Retrying.Op)
+			s.Contains(st.Retrying.LastError, "agent overloaded")
+		}
+	}, 2*time.Second)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	st := s.state()
+	s.Nil(st.Retrying)
+	s.Equal(4, st.Sends[0].Attempts)
+}
+
+// A transient failure never ends a delegation as protocol_error: it is
+// retried to the deadline, which names the last error.
+func (s *DelegationSuite) TestTransientFailureUntilTheDeadline() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
+		Return(a2aclient.Snapshot{}, temporal.NewApplicationError("SendMessage: transient: connection refused", "transient"))
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
+	s.Contains(o.Error.Message, "connection refused")
+}
+
+// An agent that is briefly unreachable at start: the card fetch is retried
+// with backoff (not ended after seconds as protocol_error).
+func (s *DelegationSuite) TestCardFetchRetriedWhileTransient() {
+	s.freshEnv()
+	card := activities.ResolvedCard{
+		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardDigest: "sha256:00"},
+		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
+		SkillFound: true,
+	}
+	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).
+		Return(activities.ResolvedCard{}, temporal.NewApplicationError("ResolveCard: connection refused", "transient")).Times(6)
+	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(card, nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
+}
+
+// freshEnv replaces the suite's environment with one whose ResolveCard is
+// not mocked yet.
+func (s *DelegationSuite) freshEnv() {
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.SetStartTime(t0)
+	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+	s.env.RegisterActivity(&activities.Activities{})
+	s.allowAll()
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
+		After(72*time.Hour).Return(a2aclient.Snapshot{}, errors.New("unchanged")).Maybe()
+}
