@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-browser lint bench clean
+.PHONY: build run test test-interop test-browser lint bench clean
 
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
@@ -17,6 +17,15 @@ run: build
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+# Interop with peers this project did not write: agents built on the a2a-js
+# SDK 1.x (A2A 1.0) and 0.3.x (A2A 0.3) from npm (interop/), through the
+# embedded Temporal server and a worker. Needs node and npm; DELEGATE_INTEROP=1
+# makes a missing peer a failure instead of a skip.
+test-interop:
+	cd interop && npm ci --no-audit --no-fund --loglevel=error
+	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
+	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./e2e
 
 # delegate bench with the defaults (about a minute), then the Go benchmarks.
 bench: build

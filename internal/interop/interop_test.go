@@ -1,0 +1,901 @@
+package interop
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	sdk "github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"github.com/google/uuid"
+	"github.com/gowebpki/jcs"
+)
+
+// requireAgent skips the test when the agent cannot run, unless
+// DELEGATE_INTEROP=1 asks for the interop tests: then it fails.
+func requireAgent(t *testing.T) {
+	t.Helper()
+	if err := Available(""); err != nil {
+		if os.Getenv("DELEGATE_INTEROP") == "1" {
+			t.Fatalf("DELEGATE_INTEROP=1 but the agent cannot run: %v", err)
+		}
+		t.Skip(err)
+	}
+}
+
+func start(t *testing.T, o Options) *Agent {
+	t.Helper()
+	// The context bounds the agent's life: the test ends it with Stop.
+	a, err := Start(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Start(%+v) error = %v", o, err)
+	}
+	t.Cleanup(func() {
+		a.Stop()
+		if t.Failed() {
+			t.Logf("agent stderr:\n%s", a.Stderr())
+		}
+	})
+	return a
+}
+
+// ---------------------------------------------------------------- wire log
+
+// wire records the HTTP exchanges of a client, bodies included (a streamed
+// response body as far as it was read).
+type wire struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	log  []*exchange
+}
+
+type exchange struct {
+	method, url, reqBody string
+	status               int
+	resp                 lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type teeBody struct {
+	io.Reader
+	io.Closer
+}
+
+func (w *wire) RoundTrip(r *http.Request) (*http.Response, error) {
+	ex := &exchange{method: r.Method, url: r.URL.String()}
+	if r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		ex.reqBody = string(b)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	w.mu.Lock()
+	w.log = append(w.log, ex)
+	w.mu.Unlock()
+	resp, err := w.base.RoundTrip(r)
+	if resp != nil {
+		ex.status = resp.StatusCode
+		resp.Body = teeBody{io.TeeReader(resp.Body, &ex.resp), resp.Body}
+	}
+	return resp, err
+}
+
+// mark returns the number of exchanges so far; since(mark) dumps the ones
+// after it.
+func (w *wire) mark() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.log)
+}
+
+func (w *wire) since(n int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var sb strings.Builder
+	for _, ex := range w.log[n:] {
+		fmt.Fprintf(&sb, "> %s %s\n", ex.method, ex.url)
+		if ex.reqBody != "" {
+			fmt.Fprintf(&sb, "> %s\n", ex.reqBody)
+		}
+		fmt.Fprintf(&sb, "< HTTP %d\n< %s\n", ex.status, strings.TrimSpace(ex.resp.String()))
+	}
+	return sb.String()
+}
+
+// ---------------------------------------------------------------- helpers
+
+type target struct {
+	name    string
+	sdk     string
+	binding string
+	version a2a.ProtocolVersion
+	// skip names a known mismatch between a2a-go v2.3.1 and the a2a-js
+	// server for this target; the subtest is skipped with it.
+	skip string
+	// errSkip names a mismatch in error responses only (TestErrors).
+	errSkip string
+}
+
+var targets = []target{
+	{name: "sdk1-jsonrpc", sdk: SDK1, binding: BindingJSONRPC, version: a2a.Version},
+	{name: "sdk1-rest", sdk: SDK1, binding: BindingREST, version: a2a.Version, errSkip: mismatch1RESTErrors},
+	{name: "sdk03-jsonrpc", sdk: SDK03, binding: BindingJSONRPC, version: a2av0.Version},
+	{name: "sdk03-rest", sdk: SDK03, binding: BindingREST, version: a2av0.Version, skip: mismatch03REST},
+}
+
+// mismatch1RESTErrors: a2a-js 1.3.0 answers REST errors as A2A 1.0 §11.6
+// shows, with Content-Type "application/a2a+json"; a2a-go v2.3.1
+// (internal/rest FromRESTError) decodes an error body only when the
+// Content-Type starts with "application/json" and otherwise returns
+// a2a.ErrServerError, so every REST error comes back as "server error".
+const mismatch1RESTErrors = "a2a-go v2.3.1 REST client vs a2a-js 1.3.0 REST errors: the server sends e.g. HTTP 404 " +
+	"Content-Type: application/a2a+json {\"error\":{\"code\":404,\"status\":\"NOT_FOUND\",\"message\":\"Task not found: ...\"," +
+	"\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"reason\":\"TASK_NOT_FOUND\",\"domain\":\"a2a-protocol.org\"}]}} " +
+	"(A2A 1.0 §11.6); the client decodes error bodies only for Content-Type application/json and returns a2a.ErrServerError " +
+	"(\"server error\") instead of ErrTaskNotFound / ErrTaskNotCancelable / ErrUnsupportedOperation"
+
+// mismatch03REST: a2a-go v2.3.1's 0.3 REST client (a2acompat/a2av0) and the
+// a2a-js 0.3.14 REST server (restHandler) do not understand each other.
+const mismatch03REST = "a2a-go v2.3.1 a2av0 REST client vs a2a-js 0.3.14 REST server: " +
+	"(1) the client uses the 1.0 paths {base}/message:send, /tasks/{id}, /tasks/{id}:cancel, the server the A2A 0.3 §3.2.3 paths " +
+	"{base}/v1/message:send, /v1/tasks/{id}, /v1/tasks/{id}:cancel (HTTP 404 with an empty body); " +
+	"(2) the client sends JSON-RPC-shaped bodies (kind, parts, role \"user\", snake_case keys), the server wants the proto JSON " +
+	"(content, role \"ROLE_USER\", data parts as {\"data\":{\"data\":...}}): HTTP 400 {\"code\":-32602,\"message\":\"Invalid role: -1\"}; " +
+	"(3) the client accepts only HTTP 200, the server answers send with 201 and cancel with 202; " +
+	"(4) the client expects a bare kind-tagged Task, the server sends {\"task\":{...}} with states TASK_STATE_* " +
+	"(cancel: TASK_STATE_CANCELLED) and no kind"
+
+var bindingNames = map[string]string{BindingJSONRPC: "JSONRPC", BindingREST: "HTTP+JSON"}
+
+func fetchCard(t *testing.T, ctx context.Context, a *Agent) (map[string]any, []byte) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.CardURL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET card: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET card: HTTP %d, %v: %s", resp.StatusCode, err, body)
+	}
+	var card map[string]any
+	if err := json.Unmarshal(body, &card); err != nil {
+		t.Fatalf("card is not JSON: %v: %s", err, body)
+	}
+	return card, body
+}
+
+// interfaceURL finds the URL of binding in the card: supportedInterfaces
+// for a 1.0 card, additionalInterfaces for a 0.3 one.
+func interfaceURL(t *testing.T, card map[string]any, binding string) string {
+	t.Helper()
+	want := bindingNames[binding]
+	for _, key := range []string{"supportedInterfaces", "additionalInterfaces"} {
+		list, _ := card[key].([]any)
+		for _, e := range list {
+			m, _ := e.(map[string]any)
+			if m["protocolBinding"] == want || m["transport"] == want {
+				if u, _ := m["url"].(string); u != "" {
+					return u
+				}
+			}
+		}
+	}
+	t.Fatalf("card has no %s interface: %v", want, card)
+	return ""
+}
+
+func dial(t *testing.T, ctx context.Context, url string, tg target, w *wire) *sdk.Client {
+	t.Helper()
+	hc := &http.Client{Transport: w}
+	c, err := sdk.NewFactory(
+		sdk.WithDefaultsDisabled(),
+		sdk.WithJSONRPCTransport(hc),
+		sdk.WithRESTTransport(hc),
+		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}),
+		a2av0.WithRESTTransport(a2av0.RESTTransportConfig{Client: hc}),
+		sdk.WithConfig(sdk.Config{DisableTenantPropagation: true}),
+	).CreateFromEndpoints(ctx, []*a2a.AgentInterface{{
+		URL: url, ProtocolBinding: a2a.TransportProtocol(bindingNames[tg.binding]), ProtocolVersion: tg.version,
+	}})
+	if err != nil {
+		t.Fatalf("CreateFromEndpoints(%s) error = %v", url, err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	return c
+}
+
+// session is one target's agent and client, shared by its subtests (which
+// run one at a time and reset the counters first).
+type session struct {
+	tg    target
+	agent *Agent
+	c     *sdk.Client
+	w     *wire
+	gets  int // GetTask calls made by the current subtest
+}
+
+func newSession(t *testing.T, tg target) *session {
+	t.Helper()
+	a := start(t, Options{SDK: tg.sdk, Bindings: []string{tg.binding}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	card, _ := fetchCard(t, ctx, a)
+	w := &wire{base: &http.Transport{Proxy: nil}}
+	return &session{tg: tg, agent: a, w: w, c: dial(t, ctx, interfaceURL(t, card, tg.binding), tg, w)}
+}
+
+// begin resets the counters and returns a context for one subtest; on
+// failure the subtest's wire exchanges are logged.
+func (s *session) begin(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	if err := s.agent.ResetCounts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.gets = 0
+	m := s.w.mark()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("wire:\n%s", s.w.since(m))
+		}
+	})
+	return ctx
+}
+
+func firstMessage(data map[string]any) *a2a.Message {
+	return &a2a.Message{ID: uuid.NewString(), Role: a2a.MessageRoleUser, Parts: a2a.ContentParts{
+		a2a.NewTextPart("My parcel never arrived."), a2a.NewDataPart(data),
+	}}
+}
+
+func followUp(task *a2a.Task) *a2a.Message {
+	return &a2a.Message{ID: uuid.NewString(), Role: a2a.MessageRoleUser, TaskID: task.ID, ContextID: task.ContextID,
+		Parts: a2a.ContentParts{a2a.NewTextPart("Here is the photo of the box.")}}
+}
+
+func (s *session) send(t *testing.T, ctx context.Context, m *a2a.Message) *a2a.Task {
+	t.Helper()
+	res, err := s.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+	if err != nil {
+		t.Fatalf("SendMessage() error = %v", err)
+	}
+	task, ok := res.(*a2a.Task)
+	if !ok {
+		t.Fatalf("SendMessage() = %T, want *a2a.Task", res)
+	}
+	if task.ID == "" || task.ContextID == "" {
+		t.Fatalf("SendMessage() task without id or contextId: %+v", task)
+	}
+	return task
+}
+
+// await polls GetTask until the task is in state want; another terminal
+// state, an error or the deadline fails the test.
+func (s *session) await(t *testing.T, ctx context.Context, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		task, err := s.c.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+		s.gets++
+		if err != nil {
+			t.Fatalf("GetTask(%s) error = %v", id, err)
+		}
+		if task.Status.State == want {
+			return task
+		}
+		if task.Status.State.Terminal() {
+			t.Fatalf("GetTask(%s) state = %s, want %s (status message %q)", id, task.Status.State, want, statusText(task))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("task %s: still %s, waiting for %s: %v", id, task.Status.State, want, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *session) counts(t *testing.T, ctx context.Context, want Counts) {
+	t.Helper()
+	got, err := s.agent.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("Counts() = %+v, want %+v", got, want)
+	}
+}
+
+func statusText(task *a2a.Task) string {
+	if task.Status.Message == nil {
+		return ""
+	}
+	var parts []string
+	for _, p := range task.Status.Message.Parts {
+		if txt := p.Text(); txt != "" {
+			parts = append(parts, txt)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func checkClaim(t *testing.T, task *a2a.Task, orderID string) {
+	t.Helper()
+	if len(task.Artifacts) != 1 {
+		t.Fatalf("artifacts = %d, want 1: %+v", len(task.Artifacts), task.Artifacts)
+	}
+	art := task.Artifacts[0]
+	if art.Name != ArtifactName || len(art.Parts) != 1 {
+		t.Fatalf("artifact = %q with %d parts, want %q with 1", art.Name, len(art.Parts), ArtifactName)
+	}
+	data, ok := art.Parts[0].Data().(map[string]any)
+	if !ok {
+		t.Fatalf("artifact part = %#v, want a data part with an object", art.Parts[0].Content)
+	}
+	if id, _ := data["claim_id"].(string); !strings.HasPrefix(id, "CLM-") || data["order_id"] != orderID || len(data) != 2 {
+		t.Fatalf("artifact data = %v, want {claim_id: CLM-..., order_id: %s}", data, orderID)
+	}
+}
+
+// ---------------------------------------------------------------- tests
+
+func TestOptionsArgs(t *testing.T) {
+	got, err := Options{}.args()
+	if want := "--sdk 1 --bindings jsonrpc --port 0"; err != nil || strings.Join(got, " ") != want {
+		t.Errorf("Options{}.args() = %q, %v; want %q", got, err, want)
+	}
+	got, err = Options{SDK: SDK03, Bindings: []string{BindingREST, BindingJSONRPC}, WorkDelay: 20 * time.Millisecond}.args()
+	if want := "--sdk 0.3 --bindings rest,jsonrpc --port 0 --work-ms 20"; err != nil || strings.Join(got, " ") != want {
+		t.Errorf("args() = %q, %v; want %q", got, err, want)
+	}
+	for _, o := range []Options{
+		{SDK: "2"},
+		{Bindings: []string{"grpc"}},
+		{Bindings: []string{BindingREST, BindingREST}},
+		{SDK: SDK03, SignJWK: []byte(`{}`)},
+		{SDK: SDK03, Card03Fields: true},
+	} {
+		if _, err := Start(context.Background(), o); err == nil {
+			t.Errorf("Start(%+v) error = nil, want an error", o)
+		}
+	}
+}
+
+func TestAvailableMissing(t *testing.T) {
+	err := Available(t.TempDir())
+	if err == nil {
+		t.Fatal("Available(empty dir) = nil, want an error")
+	}
+	if !strings.Contains(err.Error(), "agent.mjs") && !strings.Contains(err.Error(), "node") {
+		t.Errorf("Available(empty dir) = %v, want it to name what is missing", err)
+	}
+	if _, err := Start(context.Background(), Options{Dir: t.TempDir()}); err == nil {
+		t.Error("Start(empty dir) = nil error, want an error")
+	}
+}
+
+// TestStartContext: the agent lives as long as Start's context, and Stop
+// may follow.
+func TestStartContext(t *testing.T) {
+	requireAgent(t)
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := Start(ctx, Options{SDK: SDK03})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	c, err := a.Counts(context.Background())
+	if err != nil || c != (Counts{}) {
+		t.Fatalf("Counts() = %+v, %v; want zeros", c, err)
+	}
+	cancel()
+	select {
+	case <-a.exited:
+	case <-time.After(StopTimeout + 5*time.Second):
+		t.Fatal("the agent did not exit after its context ended")
+	}
+	if !strings.Contains(a.Stderr(), "SIGTERM") {
+		t.Errorf("stderr = %q, want the agent to report a SIGTERM", a.Stderr())
+	}
+	a.Stop()
+	if _, err := a.Counts(context.Background()); err == nil {
+		t.Error("Counts() after exit = nil error")
+	}
+}
+
+func TestTail(t *testing.T) {
+	tl := &tail{limit: 8}
+	fmt.Fprint(tl, "0123456789")
+	fmt.Fprint(tl, "ab")
+	if got := tl.String(); got != "...456789ab" {
+		t.Errorf("tail = %q", got)
+	}
+}
+
+func TestCard(t *testing.T) {
+	requireAgent(t)
+	t.Parallel()
+	both := []string{BindingJSONRPC, BindingREST}
+	for _, tc := range []struct {
+		name string
+		o    Options
+	}{
+		{"sdk1", Options{SDK: SDK1, Bindings: both}},
+		{"sdk1-card03", Options{SDK: SDK1, Bindings: both, Card03Fields: true}},
+		{"sdk03", Options{SDK: SDK03, Bindings: both}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := start(t, tc.o)
+			if !strings.HasPrefix(a.URL, "http://127.0.0.1:") || a.CardURL != a.URL+"/.well-known/agent-card.json" {
+				t.Fatalf("URL = %q, CardURL = %q", a.URL, a.CardURL)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			card, body := fetchCard(t, ctx, a)
+			if card["name"] != "js-claims-agent" {
+				t.Errorf("name = %v", card["name"])
+			}
+			skills, _ := card["skills"].([]any)
+			if len(skills) != 1 || skills[0].(map[string]any)["id"] != "open-claim" {
+				t.Errorf("skills = %v, want one with id open-claim", skills)
+			}
+			if caps, _ := card["capabilities"].(map[string]any); caps["streaming"] != true {
+				t.Errorf("capabilities = %v, want streaming true", caps)
+			}
+			jsonrpcURL, restURL := a.URL+"/a2a/jsonrpc", a.URL+"/a2a/rest"
+			if tc.o.SDK == SDK1 {
+				want := []any{
+					map[string]any{"url": jsonrpcURL, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+					map[string]any{"url": restURL, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+				}
+				if got := card["supportedInterfaces"]; fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("supportedInterfaces = %v, want %v", got, want)
+				}
+			} else if _, has := card["supportedInterfaces"]; has {
+				t.Errorf("0.3 card has supportedInterfaces: %s", body)
+			}
+			if tc.o.SDK == SDK03 || tc.o.Card03Fields {
+				if card["url"] != jsonrpcURL || card["preferredTransport"] != "JSONRPC" || card["protocolVersion"] != "0.3.0" {
+					t.Errorf("url, preferredTransport, protocolVersion = %v, %v, %v", card["url"], card["preferredTransport"], card["protocolVersion"])
+				}
+				want := []any{
+					map[string]any{"url": jsonrpcURL, "transport": "JSONRPC"},
+					map[string]any{"url": restURL, "transport": "HTTP+JSON"},
+				}
+				if got := card["additionalInterfaces"]; fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("additionalInterfaces = %v, want %v", got, want)
+				}
+			} else {
+				for _, k := range []string{"url", "preferredTransport", "protocolVersion", "additionalInterfaces"} {
+					if _, has := card[k]; has {
+						t.Errorf("1.0 card has the 0.3 field %q", k)
+					}
+				}
+			}
+			// a2a-go's card parser (1.0 and 0.3) reads both interfaces.
+			parsed, err := a2av0.NewAgentCardParser()(body)
+			if err != nil {
+				t.Fatalf("a2av0 card parser: %v", err)
+			}
+			var got []string
+			for _, i := range parsed.SupportedInterfaces {
+				got = append(got, fmt.Sprintf("%s %s %s", i.ProtocolBinding, i.ProtocolVersion, i.URL))
+			}
+			ver := "1.0"
+			if tc.o.SDK == SDK03 {
+				ver = "0.3.0"
+			}
+			want := []string{"JSONRPC " + ver + " " + jsonrpcURL, "HTTP+JSON " + ver + " " + restURL}
+			if strings.Join(got, "; ") != strings.Join(want, "; ") {
+				t.Errorf("a2a-go parsed interfaces = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestSignedCard checks the card signatures the a2a-js 1.3.0 signer writes
+// against the A2A 1.0 §8.4 recipe this project verifies with: ES256 JWS
+// over the RFC 8785 form of the served card without "signatures".
+func TestSignedCard(t *testing.T) {
+	requireAgent(t)
+	t.Parallel()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ek, err := key.ECDH()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := ek.PublicKey().Bytes() // 0x04 || X || Y
+	b64 := base64.RawURLEncoding.EncodeToString
+	jwk, _ := json.Marshal(map[string]string{
+		"kty": "EC", "crv": "P-256", "kid": "interop-key-1",
+		"x": b64(pub[1:33]), "y": b64(pub[33:]), "d": b64(ek.Bytes()),
+	})
+
+	// verify reports whether sig verifies over the JCS form of card (a JSON
+	// object, "signatures" removed) minus the given top-level keys.
+	verify := func(t *testing.T, card map[string]json.RawMessage, sig map[string]string, drop ...string) bool {
+		t.Helper()
+		c := map[string]json.RawMessage{}
+		for k, v := range card {
+			c[k] = v
+		}
+		delete(c, "signatures")
+		for _, k := range drop {
+			delete(c, k)
+		}
+		raw, _ := json.Marshal(c)
+		payload, err := jcs.Transform(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := base64.RawURLEncoding.DecodeString(sig["signature"])
+		if err != nil || len(s) != 64 {
+			t.Fatalf("signature is not 64 bytes of base64url: %v", err)
+		}
+		h := sha256.Sum256([]byte(sig["protected"] + "." + b64(payload)))
+		return ecdsa.Verify(&key.PublicKey, h[:], new(big.Int).SetBytes(s[:32]), new(big.Int).SetBytes(s[32:]))
+	}
+	fetch := func(t *testing.T, a *Agent) (map[string]json.RawMessage, map[string]string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, body := fetchCard(t, ctx, a)
+		var card map[string]json.RawMessage
+		var sigs []map[string]string
+		if err := json.Unmarshal(body, &card); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(card["signatures"], &sigs); err != nil || len(sigs) != 1 {
+			t.Fatalf("signatures = %s, want one: %v", card["signatures"], err)
+		}
+		if len(sigs[0]) != 2 || sigs[0]["protected"] == "" || sigs[0]["signature"] == "" {
+			t.Fatalf("signature entry = %v, want exactly protected and signature", sigs[0])
+		}
+		hdr, err := base64.RawURLEncoding.DecodeString(sigs[0]["protected"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"alg":"ES256","kid":"interop-key-1","typ":"JOSE"}`; string(hdr) != want {
+			t.Errorf("protected header = %s, want %s", hdr, want)
+		}
+		return card, sigs[0]
+	}
+
+	t.Run("sdk1", func(t *testing.T) {
+		t.Parallel()
+		a := start(t, Options{SDK: SDK1, Bindings: []string{BindingJSONRPC, BindingREST}, SignJWK: jwk})
+		card, sig := fetch(t, a)
+		if !verify(t, card, sig) {
+			t.Errorf("the signature does not verify over JCS(card without signatures)")
+		}
+		// The SDK signs again on every fetch, and ES256 is randomized.
+		_, sig2 := fetch(t, a)
+		if sig2["signature"] == sig["signature"] {
+			t.Errorf("two fetches gave the same signature; the SDK was expected to sign per fetch")
+		}
+	})
+	t.Run("sdk1-card03", func(t *testing.T) {
+		t.Parallel()
+		a := start(t, Options{SDK: SDK1, Bindings: []string{BindingJSONRPC, BindingREST}, SignJWK: jwk, Card03Fields: true})
+		card, sig := fetch(t, a)
+		// The SDK's canonicalizeAgentCard drops fields outside the 1.0
+		// schema before signing: the 0.3 fields are served but not signed.
+		if verify(t, card, sig) {
+			t.Errorf("the signature verifies over the whole served card; expected the a2a-js signer to leave out the 0.3 fields")
+		}
+		if !verify(t, card, sig, "url", "preferredTransport", "protocolVersion", "additionalInterfaces") {
+			t.Errorf("the signature does not verify over the card without its 0.3 fields")
+		}
+	})
+}
+
+// TestScenarios drives every scenario through a2a-go v2.3.1 against each
+// a2a-js server and binding.
+func TestScenarios(t *testing.T) {
+	requireAgent(t)
+	t.Parallel()
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			if tg.skip != "" {
+				t.Skip(tg.skip)
+			}
+			s := newSession(t, tg)
+
+			t.Run("lost-parcel", func(t *testing.T) {
+				ctx := s.begin(t)
+				task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioLostParcel, "order_id": "B-2002"}))
+				ir := s.await(t, ctx, task.ID, a2a.TaskStateInputRequired)
+				if got := statusText(ir); got != QuestionText {
+					t.Errorf("question = %q, want %q", got, QuestionText)
+				}
+				reply := s.send(t, ctx, followUp(task))
+				if reply.ID != task.ID || reply.ContextID != task.ContextID {
+					t.Errorf("follow-up reply is task %s/%s, want %s/%s", reply.ID, reply.ContextID, task.ID, task.ContextID)
+				}
+				t.Logf("%s: follow-up reply state (returnImmediately): %s", tg.name, reply.Status.State)
+				done := s.await(t, ctx, task.ID, a2a.TaskStateCompleted)
+				checkClaim(t, done, "B-2002")
+				s.counts(t, ctx, Counts{Messages: 2, Tasks: 1, GetTasks: s.gets})
+			})
+
+			t.Run("instant", func(t *testing.T) {
+				ctx := s.begin(t)
+				task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioInstant}))
+				if task.Status.State != a2a.TaskStateCompleted {
+					t.Errorf("reply state = %s, want %s", task.Status.State, a2a.TaskStateCompleted)
+				}
+				checkClaim(t, s.await(t, ctx, task.ID, a2a.TaskStateCompleted), DefaultOrderID)
+				s.counts(t, ctx, Counts{Messages: 1, Tasks: 1, GetTasks: s.gets})
+			})
+
+			for _, tc := range []struct {
+				scenario string
+				state    a2a.TaskState
+				text     string
+			}{
+				{ScenarioFail, a2a.TaskStateFailed, FailText},
+				{ScenarioReject, a2a.TaskStateRejected, RejectText},
+			} {
+				t.Run(tc.scenario, func(t *testing.T) {
+					ctx := s.begin(t)
+					task := s.send(t, ctx, firstMessage(map[string]any{"scenario": tc.scenario}))
+					end := s.await(t, ctx, task.ID, tc.state)
+					if got := statusText(end); got != tc.text {
+						t.Errorf("status message = %q, want %q", got, tc.text)
+					}
+					if len(end.Artifacts) != 0 {
+						t.Errorf("artifacts = %v, want none", end.Artifacts)
+					}
+					s.counts(t, ctx, Counts{Messages: 1, Tasks: 1, GetTasks: s.gets})
+				})
+			}
+
+			t.Run("slow-cancel", func(t *testing.T) {
+				ctx := s.begin(t)
+				task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioSlow}))
+				s.await(t, ctx, task.ID, a2a.TaskStateWorking)
+				got, err := s.c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
+				if err != nil {
+					t.Fatalf("CancelTask() error = %v", err)
+				}
+				if got.Status.State != a2a.TaskStateCanceled {
+					t.Errorf("CancelTask() state = %s, want %s", got.Status.State, a2a.TaskStateCanceled)
+				}
+				s.await(t, ctx, task.ID, a2a.TaskStateCanceled)
+				s.counts(t, ctx, Counts{Messages: 1, Tasks: 1, Cancels: 1, GetTasks: s.gets})
+			})
+
+			// Cancel while the agent waits for input: the 1.x SDK still has
+			// the task's event bus and asks the executor; 0.3.14 dropped it
+			// and writes CANCELED itself.
+			t.Run("input-required-cancel", func(t *testing.T) {
+				ctx := s.begin(t)
+				task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioLostParcel}))
+				s.await(t, ctx, task.ID, a2a.TaskStateInputRequired)
+				got, err := s.c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
+				if err != nil {
+					t.Fatalf("CancelTask() error = %v", err)
+				}
+				if got.Status.State != a2a.TaskStateCanceled {
+					t.Errorf("CancelTask() state = %s, want %s", got.Status.State, a2a.TaskStateCanceled)
+				}
+				s.await(t, ctx, task.ID, a2a.TaskStateCanceled)
+				s.counts(t, ctx, Counts{Messages: 1, Tasks: 1, Cancels: 1, GetTasks: s.gets})
+			})
+
+			for _, tc := range []struct {
+				scenario string
+				state    a2a.TaskState
+				text     string
+			}{
+				{ScenarioSelfCancel, a2a.TaskStateCanceled, SelfCancelText},
+				{ScenarioSelfFail, a2a.TaskStateFailed, SelfFailText},
+				{ScenarioSelfComplete, a2a.TaskStateCompleted, ""},
+			} {
+				t.Run(tc.scenario, func(t *testing.T) {
+					ctx := s.begin(t)
+					// after_ms leaves the poll a wide window to see INPUT_REQUIRED.
+					task := s.send(t, ctx, firstMessage(map[string]any{"scenario": tc.scenario, "after_ms": 1000}))
+					s.await(t, ctx, task.ID, a2a.TaskStateInputRequired)
+					end := s.await(t, ctx, task.ID, tc.state)
+					if got := statusText(end); got != tc.text {
+						t.Errorf("status message = %q, want %q", got, tc.text)
+					}
+					if tc.state == a2a.TaskStateCompleted {
+						checkClaim(t, end, DefaultOrderID)
+					}
+					s.counts(t, ctx, Counts{Messages: 1, Tasks: 1, GetTasks: s.gets})
+				})
+			}
+		})
+	}
+}
+
+// TestErrors checks that a2a-go maps the a2a-js servers' errors to its
+// sentinel errors: an unknown task, a cancel of a finished task, and a
+// message to a finished task (the SDKs differ there: 1.x answers
+// UnsupportedOperation, 0.3.14 InvalidRequest).
+func TestErrors(t *testing.T) {
+	requireAgent(t)
+	t.Parallel()
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			if tg.skip != "" {
+				t.Skip(tg.skip)
+			}
+			if tg.errSkip != "" {
+				t.Skip(tg.errSkip)
+			}
+			s := newSession(t, tg)
+			ctx := s.begin(t)
+			_, err := s.c.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(uuid.NewString())})
+			if !errors.Is(err, a2a.ErrTaskNotFound) {
+				t.Errorf("GetTask(unknown) error = %v, want ErrTaskNotFound", err)
+			}
+			task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioInstant}))
+			s.await(t, ctx, task.ID, a2a.TaskStateCompleted)
+			_, err = s.c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
+			if !errors.Is(err, a2a.ErrTaskNotCancelable) {
+				t.Errorf("CancelTask(completed) error = %v, want ErrTaskNotCancelable", err)
+			}
+			_, err = s.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: followUp(task), Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+			want := a2a.ErrUnsupportedOperation
+			if tg.sdk == SDK03 {
+				want = a2a.ErrInvalidRequest
+			}
+			if !errors.Is(err, want) {
+				t.Errorf("SendMessage(to a completed task) error = %v, want %v", err, want)
+			}
+		})
+	}
+}
+
+// TestFollowUpWire records what each server sends for a follow-up on an
+// INPUT_REQUIRED task: the reply to a returnImmediately SendMessage, and the
+// states a SubscribeToTask stream (opened before the follow-up) and a
+// SendStreamingMessage stream see. Run with -v to see the captured bodies.
+func TestFollowUpWire(t *testing.T) {
+	requireAgent(t)
+	t.Parallel()
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			if tg.skip != "" {
+				t.Skip(tg.skip)
+			}
+			s := newSession(t, tg)
+
+			t.Run("send", func(t *testing.T) {
+				ctx := s.begin(t)
+				task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioLostParcel}))
+				s.await(t, ctx, task.ID, a2a.TaskStateInputRequired)
+
+				// A subscriber opened on the INPUT_REQUIRED task.
+				subCtx, stopSub := context.WithCancel(ctx)
+				defer stopSub()
+				type seen struct {
+					states []string
+					err    error
+				}
+				subbed := make(chan struct{})
+				result := make(chan seen, 1)
+				go func() {
+					var sn seen
+					first := true
+					for ev, err := range s.c.SubscribeToTask(subCtx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+						if err != nil {
+							sn.err = err
+							break
+						}
+						sn.states = append(sn.states, eventState(ev))
+						if first {
+							first = false
+							close(subbed)
+						}
+					}
+					if first {
+						close(subbed)
+					}
+					result <- sn
+				}()
+				<-subbed
+
+				m := s.w.mark()
+				reply := s.send(t, ctx, followUp(task))
+				t.Logf("%s: follow-up with returnImmediately, reply state %s; wire:\n%s", tg.name, reply.Status.State, s.w.since(m))
+				s.await(t, ctx, task.ID, a2a.TaskStateCompleted)
+				var sn seen
+				select {
+				case sn = <-result:
+				case <-time.After(5 * time.Second):
+					stopSub()
+					sn = <-result
+					sn.err = fmt.Errorf("stream still open 5 s after COMPLETED (canceled by the test)")
+				}
+				t.Logf("%s: SubscribeToTask opened at INPUT_REQUIRED saw %v (end: %v)", tg.name, sn.states, sn.err)
+			})
+
+			t.Run("stream", func(t *testing.T) {
+				ctx := s.begin(t)
+				task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioLostParcel}))
+				s.await(t, ctx, task.ID, a2a.TaskStateInputRequired)
+				m := s.w.mark()
+				var states []string
+				var serr error
+				for ev, err := range s.c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: followUp(task)}) {
+					if err != nil {
+						serr = err
+						break
+					}
+					states = append(states, eventState(ev))
+				}
+				t.Logf("%s: SendStreamingMessage follow-up saw %v (end: %v); wire:\n%s", tg.name, states, serr, s.w.since(m))
+				if serr != nil {
+					t.Errorf("SendStreamingMessage() error = %v", serr)
+				}
+				checkClaim(t, s.await(t, ctx, task.ID, a2a.TaskStateCompleted), DefaultOrderID)
+				s.counts(t, ctx, Counts{Messages: 2, Tasks: 1, GetTasks: s.gets})
+			})
+		})
+	}
+}
+
+func eventState(ev a2a.Event) string {
+	switch e := ev.(type) {
+	case *a2a.Task:
+		return "task:" + string(e.Status.State)
+	case *a2a.TaskStatusUpdateEvent:
+		return "status:" + string(e.Status.State)
+	case *a2a.TaskArtifactUpdateEvent:
+		return "artifact:" + e.Artifact.Name
+	case *a2a.Message:
+		return "message"
+	}
+	return fmt.Sprintf("%T", ev)
+}
