@@ -170,6 +170,9 @@ func (c *Client) GetTask(ctx context.Context, taskID string) (Snapshot, error) {
 type StreamEvent struct {
 	State     string
 	StatusKey string
+	// Chunk is an artifact update (A2A 1.0 §4.2.2 TaskArtifactUpdateEvent):
+	// an artifact, or a part of one to append.
+	Chunk *contracts.ArtifactChunk
 }
 
 // SubscribeStates follows the Task's stream (A2A 1.0 §3.1.6
@@ -193,6 +196,10 @@ func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[S
 			case *a2a.TaskStatusUpdateEvent:
 				snap := SnapshotOf(&a2a.Task{ID: e.TaskID, ContextID: e.ContextID, Status: e.Status})
 				se = StreamEvent{State: snap.State, StatusKey: snap.StatusKey}
+			case *a2a.TaskArtifactUpdateEvent:
+				if e.Artifact != nil && (e.TaskID == "" || string(e.TaskID) == taskID) {
+					se.Chunk = &contracts.ArtifactChunk{Artifact: artifactOf(e.Artifact), Append: e.Append, LastChunk: e.LastChunk}
+				}
 			}
 			if !yield(se, nil) {
 				return

@@ -359,12 +359,18 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 	if snap, changed, err := a.poll(ctx, c, in, hb); err != nil || changed {
 		return snap, changed, err
 	}
+	var as contracts.Assembly
+	chunks := 0
 	for ev, err := range c.SubscribeStates(ctx, in.TaskID) {
 		if err != nil {
 			break
 		}
 		hb.Events++
 		activity.RecordHeartbeat(ctx, *hb)
+		if ev.Chunk != nil && chunks < maxStreamChunks {
+			chunks++
+			as.Add(*ev.Chunk)
+		}
 		if ev.State != "" && changedFrom(in, a2aclient.Snapshot{State: ev.State, StatusKey: ev.StatusKey}) {
 			break
 		}
@@ -372,7 +378,28 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 	if ctx.Err() != nil {
 		return a2aclient.Snapshot{}, false, ctx.Err()
 	}
-	return a.poll(ctx, c, in, hb)
+	snap, changed, err := a.poll(ctx, c, in, hb)
+	return withStreamed(snap, &as), changed, err
+}
+
+// maxStreamChunks bounds the artifact chunks kept from one stream.
+const maxStreamChunks = 1024
+
+// withStreamed: a task that completed with no artifacts in its own record,
+// while its stream delivered artifact chunks, gets the artifacts assembled
+// from the chunks (contracts.Assembly); a chunk that appended to an
+// artifact never started becomes a withheld artifact, rejected with its
+// reason. The task's own record wins when it has artifacts.
+func withStreamed(snap a2aclient.Snapshot, as *contracts.Assembly) a2aclient.Snapshot {
+	arts := as.Artifacts()
+	if snap.State != a2aclient.StateCompleted || len(snap.Artifacts) > 0 || (len(arts) == 0 && len(as.Rejected) == 0) {
+		return snap
+	}
+	for _, r := range as.Rejected {
+		arts = append(arts, contracts.Artifact{ArtifactID: r.ArtifactID, Parts: []contracts.Part{}, Withheld: r.Reason})
+	}
+	snap.Artifacts = arts
+	return snap
 }
 
 // keepHeartbeating records a heartbeat every interval until stop is

@@ -1,10 +1,15 @@
 package activities
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +18,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
 )
@@ -116,5 +122,73 @@ func TestResolveCardErrors(t *testing.T) {
 	_, err = env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: "http://" + addr, Skill: "open-claim"})
 	if category(err) != string(contracts.CategoryTransient) {
 		t.Errorf("unreachable card: error = %v, want category transient", err)
+	}
+}
+
+// streamingStub answers GetTask with a WORKING task until the stream has
+// been served, then with a COMPLETED task that keeps no artifacts, and
+// serves SubscribeToTask as SSE: the task, artifact chunks, COMPLETED.
+func streamingStub(t *testing.T, chunks ...string) string {
+	t.Helper()
+	var streamed atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     string `json:"id"`
+			Method string `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		state := "TASK_STATE_WORKING"
+		if streamed.Load() {
+			state = "TASK_STATE_COMPLETED"
+		}
+		task := `{"id":"t-1","contextId":"c-1","status":{"state":"` + state + `"}}`
+		switch req.Method {
+		case "SubscribeToTask":
+			w.Header().Set("Content-Type", "text/event-stream")
+			event := func(result string) {
+				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%q,\"result\":%s}\n\n", req.ID, result)
+			}
+			event(`{"task":` + task + `}`)
+			for _, c := range chunks {
+				event(`{"artifactUpdate":` + c + `}`)
+			}
+			streamed.Store(true)
+			event(`{"statusUpdate":{"taskId":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}}`)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%q,"result":%s}`, req.ID, task)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Artifact chunks streamed with append/lastChunk (A2A 1.0 §4.2.2) are
+// assembled per artifactId when the task's own record has none; an append
+// to an artifact never started is kept as a rejection.
+func TestWatchAssemblesStreamedChunks(t *testing.T) {
+	base := streamingStub(t,
+		`{"taskId":"t-1","contextId":"c-1","artifact":{"artifactId":"a-1","name":"claim_opened","parts":[{"text":"Claim CLM-1 "}]}}`,
+		`{"taskId":"t-1","contextId":"c-1","append":true,"lastChunk":true,"artifact":{"artifactId":"a-1","parts":[{"text":"opened."}]}}`,
+		`{"taskId":"t-1","contextId":"c-1","append":true,"artifact":{"artifactId":"a-9","parts":[{"text":"stray"}]}}`,
+	)
+	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet}
+	env := activityEnv(t, a)
+	v, err := env.ExecuteActivity(a.WatchTask, WatchInput{Interface: cards.Interface{URL: base, Binding: "JSONRPC", Version: "1.0"},
+		TaskID: "t-1", Since: "working", Stream: true})
+	if err != nil {
+		t.Fatalf("WatchTask() error = %v", err)
+	}
+	var snap a2aclient.Snapshot
+	if err := v.Get(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.State != a2aclient.StateCompleted || len(snap.Artifacts) != 2 {
+		t.Fatalf("snapshot = %+v, want completed with the assembled artifact and the stray chunk", snap)
+	}
+	d := contracts.Delegation{AllowedOutputs: []string{"claim_opened"}, WriteAuthority: "none"}
+	outs, rej := contracts.ValidateArtifacts(d, snap.Artifacts)
+	if len(outs) != 1 || outs[0].Text != "Claim CLM-1 opened." || len(rej) != 1 || !strings.HasPrefix(rej[0].Reason, contracts.ReasonOrphanChunk) {
+		t.Errorf("outputs = %+v, rejected = %+v", outs, rej)
 	}
 }
