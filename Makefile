@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-interop test-browser lint bench clean
+.PHONY: build run test test-interop test-browser lint bench clean record-histories
 
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
@@ -26,6 +26,14 @@ test-interop:
 	cd interop && npm ci --no-audit --no-fund --loglevel=error
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./e2e
+
+# Record the histories of the end-to-end scenarios into a new folder of
+# workflows/testdata/histories (make record-histories NAME=what-changed);
+# make test replays every recorded history with today's workflow code.
+record-histories:
+	@test -n "$(NAME)" || (echo "usage: make record-histories NAME=folder-name"; exit 2)
+	@test ! -e workflows/testdata/histories/$(NAME) || (echo "workflows/testdata/histories/$(NAME) exists: recorded histories are never re-recorded"; exit 2)
+	DELEGATE_RECORD_HISTORIES=$(CURDIR)/workflows/testdata/histories/$(NAME) $(GO) test -count=1 -run TestRecordHistories -v ./e2e
 
 # delegate bench with the defaults (about a minute), then the Go benchmarks.
 bench: build

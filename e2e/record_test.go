@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+
+	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/workflows"
+)
+
+// TestRecordHistories runs one delegation per scenario and writes each
+// workflow history as JSON into $DELEGATE_RECORD_HISTORIES (make
+// record-histories); workflows/replay_test.go replays them. Skipped unless
+// the variable names a directory.
+func TestRecordHistories(t *testing.T) {
+	dir := os.Getenv("DELEGATE_RECORD_HISTORIES")
+	if dir == "" {
+		t.Skip("set DELEGATE_RECORD_HISTORIES=DIR to record histories (make record-histories)")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	contract := func(id, scenario string) contracts.Delegation {
+		d := lostParcel("record-"+id, e.base)
+		if scenario != "" {
+			d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"` + scenario + `"}`)
+		}
+		return d
+	}
+	waitState := func(id, state string) {
+		waitFor(t, id+" "+state, time.Minute, func() (bool, string) {
+			s, err := workflows.QueryStateOf(ctx, e.c, id)
+			if err != nil {
+				return false, err.Error()
+			}
+			return s.A2AState == state, s.A2AState
+		})
+	}
+	write := func(name string, run client.WorkflowRun) {
+		var out contracts.Outcome
+		if err := run.Get(ctx, &out); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		hist := &historypb.History{}
+		it := e.c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist.Events = append(hist.Events, ev)
+		}
+		b, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s, %d events", name, out.Status, len(hist.Events))
+	}
+	start := func(d contracts.Delegation) client.WorkflowRun {
+		run, err := workflows.Start(ctx, e.c, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+
+	d := contract("instant", "instant")
+	write("instant", start(d))
+
+	d = contract("signal-round", "")
+	run := start(d)
+	waitState(d.LocalWorkflowID, "input-required")
+	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.ProvideInput, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
+		t.Fatal(err)
+	}
+	write("signal-round", run)
+
+	d = contract("update-round", "")
+	run = start(d)
+	waitState(d.LocalWorkflowID, "input-required")
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
+		t.Fatal(err)
+	}
+	write("update-round", run)
+
+	d = contract("reconcile-then-answer", "")
+	run = start(d)
+	waitState(d.LocalWorkflowID, "input-required")
+	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Reconcile, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "reconciled", time.Minute, func() (bool, string) {
+		s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(s.Reconciliations) == 1, s.A2AState
+	})
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
+		t.Fatal(err)
+	}
+	write("reconcile-then-answer", run)
+
+	d = contract("revoke", "")
+	run = start(d)
+	waitState(d.LocalWorkflowID, "input-required")
+	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Revoke, map[string]string{"reason": "recorded"}); err != nil {
+		t.Fatal(err)
+	}
+	write("revoke", run)
+
+	d = contract("cancel", "slow")
+	run = start(d)
+	waitState(d.LocalWorkflowID, "working")
+	if err := e.c.CancelWorkflow(ctx, d.LocalWorkflowID, ""); err != nil {
+		t.Fatal(err)
+	}
+	write("cancel", run)
+
+	d = contract("deadline-waiting", "")
+	d.Deadline = time.Now().Add(6 * time.Second).UTC()
+	write("deadline-waiting", start(d))
+
+	d = contract("deadline-working", "slow")
+	d.Deadline = time.Now().Add(6 * time.Second).UTC()
+	write("deadline-working", start(d))
+}

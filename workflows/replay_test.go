@@ -1,0 +1,39 @@
+package workflows
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+)
+
+// TestReplayRecordedHistories replays every history recorded under
+// testdata/histories (make record-histories) with today's workflow code:
+// a change to the commands the workflow issues that is not behind
+// workflow.GetVersion fails here with a nondeterminism error. Each folder
+// holds the histories recorded by one version of the code (its name says
+// which); they are never re-recorded, only added to.
+func TestReplayRecordedHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no recorded histories under testdata/histories")
+	}
+	logger := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(f, filepath.Join("testdata", "histories")+string(os.PathSeparator)), ".json")
+		t.Run(name, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, f); err != nil {
+				t.Fatalf("replay %s: %v", f, err)
+			}
+		})
+	}
+}
