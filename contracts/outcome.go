@@ -168,3 +168,9 @@ type ErrorInfo struct {
 	Category Category `json:"category"`
 	Message  string   `json:"message"`
 }
+
+// DecodeObject decodes one JSON object into v strictly: unknown fields,
+// wrong types and trailing data are *FieldError naming the field; anything
+// but an object (a bare string, a number, null, an array) is refused as
+// "(document)". For payloads an operator types by hand (signals, updates).
+func DecodeObject(data []byte, v any) error { return strictDecode(data, v, nil, nil) }

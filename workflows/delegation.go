@@ -81,6 +81,11 @@ type State struct {
 	// Retrying is set while a call that failed transiently (card fetch,
 	// send) is being retried; it shows the last error.
 	Retrying *Retrying `json:"retrying,omitempty"`
+	// IgnoredSignals are the last signal payloads that were not applied
+	// (did not decode or validate), newest last, at most 20;
+	// IgnoredSignalCount counts them all.
+	IgnoredSignals     []IgnoredSignal `json:"ignored_signals,omitempty"`
+	IgnoredSignalCount int             `json:"ignored_signal_count,omitempty"`
 	// StaleReplies counts interrupted task snapshots that showed a question
 	// already answered (a republished task): they never open a round.
 	StaleReplies int `json:"stale_replies,omitempty"`
@@ -709,6 +714,7 @@ func (r *run) details(ctx workflow.Context) {
 		fmt.Fprintf(&b, "\n\nThe agent sent a task state this client cannot read: `%s` (shown as is; the task is still followed).",
 			escapeMarkdown(truncate(r.s.LastSnapshot.RawState, 200)))
 	}
+	ignoredNote(&b, r.s)
 	if rt := r.s.Retrying; rt != nil {
 		fmt.Fprintf(&b, "\n\n**Retrying %s** (attempt %d since %s, next at %s): %s", rt.Op, rt.Attempts,
 			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), escapeMarkdown(truncate(rt.LastError, 500)))
@@ -1020,7 +1026,17 @@ func questionDetails(d contracts.Delegation, s *State, wfID string) string {
 	b.WriteString("**How to answer:** send Signal or Update `provide-input` with\n\n")
 	b.WriteString("```json\n{\"text\": \"...\", \"answered_by\": \"your name\"}\n```\n\n")
 	fmt.Fprintf(&b, "or run `delegate answer %s --text \"...\" --by \"your name\"`.\n", wfID)
+	ignoredNote(&b, s)
 	return b.String()
+}
+
+// ignoredNote shows the last signal payload that was not applied.
+func ignoredNote(b *strings.Builder, s *State) {
+	if n := len(s.IgnoredSignals); n > 0 {
+		last := s.IgnoredSignals[n-1]
+		fmt.Fprintf(b, "\n\n**Not applied:** Signal `%s` at %s (%d ignored in all): %s. Payload: %s",
+			last.Signal, last.At.UTC().Format(time.RFC3339), s.IgnoredSignalCount, escapeMarkdown(last.Reason), escapeMarkdown(truncate(last.Excerpt, 100)))
+	}
 }
 
 func cardChangedDetails(s *State, c *CardChange, wfID string) string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -406,38 +407,65 @@ func (r *run) listen(ctx workflow.Context) {
 		timerDone := false
 		for {
 			sel := workflow.NewSelector(g)
+			// Every payload is received raw (never fails) and decoded here,
+			// so a payload of the wrong shape is recorded and ignored
+			// instead of stalling this goroutine, which owns the deadline
+			// and the revoke.
 			sel.AddReceive(input, func(c workflow.ReceiveChannel, _ bool) {
+				raw := receiveRaw(g, c)
 				var a contracts.Answer
-				c.Receive(g, &a)
-				if r.checkAnswer(a) != nil {
+				if err := decodePayload(raw, &a, true); err != nil {
+					r.ignore(g, ProvideInput, err, raw)
+					return
+				}
+				if err := r.checkAnswer(a); err != nil {
 					r.s.IgnoredAnswers++
+					r.ignore(g, ProvideInput, err, raw)
 					return
 				}
 				r.pending, r.pendingVia = &a, "signal"
 			})
 			sel.AddReceive(rediscover, func(c workflow.ReceiveChannel, _ bool) {
-				c.Receive(g, nil)
+				receiveRaw(g, c)
 				if r.s.A2AState == StateCardChanged {
 					r.rediscover = true
 				}
 			})
 			sel.AddReceive(resolve, func(c workflow.ReceiveChannel, _ bool) {
+				raw := receiveRaw(g, c)
 				var res Resolution
-				c.Receive(g, &res)
-				if res.Validate() == nil && r.s.Unknown != nil && r.resolution == nil {
+				err := decodePayload(raw, &res, true)
+				if err == nil {
+					err = res.Validate()
+				}
+				if err == nil && r.s.Unknown == nil {
+					err = fmt.Errorf("no send with an unknown outcome is pending (state %q)", r.s.A2AState)
+				}
+				if err != nil {
+					r.ignore(g, ResolveUnknown, err, raw)
+					return
+				}
+				if r.resolution == nil {
 					r.resolution = &res
 				}
 			})
 			sel.AddReceive(revoke, func(c workflow.ReceiveChannel, _ bool) {
+				raw := receiveRaw(g, c)
 				var p struct {
 					Reason string `json:"reason"`
 				}
-				c.Receive(g, &p)
+				// A revoke is honoured whatever its payload: a payload that
+				// does not decode is recorded and the revoke stands.
+				if err := decodePayload(raw, &p, false); err != nil {
+					r.ignore(g, Revoke, fmt.Errorf("payload not read (the revoke is applied): %w", err), raw)
+					p.Reason = ""
+				}
 				if r.revoked == nil {
 					reason := strings.TrimSpace(p.Reason)
 					if reason == "" {
 						reason = "revoked by an operator"
 					}
+					reason = truncate(reason, 1000)
 					r.revoked = &reason
 					r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{
 						AuthorizationDecision: activities.AuthorizationDecision{Allowed: false, Reason: "Signal revoke: " + reason, Policy: "signal"},
@@ -445,7 +473,7 @@ func (r *run) listen(ctx workflow.Context) {
 				}
 			})
 			sel.AddReceive(reconcile, func(c workflow.ReceiveChannel, _ bool) {
-				c.Receive(g, nil)
+				receiveRaw(g, c)
 				r.reconcile(g)
 			})
 			if !timerDone {
@@ -459,4 +487,68 @@ func (r *run) listen(ctx workflow.Context) {
 			sel.Select(g)
 		}
 	})
+}
+
+// IgnoredSignal is a signal payload that was not applied: it did not
+// decode or did not validate. Excerpt is the start of the payload as sent
+// (at most 200 bytes), Size its length in bytes.
+type IgnoredSignal struct {
+	Signal  string    `json:"signal"`
+	Reason  string    `json:"reason"`
+	Excerpt string    `json:"excerpt,omitempty"`
+	Size    int       `json:"size"`
+	At      time.Time `json:"at"`
+}
+
+// maxIgnoredSignals bounds State.IgnoredSignals (the oldest are dropped;
+// IgnoredSignalCount keeps counting).
+const maxIgnoredSignals = 20
+
+// receiveRaw receives one signal without decoding it (a converter.RawValue
+// never fails to decode, so the SDK never drops it and blocks).
+func receiveRaw(ctx workflow.Context, c workflow.ReceiveChannel) converter.RawValue {
+	var raw converter.RawValue
+	c.Receive(ctx, &raw)
+	return raw
+}
+
+// decodePayload decodes a JSON object payload strictly into v
+// (contracts.DecodeObject); required: a missing payload is an error.
+func decodePayload(raw converter.RawValue, v any, required bool) error {
+	p := raw.Payload()
+	if p == nil || len(p.GetData()) == 0 {
+		if required {
+			return &contracts.FieldError{Field: "(payload)", Rule: "required: a JSON object"}
+		}
+		return nil
+	}
+	if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
+		return &contracts.FieldError{Field: "(payload)", Rule: fmt.Sprintf("encoding %q: want %s", truncate(enc, 64), converter.MetadataEncodingJSON)}
+	}
+	if !required && strings.TrimSpace(string(p.GetData())) == "null" {
+		return nil
+	}
+	return contracts.DecodeObject(p.GetData(), v)
+}
+
+// ignore records a signal payload that was not applied, and shows it.
+func (r *run) ignore(ctx workflow.Context, signal string, err error, raw converter.RawValue) {
+	var data []byte
+	if p := raw.Payload(); p != nil {
+		data = p.GetData()
+	}
+	rec := IgnoredSignal{Signal: signal, Reason: truncate(err.Error(), 500), Size: len(data), At: workflow.Now(ctx)}
+	if len(data) > 0 {
+		rec.Excerpt = truncate(strings.ToValidUTF8(string(data), "\uFFFD"), 200)
+	}
+	r.s.IgnoredSignalCount++
+	r.s.IgnoredSignals = append(r.s.IgnoredSignals, rec)
+	if n := len(r.s.IgnoredSignals); n > maxIgnoredSignals {
+		r.s.IgnoredSignals = append([]IgnoredSignal(nil), r.s.IgnoredSignals[n-maxIgnoredSignals:]...)
+	}
+	if r.s.Question != nil {
+		workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))
+	} else {
+		r.details(ctx)
+	}
 }

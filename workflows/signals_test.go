@@ -1,0 +1,92 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// badPayloads are what a person may type into the UI's Send Signal form,
+// or a script may send: none of them may stall the delegation.
+var badPayloads = map[string]any{
+	"bare string":       "photo attached: box.jpg",
+	"number":            42,
+	"null":              nil,
+	"array":             []any{"photo", 1},
+	"wrong field types": map[string]any{"text": 7, "answered_by": []int{1}},
+	"unknown fields":    map[string]any{"txt": "photo", "action": "resend", "reason": "x", "extra": true},
+	"1 MB of text":      strings.Repeat("A", 1<<20),
+}
+
+// Every signal with every bad payload, then revoke: the revoke still ends
+// the delegation authorization_denied, and the bad payload is recorded.
+func (s *DelegationSuite) TestBadSignalPayloadsNeverDisarmRevoke() {
+	for _, signal := range []string{ProvideInput, ResolveUnknown, Revoke, Reconcile, Rediscover} {
+		for name, payload := range badPayloads {
+			s.Run(fmt.Sprintf("%s/%s", signal, name), func() {
+				s.SetupTest()
+				s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+				s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
+				s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
+				s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(signal, payload) }, time.Minute)
+				if signal != Revoke {
+					s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Revoke, map[string]string{"reason": "stop"}) }, 2*time.Minute)
+				}
+				s.env.ExecuteWorkflow(Delegation, contract())
+				o := s.outcome()
+				s.Equal(contracts.StatusAuthorizationDenied, o.Status, "%+v", o.Error)
+				st := s.state()
+				if signal == Reconcile || signal == Rediscover {
+					return // no payload is read
+				}
+				if signal == Revoke && name == "null" {
+					return // a revoke without payload is a plain revoke
+				}
+				if s.NotEmpty(st.IgnoredSignals, "the bad payload is recorded") {
+					last := st.IgnoredSignals[0]
+					s.Equal(signal, last.Signal)
+					s.NotEmpty(last.Reason)
+					s.LessOrEqual(len(last.Excerpt), 204)
+				}
+			})
+		}
+	}
+}
+
+// With no revoke, the deadline still ends the delegation after any bad
+// payload.
+func (s *DelegationSuite) TestBadSignalPayloadsNeverDisarmTheDeadline() {
+	for name, payload := range badPayloads {
+		s.Run(name, func() {
+			s.SetupTest()
+			s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+			s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+			s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, payload) }, time.Minute)
+			s.env.ExecuteWorkflow(Delegation, contract())
+			o := s.outcome()
+			s.Equal(contracts.StatusDeadlineExceeded, o.Status)
+			s.Equal(1, s.state().IgnoredSignalCount)
+		})
+	}
+}
+
+// After a bad payload, a good answer is still taken.
+func (s *DelegationSuite) TestGoodAnswerAfterABadOne() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, "photo attached: box.jpg") }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "alice"})
+	}, 2*time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	st := s.state()
+	s.Equal(1, st.IgnoredSignalCount)
+	s.Contains(st.IgnoredSignals[0].Reason, "JSON object")
+	s.Equal(`"photo attached: box.jpg"`, st.IgnoredSignals[0].Excerpt)
+}
