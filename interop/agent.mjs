@@ -89,7 +89,16 @@ import express from 'express';
 // Only the ready line may go to stdout.
 for (const k of ['log', 'info', 'debug']) console[k] = (...a) => console.error(...a);
 
-const USAGE = 'usage: node agent.mjs --sdk 1|0.3 [--bindings jsonrpc,rest] [--port 0] [--sign-jwk FILE] [--card-03-fields] [--work-ms 50]';
+const USAGE = `usage: node agent.mjs --sdk 1|0.3 [--bindings jsonrpc,rest] [--port 0] [--sign-jwk FILE] [--card-03-fields] [--work-ms 50]
+
+An A2A claims agent on the a2a-js SDK (1.3.0: A2A 1.0; 0.3.14: A2A 0.3), on 127.0.0.1.
+Prints {"url":...,"card_url":...} when ready. The first message's data field "scenario" picks:
+  lost-parcel (default)  INPUT_REQUIRED, then COMPLETED (claim_opened) after one answer
+  instant | fail | reject  COMPLETED | FAILED | REJECTED at once
+  slow                   WORKING until canceled
+  self-cancel | self-fail | self-complete  INPUT_REQUIRED, then the agent ends the task itself after
+                         data field after_ms (default 1000)
+GET /counts shows the requests that arrived; POST /counts/reset zeroes them.`;
 
 function fail(msg) {
   console.error(`agent: ${msg}\n${USAGE}`);
@@ -106,11 +115,16 @@ try {
       'sign-jwk': { type: 'string' },
       'card-03-fields': { type: 'boolean', default: false },
       'work-ms': { type: 'string', default: '50' },
+      help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
   }).values;
 } catch (e) {
   fail(e.message);
+}
+if (args.help) {
+  console.error(USAGE);
+  process.exit(0);
 }
 const SDK = args.sdk;
 if (SDK !== '1' && SDK !== '0.3') fail('--sdk must be 1 or 0.3');

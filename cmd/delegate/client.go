@@ -309,6 +309,15 @@ func printState(w io.Writer, s workflows.State) {
 		row("unknown outcome", fmt.Sprintf("round %d, messageId %s, since %s: %s", u.Round, u.MessageID, u.Since.UTC().Format(time.RFC3339), u.Error))
 		row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]", s.LocalWorkflowID))
 	}
+	for _, a := range s.Answers {
+		if a.Refused != "" {
+			row("answer not taken", fmt.Sprintf("round %d at %s: %s", a.Round, a.At.UTC().Format(time.RFC3339), a.Refused))
+		}
+	}
+	if n := len(s.IgnoredSignals); n > 0 {
+		last := s.IgnoredSignals[n-1]
+		row("signals ignored", fmt.Sprintf("%d; last: %s at %s: %s", s.IgnoredSignalCount, last.Signal, last.At.UTC().Format(time.RFC3339), last.Reason))
+	}
 	if q := s.Question; q != nil {
 		row("question", fmt.Sprintf("%q (since %s)", q.Text, q.Since.UTC().Format(time.RFC3339)))
 		row("answer with", fmt.Sprintf("delegate answer %s --text \"...\" --by NAME", s.LocalWorkflowID))
