@@ -271,6 +271,7 @@ const VersionFollowAgents workflow.Version = 1
 
 type run struct {
 	v             workflow.Version
+	reconciling   bool
 	reconciled    *a2aclient.Snapshot
 	saPending     []temporal.SearchAttributeUpdate
 	watches       int

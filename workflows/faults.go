@@ -474,7 +474,19 @@ func (r *run) listen(ctx workflow.Context) {
 			})
 			sel.AddReceive(reconcile, func(c workflow.ReceiveChannel, _ bool) {
 				receiveRaw(g, c)
-				r.reconcile(g)
+				// The read (GetTask, with retries) runs beside this
+				// goroutine, never inside it: a slow agent must not hold the
+				// deadline or a revoke. Reads asked for while one runs are
+				// folded into it.
+				if r.reconciling {
+					r.s.Reconciliations = append(r.s.Reconciliations, Reconciliation{At: workflow.Now(g), Before: r.s.A2AState, Error: "a read is already running; this request was folded into it"})
+					return
+				}
+				r.reconciling = true
+				workflow.Go(g, func(rc workflow.Context) {
+					defer func() { r.reconciling = false }()
+					r.reconcile(rc)
+				})
 			})
 			if !timerDone {
 				sel.AddFuture(deadline, func(f workflow.Future) {

@@ -90,3 +90,31 @@ func (s *DelegationSuite) TestGoodAnswerAfterABadOne() {
 	s.Contains(st.IgnoredSignals[0].Reason, "JSON object")
 	s.Equal(`"photo attached: box.jpg"`, st.IgnoredSignals[0].Excerpt)
 }
+
+// A reconcile read that hangs (an agent whose GetTask never answers) runs
+// beside the listener: an answer and the deadline are still handled.
+func (s *DelegationSuite) TestSlowReconcileHoldsNothing() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, 90*time.Second)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, 2*time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
+	st := s.state()
+	s.Len(st.Reconciliations, 1, "the second request is folded into the running read")
+}
+
+// The same with no answer: the deadline ends the delegation on time.
+func (s *DelegationSuite) TestSlowReconcileDoesNotHoldTheDeadline() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
+	s.True(s.env.Now().Before(t0.Add(time.Hour+5*time.Minute)), "ended at %s, deadline %s", s.env.Now(), t0.Add(time.Hour))
+}
