@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,9 +30,11 @@ func TestRecordHistories(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e := setup(t)
+	e := setup(t, func(o *options) { o.agent.WorkDelay = 600 * time.Millisecond })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	only := os.Getenv("DELEGATE_RECORD_ONLY")
+	want := func(name string) bool { return only == "" || only == name }
 
 	contract := func(id, scenario string) contracts.Delegation {
 		d := lostParcel("record-"+id, e.base)
@@ -49,13 +52,11 @@ func TestRecordHistories(t *testing.T) {
 			return s.A2AState == state, s.A2AState
 		})
 	}
-	write := func(name string, run client.WorkflowRun) {
-		var out contracts.Outcome
-		if err := run.Get(ctx, &out); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+	// writeRun writes one run's history and returns the run it continued
+	// as new into ("" when none).
+	writeRun := func(name, id, runID string) string {
 		hist := &historypb.History{}
-		it := e.c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		it := e.c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
@@ -70,7 +71,29 @@ func TestRecordHistories(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, name+".json"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %s, %d events", name, out.Status, len(hist.Events))
+		t.Logf("%s: %d events", name, len(hist.Events))
+		last := hist.Events[len(hist.Events)-1]
+		if a := last.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+			return a.GetNewExecutionRunId()
+		}
+		return ""
+	}
+	write := func(name string, run client.WorkflowRun) {
+		first := run.GetRunID()
+		var out contracts.Outcome
+		if err := run.Get(ctx, &out); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%s: %s", name, out.Status)
+		runID, n := first, 0
+		for runID != "" {
+			file := name
+			if n > 0 {
+				file = fmt.Sprintf("%s-run%d", name, n)
+			}
+			runID = writeRun(file, run.GetID(), runID)
+			n++
+		}
 	}
 	start := func(d contracts.Delegation) client.WorkflowRun {
 		run, err := workflows.Start(ctx, e.c, d)
@@ -78,6 +101,22 @@ func TestRecordHistories(t *testing.T) {
 			t.Fatal(err)
 		}
 		return run
+	}
+
+	if want("continue-as-new") {
+		old := workflows.ContinueAsNewEvents
+		workflows.ContinueAsNewEvents = 1
+		d := contract("continue-as-new", "")
+		run := start(d)
+		waitState(d.LocalWorkflowID, "input-required")
+		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
+			t.Fatal(err)
+		}
+		write("continue-as-new", run)
+		workflows.ContinueAsNewEvents = old
+	}
+	if only != "" {
+		return
 	}
 
 	d := contract("instant", "instant")
