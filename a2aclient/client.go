@@ -151,14 +151,16 @@ func (c *Client) SendMessage(ctx context.Context, msg Outbound) (Snapshot, error
 	}
 }
 
-// GetTask reads the Task (A2A 1.0 §3.1.3). Errors are *CallError.
-func (c *Client) GetTask(ctx context.Context, taskID string) (Snapshot, error) {
+// GetTask reads the Task (A2A 1.0 §3.1.3). contextID, when not empty, is
+// the tracked context: a reply naming another is an IDError. Errors are
+// *CallError.
+func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (Snapshot, error) {
 	ctx, rec := withRecord(ctx)
 	t, err := c.sdk.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)})
 	if err != nil {
 		return Snapshot{}, classify("GetTask", err, rec)
 	}
-	if err := checkIDs("GetTask", taskID, "", string(t.ID), t.ContextID, true); err != nil {
+	if err := checkIDs("GetTask", taskID, contextID, string(t.ID), t.ContextID, true); err != nil {
 		return Snapshot{}, err
 	}
 	return SnapshotOf(t), nil
@@ -183,6 +185,7 @@ type StreamEvent struct {
 func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
 		ctx, rec := withRecord(ctx)
+		rec.stream = true
 		for ev, err := range c.sdk.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(taskID)}) {
 			if err != nil {
 				yield(StreamEvent{}, classify("SubscribeToTask", err, rec))
@@ -209,15 +212,15 @@ func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[S
 }
 
 // CancelTask asks the agent to cancel the Task (A2A 1.0 §3.1.5) and returns
-// the Task as the agent reports it. Errors are *CallError; a task that is
+// the Task as the agent reports it; contextID as for GetTask. Errors are *CallError; a task that is
 // not cancelable gives a2a.ErrTaskNotCancelable inside.
-func (c *Client) CancelTask(ctx context.Context, taskID string) (Snapshot, error) {
+func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (Snapshot, error) {
 	ctx, rec := withRecord(ctx)
 	t, err := c.sdk.CancelTask(ctx, &a2a.CancelTaskRequest{ID: a2a.TaskID(taskID)})
 	if err != nil {
 		return Snapshot{}, classify("CancelTask", err, rec)
 	}
-	if err := checkIDs("CancelTask", taskID, "", string(t.ID), t.ContextID, true); err != nil {
+	if err := checkIDs("CancelTask", taskID, contextID, string(t.ID), t.ContextID, true); err != nil {
 		return Snapshot{}, err
 	}
 	return SnapshotOf(t), nil
@@ -316,10 +319,11 @@ func (e *CallError) Unwrap() error { return e.Err }
 func (e *CallError) Retryable() bool { return e.Category == contracts.CategoryTransient }
 
 // classify makes the CallError of a failed call. It goes by what came
-// back, in this order: the HTTP guard's refusal (card); a body over the
-// limit (protocol); 401/403 or an A2A authentication error
-// (authorization); HTTP 408, 429 and 5xx other than 501/505 (transient);
-// any other 4xx (protocol: the same call would fail again); a JSON-RPC
+// back, in this order: the HTTP guard's refusal (card); 401/403 or an A2A
+// authentication error (authorization); HTTP 408, 429 and 5xx other than
+// 501/505 (transient, whatever the body); any other 4xx, or a body over
+// the limit (protocol: the same call would fail again); a reply cut before
+// its end (unknown_outcome for a send, transient for a read); a JSON-RPC
 // error code (-32603 internal and the server-error range -32000..-32099
 // outside A2A's own codes: transient; every other code: protocol); no
 // response (transient when nothing was written, unknown_outcome when the
@@ -338,8 +342,6 @@ func classify(op string, err error, rec *record) error {
 	case errors.Is(err, cards.ErrGuard):
 		// The HTTP guard refused the address: permanent, nothing sent.
 		ce.Category = contracts.CategoryCard
-	case errors.Is(err, ErrResponseTooLarge):
-		ce.Category = contracts.CategoryProtocol
 	case status == http.StatusUnauthorized || status == http.StatusForbidden,
 		ce.HasCode && (ce.Code == -31401 || ce.Code == -31403),
 		errors.Is(err, a2a.ErrUnauthenticated), errors.Is(err, a2a.ErrUnauthorized):
@@ -347,8 +349,13 @@ func classify(op string, err error, rec *record) error {
 	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests,
 		status >= 500 && status != http.StatusNotImplemented && status != http.StatusHTTPVersionNotSupported:
 		ce.Category = contracts.CategoryTransient
-	case status >= 400:
+	case status >= 400, errors.Is(err, ErrResponseTooLarge):
 		ce.Category = contracts.CategoryProtocol
+	case errors.As(err, new(*BodyReadError)) && ce.Written && op == "SendMessage":
+		// The agent took the message; its reply was lost.
+		ce.Category = contracts.CategoryUnknownOutcome
+	case errors.As(err, new(*BodyReadError)):
+		ce.Category = contracts.CategoryTransient
 	case ce.HasCode:
 		ce.Category = rpcCategory(ce.Code)
 	case errors.Is(err, a2a.ErrTaskNotFound), errors.Is(err, a2a.ErrTaskNotCancelable),

@@ -50,15 +50,15 @@ func TestSendGetCancelAgainstClaimsAgent(t *testing.T) {
 			if snap.TaskID == "" || Terminal(snap.State) {
 				t.Fatalf("SendMessage() = %+v, want a running task (returnImmediately)", snap)
 			}
-			got, err := c.GetTask(ctx, snap.TaskID)
+			got, err := c.GetTask(ctx, snap.TaskID, "")
 			if err != nil || got.TaskID != snap.TaskID {
 				t.Fatalf("GetTask() = %+v, %v", got, err)
 			}
-			canceled, err := c.CancelTask(ctx, snap.TaskID)
+			canceled, err := c.CancelTask(ctx, snap.TaskID, snap.ContextID)
 			if err != nil || canceled.State != StateCanceled {
 				t.Fatalf("CancelTask() = %+v, %v", canceled, err)
 			}
-			_, err = c.GetTask(ctx, "no-such-task")
+			_, err = c.GetTask(ctx, "no-such-task", "")
 			var ce *CallError
 			if !errors.As(err, &ce) || ce.Category != contracts.CategoryProtocol {
 				t.Errorf("GetTask(unknown) error = %v, want category protocol", err)
@@ -103,7 +103,7 @@ func TestClassify(t *testing.T) {
 		{http.StatusBadRequest, contracts.CategoryProtocol},
 	} {
 		status = tt.status
-		_, err := c.GetTask(ctx, "t")
+		_, err := c.GetTask(ctx, "t", "")
 		var ce *CallError
 		if !errors.As(err, &ce) || ce.Category != tt.want || ce.Status != tt.status {
 			t.Errorf("HTTP %d: error = %v, want category %s", tt.status, err, tt.want)

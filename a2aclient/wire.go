@@ -71,7 +71,10 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rec.mu.Unlock()
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == "text/event-stream" {
+	if mt == "text/event-stream" && rec != nil && rec.stream && resp.StatusCode < 300 {
+		// A stream the call asked for: a2a-go bounds each event. A reply
+		// to any other call is read (and capped) as a body, whatever its
+		// Content-Type says.
 		return resp, nil
 	}
 	if mt == "application/a2a+json" {
@@ -84,7 +87,9 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, t.maxBytes+1))
 	resp.Body.Close()
 	if err != nil {
-		return nil, err
+		// The reply was cut (reset, EOF before Content-Length): the
+		// request was taken, its answer lost.
+		return nil, &BodyReadError{Status: resp.StatusCode, Err: err}
 	}
 	if int64(len(body)) > t.maxBytes {
 		return nil, fmt.Errorf("%w: more than %d bytes (HTTP %d)", ErrResponseTooLarge, t.maxBytes, resp.StatusCode)
@@ -255,11 +260,27 @@ func shortOf(s string) string {
 	return StateUnknown
 }
 
+// BodyReadError is a response whose body could not be read to its end
+// (the connection was reset or closed early): the request was received,
+// the reply lost. Classify makes it unknown_outcome for a send and
+// transient for a read.
+type BodyReadError struct {
+	Status int
+	Err    error
+}
+
+func (e *BodyReadError) Error() string {
+	return fmt.Sprintf("reading the response body (HTTP %d): %v", e.Status, e.Err)
+}
+
+func (e *BodyReadError) Unwrap() error { return e.Err }
+
 type recordKey struct{}
 
 // record is what the transport saw of one call.
 type record struct {
 	mu         sync.Mutex
+	stream     bool
 	status     int
 	written    bool
 	hasRPCCode bool

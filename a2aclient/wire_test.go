@@ -78,7 +78,7 @@ func TestJSONRPCErrorDataOfAnyShape(t *testing.T) {
 			c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
 				rpcError(w, `{"code":-32603,"message":"internal hiccup","data":`+data+`}`)
 			}}, "JSONRPC", "1.0")
-			_, err := c.GetTask(context.Background(), "t-1")
+			_, err := c.GetTask(context.Background(), "t-1", "")
 			ce := callError(t, err)
 			if ce.Category != contracts.CategoryTransient || !ce.HasCode || ce.Code != -32603 {
 				t.Fatalf("error = %v (category %s, code %d), want transient -32603", err, ce.Category, ce.Code)
@@ -91,7 +91,7 @@ func TestJSONRPCErrorDataOfAnyShape(t *testing.T) {
 	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
 		rpcError(w, `{"code":-32001,"message":"no such task","data":"t-9"}`)
 	}}, "JSONRPC", "0.3")
-	_, err := c.GetTask(context.Background(), "t-9")
+	_, err := c.GetTask(context.Background(), "t-9", "")
 	if ce := callError(t, err); ce.Category != contracts.CategoryProtocol || ce.Code != -32001 {
 		t.Errorf("0.3 TaskNotFound with string data: %v, want protocol -32001", err)
 	}
@@ -146,7 +146,7 @@ func TestResponseOverLimitIsNotDecoded(t *testing.T) {
 	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
 		rpcResult(w, `{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"},"pad":"`+strings.Repeat("x", 2<<20)+`"}`)
 	}}, "JSONRPC", "1.0")
-	_, err := c.GetTask(context.Background(), "t-1")
+	_, err := c.GetTask(context.Background(), "t-1", "")
 	ce := callError(t, err)
 	if ce.Category != contracts.CategoryProtocol || !errors.Is(err, ErrResponseTooLarge) || !strings.Contains(err.Error(), "1048576") {
 		t.Errorf("error = %v, want protocol naming the limit of 1048576 bytes", err)
@@ -170,7 +170,7 @@ func TestStateSpellingsOnEitherVersion(t *testing.T) {
 			result = `{"kind":"task",` + result[1:]
 		}
 		c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) { rpcResult(w, result) }}, "JSONRPC", tc.version)
-		snap, err := c.GetTask(context.Background(), "t-1")
+		snap, err := c.GetTask(context.Background(), "t-1", "")
 		if err != nil {
 			t.Errorf("%s %q: GetTask error = %v", tc.version, tc.sent, err)
 			continue
@@ -186,7 +186,7 @@ func TestStateSpellingsOnEitherVersion(t *testing.T) {
 	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
 		rpcResult(w, `{"id":"t-1","contextId":"c-1","status":{"state":"completed"},"artifacts":[{"artifactId":"a","parts":[{"data":{"status":{"state":"completed"}}}]}]}`)
 	}}, "JSONRPC", "1.0")
-	snap, err := c.GetTask(context.Background(), "t-1")
+	snap, err := c.GetTask(context.Background(), "t-1", "")
 	if err != nil || len(snap.Artifacts) != 1 || string(snap.Artifacts[0].Parts[0].Data) != `{"status":{"state":"completed"}}` {
 		t.Errorf("GetTask = %+v, %v: artifact data must stay as sent", snap, err)
 	}
@@ -197,14 +197,14 @@ func TestRepliesNamingAnotherTask(t *testing.T) {
 	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
 		rpcResult(w, strings.Replace(strings.Replace(task1, "%s", "TASK_STATE_WORKING", 1), "t-1", "t-other", 1))
 	}}, "JSONRPC", "1.0")
-	_, err := c.GetTask(context.Background(), "t-1")
+	_, err := c.GetTask(context.Background(), "t-1", "")
 	var ide *IDError
 	if !errors.As(err, &ide) || callError(t, err).Category != contracts.CategoryProtocol ||
 		!strings.Contains(err.Error(), `"t-1"`) || !strings.Contains(err.Error(), `"t-other"`) {
 		t.Errorf("GetTask naming another task: %v, want a protocol IDError naming both ids", err)
 	}
 	c = dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) { rpcResult(w, `{"kind":"surprise"}`) }}, "JSONRPC", "1.0")
-	if _, err := c.GetTask(context.Background(), "t-1"); !errors.As(err, &ide) {
+	if _, err := c.GetTask(context.Background(), "t-1", ""); !errors.As(err, &ide) {
 		t.Errorf("GetTask reply with no id: %v, want IDError", err)
 	}
 	c = dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
@@ -219,7 +219,7 @@ func TestStatusKey(t *testing.T) {
 	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
 		rpcResult(w, `{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-01-02T03:04:05.123Z","message":{"messageId":"q-1","role":"ROLE_AGENT","parts":[{"text":"photo?"}]}}}`)
 	}}, "JSONRPC", "1.0")
-	a, err := c.GetTask(context.Background(), "t-1")
+	a, err := c.GetTask(context.Background(), "t-1", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,5 +233,66 @@ func TestStatusKey(t *testing.T) {
 	b.StatusKey = StatusKeyOf(b.State, "", "", "photo?", nil)
 	if SameStatus(a, b) {
 		t.Error("SameStatus with another key = true")
+	}
+}
+
+// A reply cut before its end: the request was taken, the answer lost. A
+// send is then unknown_outcome, a read transient.
+func TestCutReply(t *testing.T) {
+	cut := stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "400")
+		w.WriteHeader(200)
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"1","result":{"task":{"id":"t-1"`)
+		w.(http.Flusher).Flush()
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	}}
+	c := dialStub(t, cut, "JSONRPC", "1.0")
+	_, err := c.GetTask(context.Background(), "t-1", "")
+	if ce := callError(t, err); ce.Category != contracts.CategoryTransient {
+		t.Errorf("GetTask cut: %v, want transient", err)
+	}
+	_, err = c.SendMessage(context.Background(), Outbound{MessageID: "m-1", Text: "hi"})
+	if ce := callError(t, err); ce.Category != contracts.CategoryUnknownOutcome {
+		t.Errorf("SendMessage cut: %v, want unknown_outcome", err)
+	}
+}
+
+// A reply that calls itself a stream, to a call that asked for none, is
+// capped and normalized like any body.
+func TestEventStreamHeaderOnAPlainCall(t *testing.T) {
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"},"pad":"`+strings.Repeat("x", 2<<20)+`"}}`)
+	}}, "JSONRPC", "1.0")
+	if _, err := c.GetTask(context.Background(), "t-1", ""); !errors.Is(err, ErrResponseTooLarge) {
+		t.Errorf("3 MiB reply labelled text/event-stream: %v, want ErrResponseTooLarge", err)
+	}
+}
+
+// A 503 is transient even when its body is over the limit.
+func TestOversizeServerErrorIsTransient(t *testing.T) {
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		w.WriteHeader(503)
+		io.WriteString(w, strings.Repeat("busy ", 1<<19))
+	}}, "JSONRPC", "1.0")
+	_, err := c.GetTask(context.Background(), "t-1", "")
+	if ce := callError(t, err); ce.Category != contracts.CategoryTransient {
+		t.Errorf("oversize 503: %v, want transient", err)
+	}
+}
+
+// GetTask and CancelTask replies naming another contextId are refused.
+func TestReadNamingAnotherContext(t *testing.T) {
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		rpcResult(w, `{"id":"t-1","contextId":"c-OTHER","status":{"state":"TASK_STATE_CANCELED"}}`)
+	}}, "JSONRPC", "1.0")
+	var ide *IDError
+	if _, err := c.GetTask(context.Background(), "t-1", "c-1"); !errors.As(err, &ide) || ide.Field != "contextId" {
+		t.Errorf("GetTask: %v, want IDError on contextId", err)
+	}
+	if _, err := c.CancelTask(context.Background(), "t-1", "c-1"); !errors.As(err, &ide) || ide.Field != "contextId" {
+		t.Errorf("CancelTask: %v, want IDError on contextId", err)
 	}
 }

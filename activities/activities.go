@@ -212,6 +212,8 @@ func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.S
 type WatchInput struct {
 	Interface cards.Interface `json:"interface"`
 	TaskID    string          `json:"task_id"`
+	// ContextID is the tracked contextId (empty: not checked).
+	ContextID string `json:"context_id,omitempty"`
 	// Since is the last state the workflow recorded; WatchTask returns only
 	// when the remote state differs from it, or (SinceKey set) when the task
 	// waits for input with a status other than SinceKey: a new question.
@@ -282,7 +284,7 @@ func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Sn
 // poll reads the task once; changed reports a state other than in.Since.
 // A transient error counts as no change.
 func (a *Activities) poll(ctx context.Context, c *a2aclient.Client, in WatchInput, hb *heartbeat) (a2aclient.Snapshot, bool, error) {
-	snap, err := c.GetTask(ctx, in.TaskID)
+	snap, err := c.GetTask(ctx, in.TaskID, in.ContextID)
 	hb.Polls++
 	defer activity.RecordHeartbeat(ctx, *hb)
 	if err != nil {
@@ -334,7 +336,7 @@ func (a *Activities) PollTask(ctx context.Context, in WatchInput) (a2aclient.Sna
 		return a2aclient.Snapshot{}, a.callFail(ctx, "PollTask", err, in.Limits)
 	}
 	defer c.Close()
-	snap, err := c.GetTask(ctx, in.TaskID)
+	snap, err := c.GetTask(ctx, in.TaskID, in.ContextID)
 	if err != nil {
 		var ce *a2aclient.CallError
 		if errors.As(err, &ce) && ce.Retryable() {
@@ -449,7 +451,7 @@ func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap a2acl
 	for (snap.State == a2aclient.StateSubmitted || snap.State == a2aclient.StateWorking) && time.Now().Add(wait).Before(deadline) {
 		time.Sleep(wait)
 		wait *= 2
-		next, err := c.GetTask(ctx, snap.TaskID)
+		next, err := c.GetTask(ctx, snap.TaskID, snap.ContextID)
 		if err != nil {
 			break
 		}
@@ -463,6 +465,7 @@ func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap a2acl
 type GetTaskInput struct {
 	Interface cards.Interface  `json:"interface"`
 	TaskID    string           `json:"task_id"`
+	ContextID string           `json:"context_id,omitempty"`
 	Limits    contracts.Limits `json:"limits"`
 }
 
@@ -475,7 +478,7 @@ func (a *Activities) GetTask(ctx context.Context, in GetTaskInput) (a2aclient.Sn
 		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
 	}
 	defer c.Close()
-	snap, err := c.GetTask(ctx, in.TaskID)
+	snap, err := c.GetTask(ctx, in.TaskID, in.ContextID)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
 	}
@@ -486,6 +489,7 @@ func (a *Activities) GetTask(ctx context.Context, in GetTaskInput) (a2aclient.Sn
 type CancelInput struct {
 	Interface cards.Interface `json:"interface"`
 	TaskID    string          `json:"task_id"`
+	ContextID string          `json:"context_id,omitempty"`
 }
 
 // CancelTask asks the agent to cancel the task (A2A 1.0 §3.1.5) and returns
@@ -497,7 +501,7 @@ func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (a2aclient.
 		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
 	}
 	defer c.Close()
-	snap, err := c.CancelTask(ctx, in.TaskID)
+	snap, err := c.CancelTask(ctx, in.TaskID, in.ContextID)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
 	}

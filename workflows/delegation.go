@@ -451,7 +451,7 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 func (r *run) watch(ctx workflow.Context, snap a2aclient.Snapshot) (a2aclient.Snapshot, error) {
 	r.watches++
 	var next a2aclient.Snapshot
-	in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
+	in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
 	if r.v >= VersionFollowAgents && a2aclient.Interrupted(snap.State) {
 		in.SinceKey = snap.StatusKey
 	}
@@ -485,7 +485,7 @@ func (r *run) endedMeanwhile(ctx workflow.Context, err error) (a2aclient.Snapsho
 		return a2aclient.Snapshot{}, false
 	}
 	var snap a2aclient.Snapshot
-	in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Limits: r.d.EffectiveLimits()}
+	in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
 	if r.activity(ctx, getTaskOptions(), acts.GetTask, in, &snap) != nil || !a2aclient.Terminal(snap.State) {
 		return a2aclient.Snapshot{}, false
 	}
@@ -738,12 +738,12 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 	defer cancel()
 	switch {
 	case r.v >= VersionFollowAgents:
-		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
+		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
 		watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), acts.PollTask, in)
 	case snap.State == a2aclient.StateAuthRequired:
 		// AUTH_REQUIRED may be resolved out of band (A2A 1.0 §7.6.2): the
 		// task is watched while the operator is asked.
-		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
+		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
 		watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(ctx)), acts.WatchTask, in)
 	}
 	r.reconciled = nil

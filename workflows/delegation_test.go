@@ -225,7 +225,7 @@ func (s *DelegationSuite) TestCancelCancelsRemoteTask() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(10*time.Minute).Return(snap("completed"), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, activities.CancelInput{
-		Interface: cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, TaskID: "task-1",
+		Interface: cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, TaskID: "task-1", ContextID: "ctx-1",
 	}).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
 	s.env.ExecuteWorkflow(Delegation, contract())

@@ -280,7 +280,7 @@ func (r *run) reconcile(ctx workflow.Context) {
 	}
 	var snap a2aclient.Snapshot
 	actx := workflow.WithActivityOptions(ctx, getTaskOptions())
-	err := workflow.ExecuteActivity(actx, acts.GetTask, activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
+	err := workflow.ExecuteActivity(actx, acts.GetTask, activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
 	if err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
@@ -312,7 +312,7 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 	defer cancel()
 	var snap a2aclient.Snapshot
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, cancelOptions()), acts.CancelTask,
-		activities.CancelInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID}, &snap).Get(dctx, &snap)
+		activities.CancelInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID}, &snap).Get(dctx, &snap)
 	if err == nil {
 		r.observe(dctx, snap)
 		if snap.State == a2aclient.StateCanceled {
@@ -337,7 +337,7 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 	defer wcancel()
 	timer := workflow.NewTimer(wctx, max(until.Sub(workflow.Now(dctx)), 0))
 	for !a2aclient.Terminal(r.s.A2AState) {
-		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, Since: r.s.A2AState, Limits: r.d.EffectiveLimits()}
+		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: r.s.A2AState, Limits: r.d.EffectiveLimits()}
 		f := workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(wctx)), acts.WatchTask, in)
 		var next a2aclient.Snapshot
 		sel := workflow.NewSelector(wctx)

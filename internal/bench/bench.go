@@ -286,7 +286,7 @@ func rawExchange(ctx context.Context, c *a2aclient.Client) error {
 	for !a2aclient.Terminal(snap.State) {
 		time.Sleep(wait)
 		wait = min(wait*2, time.Second)
-		if snap, err = c.GetTask(ctx, snap.TaskID); err != nil {
+		if snap, err = c.GetTask(ctx, snap.TaskID, snap.ContextID); err != nil {
 			return err
 		}
 	}
