@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -83,6 +84,11 @@ type Snapshot struct {
 func SameStatus(a, b Snapshot) bool {
 	return a.TaskID == b.TaskID && a.State == b.State && a.StatusKey != "" && a.StatusKey == b.StatusKey
 }
+
+// WeakStatusKey reports whether a status key is only a hash of what the
+// status says (no message id, no timestamp): the same question asked
+// twice has the same weak key.
+func WeakStatusKey(key string) bool { return strings.HasPrefix(key, "sha256:") }
 
 // StatusKeyOf is the identity of a task status: "msg:" and the status
 // message's messageId when it has one, else "ts:" and the status timestamp,

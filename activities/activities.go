@@ -219,6 +219,9 @@ type WatchInput struct {
 	// waits for input with a status other than SinceKey: a new question.
 	Since    string `json:"since"`
 	SinceKey string `json:"since_key,omitempty"`
+	// Within, when set, bounds the watch to that many seconds: the task is
+	// then returned as it is, changed or not.
+	Within int `json:"within,omitempty"`
 
 	// Stream follows SubscribeToTask (the card declares streaming).
 	Stream bool `json:"stream,omitempty"`
@@ -241,6 +244,24 @@ func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Sn
 		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err, in.Limits)
 	}
 	defer c.Close()
+	if in.Within <= 0 {
+		return a.watch(ctx, c, in)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(in.Within)*time.Second)
+	defer cancel()
+	snap, err := a.watch(wctx, c, in)
+	if err == nil || ctx.Err() != nil || wctx.Err() == nil {
+		return snap, err
+	}
+	// The window passed with no change: the task as it is now.
+	snap, err = c.GetTask(ctx, in.TaskID, in.ContextID)
+	if err != nil {
+		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err, in.Limits)
+	}
+	return bound(snap, in.Limits), nil
+}
+
+func (a *Activities) watch(ctx context.Context, c *a2aclient.Client, in WatchInput) (a2aclient.Snapshot, error) {
 	hb := heartbeat{}
 	if in.Stream {
 		for drops := 0; drops < 3; drops++ {

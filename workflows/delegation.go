@@ -271,7 +271,9 @@ const VersionFollowAgents workflow.Version = 1
 
 type run struct {
 	v             workflow.Version
+	ended         *a2aclient.Snapshot
 	reconciling   bool
+	askedAgain    bool
 	reconciled    *a2aclient.Snapshot
 	saPending     []temporal.SearchAttributeUpdate
 	watches       int
@@ -371,13 +373,23 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 		if a2aclient.Interrupted(snap.State) && r.stale(snap) {
 			// The agent republished the task as it stood when we answered
 			// (a2a-js does so before it handles a follow-up): not a new
-			// question. Keep watching for the next status.
+			// question. Keep watching for the next status. A status with
+			// no message id and no timestamp cannot tell a republished
+			// question from the same one asked again: it is watched for
+			// StaleWindow at most, then taken as asked again.
 			r.s.StaleReplies++
 			s := snap
 			r.s.LastSnapshot = &s
-			next, err := r.watch(ctx, snap)
+			within := 0
+			if a2aclient.WeakStatusKey(snap.StatusKey) {
+				within = int(StaleWindow / time.Second)
+			}
+			next, err := r.watchWithin(ctx, snap, within)
 			if err != nil {
 				return r.failed(ctx, err)
+			}
+			if a2aclient.SameStatus(next, snap) {
+				r.askedAgain = true
 			}
 			snap = next
 			continue
@@ -424,7 +436,7 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 				if ended, ok := r.endedMeanwhile(ctx, err); ok {
 					// The follow-up failed because the agent had ended the
 					// task: the agent's own state and reason stand.
-					r.s.Answers[len(r.s.Answers)-1].Refused = "not taken by the agent: the task was already " + ended.State + ": " + errorText(err)
+					r.s.Answers[len(r.s.Answers)-1].Refused = "the follow-up failed (" + truncate(errorText(err), 500) + ") and the task is " + ended.State + ": the agent's own state stands"
 					snap = ended
 					continue
 				}
@@ -447,11 +459,22 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 	}
 }
 
+// StaleWindow is how long a republished question whose status has no
+// message id and no timestamp is watched before it is taken as asked
+// again.
+const StaleWindow = 15 * time.Second
+
 // watch runs WatchTask from snap until the task changes.
 func (r *run) watch(ctx workflow.Context, snap a2aclient.Snapshot) (a2aclient.Snapshot, error) {
+	return r.watchWithin(ctx, snap, 0)
+}
+
+// watchWithin runs WatchTask from snap until the task changes or, when
+// within > 0, for that many seconds at most.
+func (r *run) watchWithin(ctx workflow.Context, snap a2aclient.Snapshot, within int) (a2aclient.Snapshot, error) {
 	r.watches++
 	var next a2aclient.Snapshot
-	in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
+	in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming, Within: within}
 	if r.v >= VersionFollowAgents && a2aclient.Interrupted(snap.State) {
 		in.SinceKey = snap.StatusKey
 	}
@@ -466,6 +489,11 @@ func (r *run) stale(snap a2aclient.Snapshot) bool {
 	if r.v < VersionFollowAgents || len(r.s.Answers) == 0 {
 		return false
 	}
+	if r.askedAgain {
+		// Watched for StaleWindow and unchanged: asked again.
+		r.askedAgain = false
+		return false
+	}
 	last := r.s.Answers[len(r.s.Answers)-1]
 	if last.Refused != "" || last.QuestionKey == "" {
 		return false
@@ -478,12 +506,26 @@ func (r *run) stale(snap a2aclient.Snapshot) bool {
 // a revoke or cancellation; the task is read once, and when the agent has
 // ended it, that snapshot is returned.
 func (r *run) endedMeanwhile(ctx workflow.Context, err error) (a2aclient.Snapshot, bool) {
+	if errors.Is(err, errEndedMeanwhile) && r.ended != nil {
+		ended := *r.ended
+		r.ended = nil
+		return ended, true
+	}
 	if r.v < VersionFollowAgents || r.interrupt() != nil || temporal.IsCanceledError(err) || ctx.Err() != nil || r.s.RemoteTaskID == "" {
 		return a2aclient.Snapshot{}, false
 	}
 	if errors.Is(err, errDenied) || errors.Is(err, errRevoked) || errors.Is(err, errCardChanged) || errors.Is(err, errUntrusted) || errors.Is(err, errAbandoned) {
 		return a2aclient.Snapshot{}, false
 	}
+	return r.readTerminal(ctx)
+}
+
+// errEndedMeanwhile: a follow-up was not taken and the task had ended
+// (r.ended).
+var errEndedMeanwhile = errors.New("the remote task had ended")
+
+// readTerminal reads the task once; ok when the agent has ended it.
+func (r *run) readTerminal(ctx workflow.Context) (a2aclient.Snapshot, bool) {
 	var snap a2aclient.Snapshot
 	in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
 	if r.activity(ctx, getTaskOptions(), acts.GetTask, in, &snap) != nil || !a2aclient.Terminal(snap.State) {
@@ -672,7 +714,19 @@ func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMe
 	if r.v >= VersionFollowAgents {
 		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
 	}
-	attempts, err := r.retrying(ctx, "SendMessage", func() error { return r.activity(ctx, opts, acts.SendMessage, in, &snap) })
+	attempts, err := r.retrying(ctx, "SendMessage", func() error {
+		err := r.activity(ctx, opts, acts.SendMessage, in, &snap)
+		if err != nil && round > 0 && r.v >= VersionFollowAgents && transient(err) && r.interrupt() == nil {
+			// A follow-up refused with what looks transient may be refused
+			// because the agent has ended the task: read it before trying
+			// again.
+			if ended, ok := r.readTerminal(ctx); ok {
+				r.ended = &ended
+				return fmt.Errorf("%w: %s", errEndedMeanwhile, errorText(err))
+			}
+		}
+		return err
+	})
 	if r.v >= VersionFollowAgents && err == nil {
 		snap.Attempt = attempts
 	}

@@ -176,3 +176,43 @@ func (s *DelegationSuite) freshEnv() {
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
 		After(72*time.Hour).Return(a2aclient.Snapshot{}, errors.New("unchanged")).Maybe()
 }
+
+// A status with no message id and no timestamp cannot tell a republished
+// question from the same question asked again: after StaleWindow without
+// change it is asked again (a new round), never left waiting unseen.
+func (s *DelegationSuite) TestSameQuestionWithoutIdentityIsAskedAgain() {
+	weak := question("input-required", a2aclient.StatusKeyOf("input-required", "", "", "photo?", nil), "photo?")
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(weak, nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(weak, nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
+		return in.Within == int(StaleWindow/time.Second)
+	})).Return(weak, nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(2, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		if s.NotNil(st.Question, "asked again") {
+			s.Equal(2, st.Question.Round)
+		}
+		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo, again"})
+	}, 5*time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
+	s.Equal(2, o.InputRounds)
+}
+
+// A follow-up refused with a transient-looking error because the agent had
+// completed the task: the task is read before trying again, and the
+// agent's result stands (not retried to the deadline).
+func (s *DelegationSuite) TestFollowUpRefusedTransientlyAfterTheTaskEnded() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).
+		Return(a2aclient.Snapshot{}, temporal.NewApplicationError("SendMessage: transient (JSON-RPC error -32603): task t-1 is already completed", "transient")).Once()
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.ExecuteWorkflow(Delegation, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
+	s.Len(o.Outputs, 1)
+}
