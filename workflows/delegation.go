@@ -99,6 +99,10 @@ type Retrying struct {
 	LastError string    `json:"last_error"`
 	Since     time.Time `json:"since"`
 	Next      time.Time `json:"next"`
+	// HandedOver: after WorkflowRetries attempts, Temporal retries the
+	// call (every 5 minutes at most) until the deadline; the pending
+	// activity (Temporal UI, delegate status) shows each attempt's failure.
+	HandedOver bool `json:"handed_over,omitempty"`
 }
 
 // Question is what the remote agent asked (untrusted text, shown, never
@@ -165,10 +169,14 @@ const ErrTypeInvalidContract = "invalid_contract"
 // the remote Task on workflow cancellation or at the deadline.
 //
 // A run continues as new when Temporal suggests it (or past
-// ContinueAsNewEvents history events) while watching; it hands its State to
-// the next run in the memo (CarryMemoKey), and the next run goes on
-// watching the same remote task.
-func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome, error) {
+// ContinueAsNewEvents history events) while following the task; it drains
+// the signals still buffered, and hands its State and every intent not yet
+// acted on to the next run as the workflow's second input (Carry); the
+// next run goes on with the same remote task. Runs recorded before
+// VersionCarryInput hand the State over in the memo (CarryMemoKey), and a
+// run started from such a memo still reads it. A carried state that does
+// not decode fails the workflow (ErrTypeCarriedState), never restarts it.
+func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
 	info := workflow.GetInfo(ctx)
 	r := &run{
 		d: d,
@@ -179,15 +187,21 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 		},
 		wfID: info.WorkflowExecution.ID, firstRunID: info.FirstRunID,
 	}
-	if carried := carriedState(info); carried != nil && carried.LastSnapshot != nil {
-		r.s, r.carried = carried, true
+	carry, err := carriedInput(carried, info)
+	if err != nil {
+		r.s.Failure = err.Error()
+		return contracts.Outcome{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCarriedState, nil)
+	}
+	if carry != nil && carry.State.LastSnapshot != nil {
+		st := carry.State
+		r.s, r.carried = &st, true
 		r.s.ContinuedAsNew++
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (*State, error) { return r.s, nil },
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}
-	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionFollowAgents)
+	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionCarryInput)
 	// The deadline may have passed between the start and the first
 	// workflow task (no worker yet): that is a deadline, not a bad contract.
 	if err := d.Validate(d.Deadline.Add(-time.Nanosecond)); err != nil {
@@ -201,15 +215,23 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 		return contracts.Outcome{}, err
 	}
 	r.listen(ctx)
+	if carry != nil && r.carried {
+		r.resume(ctx, carry)
+	}
 	out := r.main(ctx)
 	if r.continueAsNew {
 		r.flushSA(ctx)
 		// Handlers may still be running (an update being accepted).
 		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-		if err := workflow.UpsertMemo(ctx, map[string]any{CarryMemoKey: r.s}); err != nil {
-			return contracts.Outcome{}, err
+		if r.v < VersionCarryInput {
+			if err := workflow.UpsertMemo(ctx, map[string]any{CarryMemoKey: r.s}); err != nil {
+				return contracts.Outcome{}, err
+			}
+			return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, WorkflowType, d)
 		}
-		return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, WorkflowType, d)
+		c := Carry{State: *r.s, Revoked: r.revoked, Pending: r.pending, PendingVia: r.pendingVia,
+			Resolution: r.resolution, Rediscover: r.rediscover, Reconcile: r.reconcileAsked || r.reconciling}
+		return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, WorkflowType, d, c)
 	}
 	if !a2aclient.Terminal(r.s.A2AState) {
 		r.setState(ctx, PhaseEnded)
@@ -219,6 +241,72 @@ func Delegation(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome
 	r.s.Question = nil
 	workflow.SetCurrentDetails(ctx, finishedDetails(out))
 	return out, nil
+}
+
+// Carry is what a run hands to the run it continues as new into, as the
+// workflow's second input: the State, and every intent received and not
+// yet acted on.
+type Carry struct {
+	State State `json:"state"`
+	// Revoked is a revoke's reason.
+	Revoked *string `json:"revoked,omitempty"`
+	// Pending is an accepted answer not yet sent (PendingVia "signal" or
+	// "update").
+	Pending    *contracts.Answer `json:"pending,omitempty"`
+	PendingVia string            `json:"pending_via,omitempty"`
+	// Resolution is a resolve-unknown not yet applied.
+	Resolution *Resolution `json:"resolution,omitempty"`
+	// Rediscover is a rediscover not yet applied.
+	Rediscover bool `json:"rediscover,omitempty"`
+	// Reconcile is a reconcile asked for and not yet read.
+	Reconcile bool `json:"reconcile,omitempty"`
+}
+
+// ErrTypeCarriedState is the ApplicationError type of a run whose carried
+// state (input or memo) does not decode: the delegation fails loudly
+// rather than start again and resend round 0.
+const ErrTypeCarriedState = "carried_state"
+
+// carriedInput reads what the previous run handed over: the second input,
+// or (runs recorded before it) the memo. nil when this is the first run.
+func carriedInput(raw converter.RawValue, info *workflow.Info) (*Carry, error) {
+	if p := raw.Payload(); p != nil && len(p.GetData()) > 0 {
+		if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
+			return nil, fmt.Errorf("carried state: payload encoding %q, want %s", enc, converter.MetadataEncodingJSON)
+		}
+		var c Carry
+		if err := json.Unmarshal(p.GetData(), &c); err != nil {
+			return nil, fmt.Errorf("carried state (workflow input 2) does not decode: %w", err)
+		}
+		if c.State.LastSnapshot == nil {
+			return nil, errors.New("carried state (workflow input 2): state.last_snapshot is missing")
+		}
+		return &c, nil
+	}
+	if info.Memo == nil {
+		return nil, nil
+	}
+	p, ok := info.Memo.GetFields()[CarryMemoKey]
+	if !ok {
+		return nil, nil
+	}
+	var st State
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &st); err != nil {
+		return nil, fmt.Errorf("carried state (memo %s) does not decode: %w", CarryMemoKey, err)
+	}
+	return &Carry{State: st}, nil
+}
+
+// resume applies the intents a previous run carried over.
+func (r *run) resume(ctx workflow.Context, c *Carry) {
+	if c.Revoked != nil {
+		r.applyRevoke(ctx, *c.Revoked)
+	}
+	r.pending, r.pendingVia = c.Pending, c.PendingVia
+	r.resolution, r.rediscover = c.Resolution, c.Rediscover
+	if c.Reconcile {
+		r.onReconcile(ctx, converter.RawValue{})
+	}
 }
 
 // CardChange is a change of the agent card observed before a follow-up.
@@ -233,25 +321,9 @@ type CardChange struct {
 	Accepted bool   `json:"accepted,omitempty"`
 }
 
-// CarryMemoKey is the memo field in which a run hands its State to the
-// run it continues as new into.
+// CarryMemoKey is the memo field in which runs recorded before the
+// carried input handed their State to the next run.
 const CarryMemoKey = "delegate_state"
-
-// carriedState reads the State handed over by the previous run, if any.
-func carriedState(info *workflow.Info) *State {
-	if info.Memo == nil {
-		return nil
-	}
-	p, ok := info.Memo.GetFields()[CarryMemoKey]
-	if !ok {
-		return nil
-	}
-	var s State
-	if err := converter.GetDefaultDataConverter().FromPayload(p, &s); err != nil {
-		return nil
-	}
-	return &s
-}
 
 // ContinueAsNewEvents is the history length past which a delegation
 // continues as new even before Temporal suggests it.
@@ -266,32 +338,41 @@ var ContinueAsNewEvents = 10000
 // replay with workflow.DefaultVersion.
 const ChangeFollowAgents = "follow-independent-agents"
 
-// VersionFollowAgents is the current version of ChangeFollowAgents.
-const VersionFollowAgents workflow.Version = 1
+// Versions of ChangeFollowAgents.
+const (
+	// VersionFollowAgents: the rules above.
+	VersionFollowAgents workflow.Version = 1
+	// VersionCarryInput: continue-as-new hands the state over as the
+	// workflow's second input (Carry), with the signals drained and the
+	// intents not yet acted on; before it, in the memo.
+	VersionCarryInput workflow.Version = 2
+)
 
 type run struct {
-	v             workflow.Version
-	ended         *a2aclient.Snapshot
-	reconciling   bool
-	askedAgain    bool
-	reconciled    *a2aclient.Snapshot
-	saPending     []temporal.SearchAttributeUpdate
-	watches       int
-	carried       bool
-	continueAsNew bool
-	resolution    *Resolution
-	revoked       *string
-	denial        string
-	rediscover    bool
-	changed       *CardChange
-	untrusted     cards.Verification
-	d             contracts.Delegation
-	s             *State
-	wfID          string
-	firstRunID    string
-	deadlineHit   bool
-	pending       *contracts.Answer
-	pendingVia    string
+	v              workflow.Version
+	sig            signals
+	reconcileAsked bool
+	ended          *a2aclient.Snapshot
+	reconciling    bool
+	askedAgain     bool
+	reconciled     *a2aclient.Snapshot
+	saPending      []temporal.SearchAttributeUpdate
+	watches        int
+	carried        bool
+	continueAsNew  bool
+	resolution     *Resolution
+	revoked        *string
+	denial         string
+	rediscover     bool
+	changed        *CardChange
+	untrusted      cards.Verification
+	d              contracts.Delegation
+	s              *State
+	wfID           string
+	firstRunID     string
+	deadlineHit    bool
+	pending        *contracts.Answer
+	pendingVia     string
 }
 
 // registerInput registers Update "provide-input" (the Signal is read by
@@ -402,6 +483,11 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 		case a2aclient.Terminal(snap.State):
 			return r.finish(snap)
 		case a2aclient.Interrupted(snap.State):
+			if r.v >= VersionCarryInput && r.shouldContinueAsNew(ctx) {
+				// An agent whose question keeps changing must not grow
+				// one run's history without bound.
+				return contracts.Outcome{}
+			}
 			a, via, moved, err := r.waitForAnswer(ctx, snap)
 			if err != nil {
 				return r.failed(ctx, err)
@@ -444,11 +530,11 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 			}
 			snap = next
 		default:
-			// Continue as new between two watches, never before this run
-			// has watched once (so that a long chain still makes progress).
-			if info := workflow.GetInfo(ctx); r.watches > 0 && (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > ContinueAsNewEvents) {
-				r.continueAsNew = true
+			if r.shouldContinueAsNew(ctx) {
 				return contracts.Outcome{}
+			}
+			if err := r.interrupt(); err != nil && r.v >= VersionCarryInput {
+				return r.failed(ctx, err)
 			}
 			next, err := r.watch(ctx, snap)
 			if err != nil {
@@ -463,6 +549,27 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 // message id and no timestamp is watched before it is taken as asked
 // again.
 const StaleWindow = 15 * time.Second
+
+// shouldContinueAsNew reports (and notes) that this run continues as new
+// now: Temporal suggests it or the history is past ContinueAsNewEvents, and
+// this run has watched at least once (so that a long chain still makes
+// progress). From VersionCarryInput, the signals still buffered are
+// applied first, and a revoke or the deadline among them is handled in
+// this run instead.
+func (r *run) shouldContinueAsNew(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	if r.watches == 0 || !(info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > ContinueAsNewEvents) {
+		return false
+	}
+	if r.v >= VersionCarryInput {
+		r.drainSignals(ctx)
+		if r.interrupt() != nil {
+			return false
+		}
+	}
+	r.continueAsNew = true
+	return true
+}
 
 // watch runs WatchTask from snap until the task changes.
 func (r *run) watch(ctx workflow.Context, snap a2aclient.Snapshot) (a2aclient.Snapshot, error) {
@@ -552,9 +659,11 @@ func (r *run) resolve(ctx workflow.Context) (activities.ResolvedCard, error) {
 	if r.v >= VersionFollowAgents {
 		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
 	}
+	in := activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard}
 	_, err := r.retrying(ctx, "ResolveCard", func() error {
-		return r.localActivity(ctx, opts, "ResolveCard",
-			activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard}, &card)
+		return r.localActivity(ctx, opts, "ResolveCard", in, &card)
+	}, func() error {
+		return r.activity(ctx, r.handoverOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second}), "ResolveCard", in, &card)
 	})
 	return card, err
 }
@@ -563,17 +672,38 @@ func (r *run) resolve(ctx workflow.Context) (activities.ResolvedCard, error) {
 // ApplicationError of category "transient", or a timeout) with backoff
 // from 1 s doubling to 30 s, until it succeeds, fails otherwise, or the
 // delegation is interrupted (deadline, revoke, cancel). Meanwhile
-// State.Retrying and the current details show the last error. It returns
-// the number of attempts. Before VersionFollowAgents, call runs once (its
-// activity's own retry policy retried it).
-func (r *run) retrying(ctx workflow.Context, op string, call func() error) (int, error) {
+// State.Retrying and the current details show the last error. After
+// WorkflowRetries attempts (about two minutes) it hands over to handover,
+// one activity that Temporal retries (every 5 minutes at most) until the
+// deadline, so that an agent down for days adds a bounded number of
+// events to history. It returns the number of attempts the workflow made.
+// Before VersionFollowAgents, call runs once (its activity's own retry
+// policy retried it).
+func (r *run) retrying(ctx workflow.Context, op string, call, handover func() error) (int, error) {
 	if r.v < VersionFollowAgents {
 		return 1, call()
 	}
 	wait := time.Second
 	for attempt := 1; ; attempt++ {
-		err := call()
-		if err == nil || !transient(err) || r.interrupt() != nil || ctx.Err() != nil {
+		var err error
+		if attempt > WorkflowRetries && handover != nil && r.v >= VersionCarryInput {
+			r.s.Retrying.HandedOver = true
+			r.details(ctx)
+			r.flushSA(ctx)
+			err = handover()
+			if err != nil && transient(err) && r.interrupt() == nil && ctx.Err() == nil {
+				// Temporal retried until its schedule-to-close (the
+				// deadline): wait for the deadline itself; a transient
+				// failure never ends a delegation otherwise.
+				if werr := workflow.Await(ctx, func() bool { return r.interrupt() != nil }); werr != nil {
+					return attempt, werr
+				}
+				return attempt, r.interrupt()
+			}
+		} else {
+			err = call()
+		}
+		if err == nil || !transient(err) || r.interrupt() != nil || ctx.Err() != nil || (r.s.Retrying != nil && r.s.Retrying.HandedOver) {
 			if r.s.Retrying != nil {
 				r.s.Retrying = nil
 				r.details(ctx)
@@ -596,6 +726,18 @@ func (r *run) retrying(ctx workflow.Context, op string, call func() error) (int,
 		}
 		wait = min(wait*2, 30*time.Second)
 	}
+}
+
+// WorkflowRetries is how many attempts retrying makes itself before it
+// hands over to Temporal's retries.
+const WorkflowRetries = 8
+
+// handoverOptions: one activity retried by Temporal (30 s doubling to 5
+// minutes) until the deadline; each attempt bounded as opts.
+func (r *run) handoverOptions(ctx workflow.Context, opts workflow.ActivityOptions) workflow.ActivityOptions {
+	opts.ScheduleToCloseTimeout = max(r.d.Deadline.Sub(workflow.Now(ctx)), time.Second)
+	opts.RetryPolicy = &temporal.RetryPolicy{InitialInterval: 30 * time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute}
+	return opts
 }
 
 // transient reports whether an activity error may go away by itself.
@@ -726,6 +868,8 @@ func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMe
 			}
 		}
 		return err
+	}, func() error {
+		return r.activity(ctx, r.handoverOptions(ctx, sendOptions()), acts.SendMessage, in, &snap)
 	})
 	if r.v >= VersionFollowAgents && err == nil {
 		snap.Attempt = attempts
@@ -773,6 +917,9 @@ func (r *run) details(ctx workflow.Context) {
 	if rt := r.s.Retrying; rt != nil {
 		fmt.Fprintf(&b, "\n\n**Retrying %s** (attempt %d since %s, next at %s): %s", rt.Op, rt.Attempts,
 			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), escapeMarkdown(truncate(rt.LastError, 500)))
+		if rt.HandedOver {
+			b.WriteString("\n\nTemporal now retries it every 5 minutes at most until the deadline; the pending activity shows each attempt's failure.")
+		}
 	}
 	workflow.SetCurrentDetails(ctx, b.String())
 }
@@ -819,6 +966,9 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 		r.reconciled = nil
 	} else if err := watch.Get(ctx, &next); err != nil {
 		return contracts.Answer{}, "", nil, err
+	}
+	if r.v >= VersionCarryInput {
+		r.watches++
 	}
 	if r.pending != nil {
 		// The task moved before the answer went out: it is not sent.

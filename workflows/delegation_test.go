@@ -102,7 +102,7 @@ func (s *DelegationSuite) TestHappyPathWithoutInput() {
 		Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "working" })).
 		Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Require().Len(o.Outputs, 1)
@@ -141,7 +141,7 @@ func (s *DelegationSuite) TestInputRequiredAnsweredBySignal() {
 		s.Equal(1, st.Question.Round)
 		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
@@ -178,7 +178,7 @@ func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 			},
 		}, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
@@ -192,7 +192,7 @@ func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 func (s *DelegationSuite) TestInvalidArtifactKind() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
 		Return(snap("completed", claim("claim_opened"), claim("refund_issued")), nil).Once()
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusInvalidOutput, o.Status)
 	s.Len(o.Outputs, 1)
@@ -207,7 +207,7 @@ func (s *DelegationSuite) TestRemoteFailed() {
 	failed.StatusText = "no shipment found"
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(failed, nil).Once()
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusFailed, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
@@ -217,7 +217,7 @@ func (s *DelegationSuite) TestRemoteFailed() {
 
 func (s *DelegationSuite) TestRemoteRejected() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("rejected"), nil).Once()
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	s.Equal(contracts.StatusRejected, s.outcome().Status)
 }
 
@@ -228,7 +228,7 @@ func (s *DelegationSuite) TestCancelCancelsRemoteTask() {
 		Interface: cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, TaskID: "task-1", ContextID: "ctx-1",
 	}).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryCanceled, o.Error.Category)
@@ -239,14 +239,14 @@ func (s *DelegationSuite) TestCancelWhileWaitingForInput() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	s.Equal(contracts.StatusCanceled, s.outcome().Status)
 }
 
 func (s *DelegationSuite) TestDeadlineWhileWaitingForInput() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal(contracts.CategoryDeadline, o.Error.Category)
@@ -257,14 +257,14 @@ func (s *DelegationSuite) TestDeadlineWhileWatching() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(2*time.Hour).Return(snap("completed"), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	s.Equal(contracts.StatusDeadlineExceeded, s.outcome().Status)
 }
 
 func (s *DelegationSuite) TestDeadlinePassedBeforeTheWorkerRan() {
 	d := contract()
 	d.Deadline = t0.Add(-time.Minute)
-	s.env.ExecuteWorkflow(Delegation, d)
+	s.env.ExecuteWorkflow(WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal("ended", s.state().A2AState)
@@ -273,7 +273,7 @@ func (s *DelegationSuite) TestDeadlinePassedBeforeTheWorkerRan() {
 func (s *DelegationSuite) TestUnauthorizedSend() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
 		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: HTTP 401", string(contracts.CategoryAuthorization), nil)).Once()
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Equal(contracts.CategoryAuthorization, o.Error.Category)
@@ -282,7 +282,7 @@ func (s *DelegationSuite) TestUnauthorizedSend() {
 func (s *DelegationSuite) TestInvalidContractFailsWorkflow() {
 	d := contract()
 	d.WriteAuthority = "full"
-	s.env.ExecuteWorkflow(Delegation, d)
+	s.env.ExecuteWorkflow(WorkflowType, d)
 	s.True(s.env.IsWorkflowCompleted())
 	err := s.env.GetWorkflowError()
 	s.Require().Error(err)
@@ -293,7 +293,7 @@ func (s *DelegationSuite) TestSignalWithoutQuestionIsIgnored() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "unasked"}) }, time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 	st := s.state()
 	s.Equal(1, st.IgnoredAnswers)
@@ -347,7 +347,7 @@ func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 		s.Require().Len(st.CardChanges, 1)
 		s.True(st.CardChanges[0].Matters)
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCardChanged, o.Status)
 	s.Contains(o.Error.Message, "sha256:01")
@@ -370,7 +370,7 @@ func (s *DelegationSuite) TestUntrustedCardSendsNothing() {
 			Verification: cards.Verification{Status: cards.SigUnsigned}}, nil).Once()
 	d := contract()
 	d.RequireSignedCard = true
-	s.env.ExecuteWorkflow(Delegation, d)
+	s.env.ExecuteWorkflow(WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusCardUntrusted, o.Status)
 	s.Equal("unsigned", o.Agent.Signature)

@@ -389,105 +389,42 @@ func getTaskOptions() workflow.ActivityOptions {
 	}
 }
 
+// signals are the delegation's signal channels.
+type signals struct {
+	input, rediscover, resolve, revoke, reconcile workflow.ReceiveChannel
+}
+
 // listen runs the one goroutine of a delegation besides its main one: it
 // receives every Signal (provide-input, rediscover, resolve-unknown,
 // revoke, reconcile) and notes the deadline. One goroutine, not one per
-// channel, keeps a cached waiting delegation small in the worker.
+// channel, keeps a cached waiting delegation small in the worker. Every
+// payload is received raw (that never fails) and decoded by the handlers,
+// so a payload of the wrong shape is recorded and ignored instead of
+// stalling this goroutine, which owns the deadline and the revoke.
 func (r *run) listen(ctx workflow.Context) {
 	sig := func(name, desc string) workflow.ReceiveChannel {
 		return workflow.GetSignalChannelWithOptions(ctx, name, workflow.SignalChannelOptions{Description: desc})
 	}
-	input := sig(ProvideInput, `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name"}; for AUTH_REQUIRED {"credential_ref": "name"}.`)
-	rediscover := sig(Rediscover, "Accept the agent's new card after a change that stopped the delegation (state card-changed): it is negotiated again and used. Payload: none.")
-	resolve := sig(ResolveUnknown, `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`)
-	revoke := sig(Revoke, `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`)
-	reconcile := sig(Reconcile, "Read the remote task once now (GetTask) and record what was seen. Payload: none.")
+	r.sig = signals{
+		input:      sig(ProvideInput, `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name"}; for AUTH_REQUIRED {"credential_ref": "name"}.`),
+		rediscover: sig(Rediscover, "Accept the agent's new card after a change that stopped the delegation (state card-changed): it is negotiated again and used. Payload: none."),
+		resolve:    sig(ResolveUnknown, `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`),
+		revoke:     sig(Revoke, `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`),
+		reconcile:  sig(Reconcile, "Read the remote task once now (GetTask) and record what was seen. Payload: none."),
+	}
 	workflow.Go(ctx, func(g workflow.Context) {
 		deadline := workflow.NewTimer(g, max(r.d.Deadline.Sub(workflow.Now(g)), 0))
 		timerDone := false
 		for {
 			sel := workflow.NewSelector(g)
-			// Every payload is received raw (never fails) and decoded here,
-			// so a payload of the wrong shape is recorded and ignored
-			// instead of stalling this goroutine, which owns the deadline
-			// and the revoke.
-			sel.AddReceive(input, func(c workflow.ReceiveChannel, _ bool) {
-				raw := receiveRaw(g, c)
-				var a contracts.Answer
-				if err := decodePayload(raw, &a, true); err != nil {
-					r.ignore(g, ProvideInput, err, raw)
-					return
-				}
-				if err := r.checkAnswer(a); err != nil {
-					r.s.IgnoredAnswers++
-					r.ignore(g, ProvideInput, err, raw)
-					return
-				}
-				r.pending, r.pendingVia = &a, "signal"
-			})
-			sel.AddReceive(rediscover, func(c workflow.ReceiveChannel, _ bool) {
-				receiveRaw(g, c)
-				if r.s.A2AState == StateCardChanged {
-					r.rediscover = true
-				}
-			})
-			sel.AddReceive(resolve, func(c workflow.ReceiveChannel, _ bool) {
-				raw := receiveRaw(g, c)
-				var res Resolution
-				err := decodePayload(raw, &res, true)
-				if err == nil {
-					err = res.Validate()
-				}
-				if err == nil && r.s.Unknown == nil {
-					err = fmt.Errorf("no send with an unknown outcome is pending (state %q)", r.s.A2AState)
-				}
-				if err != nil {
-					r.ignore(g, ResolveUnknown, err, raw)
-					return
-				}
-				if r.resolution == nil {
-					r.resolution = &res
-				}
-			})
-			sel.AddReceive(revoke, func(c workflow.ReceiveChannel, _ bool) {
-				raw := receiveRaw(g, c)
-				var p struct {
-					Reason string `json:"reason"`
-				}
-				// A revoke is honoured whatever its payload: a payload that
-				// does not decode is recorded and the revoke stands.
-				if err := decodePayload(raw, &p, false); err != nil {
-					r.ignore(g, Revoke, fmt.Errorf("payload not read (the revoke is applied): %w", err), raw)
-					p.Reason = ""
-				}
-				if r.revoked == nil {
-					reason := strings.TrimSpace(p.Reason)
-					if reason == "" {
-						reason = "revoked by an operator"
-					}
-					reason = truncate(reason, 1000)
-					r.revoked = &reason
-					r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{
-						AuthorizationDecision: activities.AuthorizationDecision{Allowed: false, Reason: "Signal revoke: " + reason, Policy: "signal"},
-						Round:                 r.s.InputRounds, At: workflow.Now(g)})
-				}
-			})
-			sel.AddReceive(reconcile, func(c workflow.ReceiveChannel, _ bool) {
-				receiveRaw(g, c)
-				// The read (GetTask, with retries) runs beside this
-				// goroutine, never inside it: a slow agent must not hold the
-				// deadline or a revoke. Reads asked for while one runs are
-				// folded into it.
-				if r.reconciling {
-					r.s.Reconciliations = append(r.s.Reconciliations, Reconciliation{At: workflow.Now(g), Before: r.s.A2AState, Error: "a read is already running; this request was folded into it"})
-					return
-				}
-				r.reconciling = true
-				workflow.Go(g, func(rc workflow.Context) {
-					defer func() { r.reconciling = false }()
-					r.reconcile(rc)
-				})
-			})
+			on := func(c workflow.ReceiveChannel, handle func(workflow.Context, converter.RawValue)) {
+				sel.AddReceive(c, func(c workflow.ReceiveChannel, _ bool) { handle(g, receiveRaw(g, c)) })
+			}
+			on(r.sig.input, r.onInput)
+			on(r.sig.rediscover, r.onRediscover)
+			on(r.sig.resolve, r.onResolve)
+			on(r.sig.revoke, r.onRevoke)
+			on(r.sig.reconcile, r.onReconcile)
 			if !timerDone {
 				sel.AddFuture(deadline, func(f workflow.Future) {
 					timerDone = true
@@ -498,6 +435,107 @@ func (r *run) listen(ctx workflow.Context) {
 			}
 			sel.Select(g)
 		}
+	})
+}
+
+// drainSignals applies every signal still buffered, without blocking
+// (before a continue-as-new, so that none is lost); reconcile requests
+// are noted and carried, not read.
+func (r *run) drainSignals(ctx workflow.Context) {
+	drain := func(c workflow.ReceiveChannel, handle func(workflow.Context, converter.RawValue)) {
+		for {
+			var raw converter.RawValue
+			if !c.ReceiveAsync(&raw) {
+				return
+			}
+			handle(ctx, raw)
+		}
+	}
+	drain(r.sig.input, r.onInput)
+	drain(r.sig.rediscover, r.onRediscover)
+	drain(r.sig.resolve, r.onResolve)
+	drain(r.sig.revoke, r.onRevoke)
+	drain(r.sig.reconcile, func(workflow.Context, converter.RawValue) { r.reconcileAsked = true })
+}
+
+func (r *run) onInput(g workflow.Context, raw converter.RawValue) {
+	var a contracts.Answer
+	if err := decodePayload(raw, &a, true); err != nil {
+		r.ignore(g, ProvideInput, err, raw)
+		return
+	}
+	if err := r.checkAnswer(a); err != nil {
+		r.s.IgnoredAnswers++
+		r.ignore(g, ProvideInput, err, raw)
+		return
+	}
+	r.pending, r.pendingVia = &a, "signal"
+}
+
+func (r *run) onRediscover(g workflow.Context, _ converter.RawValue) {
+	if r.s.A2AState == StateCardChanged {
+		r.rediscover = true
+	}
+}
+
+func (r *run) onResolve(g workflow.Context, raw converter.RawValue) {
+	var res Resolution
+	err := decodePayload(raw, &res, true)
+	if err == nil {
+		err = res.Validate()
+	}
+	if err == nil && r.s.Unknown == nil {
+		err = fmt.Errorf("no send with an unknown outcome is pending (state %q)", r.s.A2AState)
+	}
+	if err != nil {
+		r.ignore(g, ResolveUnknown, err, raw)
+		return
+	}
+	if r.resolution == nil {
+		r.resolution = &res
+	}
+}
+
+// onRevoke applies a revoke whatever its payload: a payload that does not
+// decode is recorded and the revoke stands.
+func (r *run) onRevoke(g workflow.Context, raw converter.RawValue) {
+	var p struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodePayload(raw, &p, false); err != nil {
+		r.ignore(g, Revoke, fmt.Errorf("payload not read (the revoke is applied): %w", err), raw)
+		p.Reason = ""
+	}
+	r.applyRevoke(g, p.Reason)
+}
+
+func (r *run) applyRevoke(g workflow.Context, reason string) {
+	if r.revoked != nil {
+		return
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		reason = "revoked by an operator"
+	}
+	reason = truncate(reason, 1000)
+	r.revoked = &reason
+	r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{
+		AuthorizationDecision: activities.AuthorizationDecision{Allowed: false, Reason: "Signal revoke: " + reason, Policy: "signal"},
+		Round:                 r.s.InputRounds, At: workflow.Now(g)})
+}
+
+// onReconcile starts a read beside the listener, never inside it: a slow
+// agent must not hold the deadline or a revoke. Reads asked for while one
+// runs are folded into it.
+func (r *run) onReconcile(g workflow.Context, _ converter.RawValue) {
+	if r.reconciling {
+		r.s.Reconciliations = append(r.s.Reconciliations, Reconciliation{At: workflow.Now(g), Before: r.s.A2AState, Error: "a read is already running; this request was folded into it"})
+		return
+	}
+	r.reconciling = true
+	workflow.Go(g, func(rc workflow.Context) {
+		defer func() { r.reconciling = false }()
+		r.reconcile(rc)
 	})
 }
 

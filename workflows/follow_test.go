@@ -31,7 +31,7 @@ func (s *DelegationSuite) TestRepublishedQuestionIsNotANewRound() {
 		return in.Since == "input-required" && in.SinceKey == "msg:q-1"
 	})).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo attached"}) }, time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Equal(1, o.InputRounds)
@@ -54,7 +54,7 @@ func (s *DelegationSuite) TestNewQuestionAfterAnswerOpensARound() {
 		s.Equal("and the receipt?", st.Question.Text)
 		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "receipt"})
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(2, o.InputRounds)
@@ -73,7 +73,7 @@ func (s *DelegationSuite) TestAgentEndsTheTaskWhileWaiting() {
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
 		return in.Since == "input-required" && in.SinceKey == "msg:q-1" && in.TaskID == "task-1"
 	})).After(10*time.Minute).Return(ended, nil).Once()
-	s.env.ExecuteWorkflow(Delegation, d)
+	s.env.ExecuteWorkflow(WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
@@ -91,7 +91,7 @@ func (s *DelegationSuite) TestFollowUpToAnEndedTaskKeepsTheAgentsReason() {
 	ended.StatusText = "closed by the agent"
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
@@ -108,7 +108,7 @@ func (s *DelegationSuite) TestAnotherTaskIDIsNotAdopted() {
 		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError(`GetTask: protocol: the reply names taskId "task-9", the delegation tracks taskId "task-1"`, "protocol", nil)).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusProtocolError, o.Status)
 	s.Contains(o.Error.Message, "task-9")
@@ -128,7 +128,7 @@ func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 			s.Contains(st.Retrying.LastError, "agent overloaded")
 		}
 	}, 2*time.Second)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	st := s.state()
@@ -141,7 +141,7 @@ func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 func (s *DelegationSuite) TestTransientFailureUntilTheDeadline() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
 		Return(a2aclient.Snapshot{}, temporal.NewApplicationError("SendMessage: transient: connection refused", "transient"))
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Contains(o.Error.Message, "connection refused")
@@ -160,7 +160,7 @@ func (s *DelegationSuite) TestCardFetchRetriedWhileTransient() {
 		Return(activities.ResolvedCard{}, temporal.NewApplicationError("ResolveCard: connection refused", "transient")).Times(6)
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(card, nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 }
@@ -196,7 +196,7 @@ func (s *DelegationSuite) TestSameQuestionWithoutIdentityIsAskedAgain() {
 		}
 		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo, again"})
 	}, 5*time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Equal(2, o.InputRounds)
@@ -211,7 +211,7 @@ func (s *DelegationSuite) TestFollowUpRefusedTransientlyAfterTheTaskEnded() {
 		Return(a2aclient.Snapshot{}, temporal.NewApplicationError("SendMessage: transient (JSON-RPC error -32603): task t-1 is already completed", "transient")).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
-	s.env.ExecuteWorkflow(Delegation, contract())
+	s.env.ExecuteWorkflow(WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Len(o.Outputs, 1)

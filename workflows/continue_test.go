@@ -1,0 +1,122 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// lowThreshold makes every run continue as new at its first chance (the
+// test environment reports a history length of 0).
+func (s *DelegationSuite) lowThreshold() {
+	old := ContinueAsNewEvents
+	ContinueAsNewEvents = -1
+	s.T().Cleanup(func() { ContinueAsNewEvents = old })
+}
+
+// carryOf decodes the Carry of a run that continued as new.
+func (s *DelegationSuite) carryOf() Carry {
+	var can *workflow.ContinueAsNewError
+	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "want continue-as-new, got %v", s.env.GetWorkflowError())
+	payloads := can.Input.GetPayloads()
+	s.Require().Len(payloads, 2)
+	var c Carry
+	s.Require().NoError(converter.GetDefaultDataConverter().FromPayload(payloads[1], &c))
+	return c
+}
+
+// A revoke that arrives in the same workflow task as the watch result that
+// triggers continue-as-new is applied in this run, exactly once.
+func (s *DelegationSuite) TestRevokeAtTheContinueAsNewTrigger() {
+	s.lowThreshold()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("submitted"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Revoke, map[string]string{"reason": "stop now"}) }, time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	s.Contains(o.Error.Message, "stop now")
+	revokes := 0
+	for _, a := range s.state().Authorizations {
+		if a.Policy == "signal" {
+			revokes++
+		}
+	}
+	s.Equal(1, revokes)
+}
+
+// Continue-as-new hands the state and the intents over as the second
+// input; signals still buffered are applied (or recorded) first.
+func (s *DelegationSuite) TestContinueAsNewCarriesStateAndIntents() {
+	s.lowThreshold()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("submitted"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		// No question is pending: recorded as ignored, carried in the state.
+		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "too early"})
+		s.env.SignalWorkflow(Reconcile, nil)
+	}, time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	c := s.carryOf()
+	s.Equal("task-1", c.State.RemoteTaskID)
+	s.Equal("working", c.State.LastSnapshot.State)
+	s.Nil(c.Revoked)
+	if s.Len(c.State.IgnoredSignals, 1) {
+		s.Equal(ProvideInput, c.State.IgnoredSignals[0].Signal)
+	}
+	s.True(c.Reconcile, "the reconcile asked for is carried")
+}
+
+// The next run goes on from the carried state: no resend of round 0, and a
+// carried revoke is applied.
+func (s *DelegationSuite) TestRunFromCarriedState() {
+	st := State{LocalWorkflowID: "wf-1", RemoteTaskID: "task-1", ContextID: "ctx-1", A2AState: "working", InputRounds: 1}
+	last := snap("working")
+	st.LastSnapshot = &last
+	reason := "carried revoke"
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
+		Return(snap("canceled"), nil).Once()
+	s.env.ExecuteWorkflow(WorkflowType, contract(), Carry{State: st, Revoked: &reason})
+	o := s.outcome()
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	s.Contains(o.Error.Message, "carried revoke")
+	s.Equal(1, s.state().ContinuedAsNew)
+}
+
+// A carried state that does not decode fails the workflow loudly, naming
+// it; the delegation never starts again from round 0.
+func (s *DelegationSuite) TestCarriedStateThatDoesNotDecode() {
+	s.env.ExecuteWorkflow(WorkflowType, contract(), map[string]any{"state": map[string]any{"input_rounds": "three"}})
+	err := s.env.GetWorkflowError()
+	var appErr *temporal.ApplicationError
+	s.Require().True(errors.As(err, &appErr), "error = %v", err)
+	s.Equal(ErrTypeCarriedState, appErr.Type())
+	s.Contains(appErr.Message(), "input_rounds")
+}
+
+// After WorkflowRetries attempts, the retries are handed over to Temporal
+// (one activity), so that an agent down for days adds bounded history.
+func (s *DelegationSuite) TestRetriesHandedOverToTemporal() {
+	transientErr := temporal.NewApplicationError("SendMessage: transient (HTTP 503)", "transient")
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(a2aclient.Snapshot{}, transientErr).Times(WorkflowRetries)
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).After(10*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		if s.NotNil(st.Retrying) {
+			s.True(st.Retrying.HandedOver)
+			s.Equal(WorkflowRetries, st.Retrying.Attempts)
+		}
+	}, 5*time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.Equal(contracts.StatusCompleted, s.outcome().Status)
+	s.Nil(s.state().Retrying)
+}
