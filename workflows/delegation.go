@@ -376,16 +376,28 @@ type run struct {
 }
 
 // registerInput registers Update "provide-input" (the Signal is read by
-// listen).
+// listen). Its payload is received raw and decoded strictly by the
+// validator, so a payload of the wrong shape is refused with the field and
+// the rule, never half-read.
 func (r *run) registerInput(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, ProvideInput,
-		func(ctx workflow.Context, a contracts.Answer) (ProvideInputResult, error) {
+		func(ctx workflow.Context, raw converter.RawValue) (ProvideInputResult, error) {
+			var a contracts.Answer
+			if err := decodePayload(raw, &a, true); err != nil {
+				return ProvideInputResult{}, err
+			}
 			r.pending, r.pendingVia = &a, "update"
 			return ProvideInputResult{Round: r.s.Question.Round}, nil
 		},
 		workflow.UpdateHandlerOptions{
 			Description: `Answer the remote agent's question; refused when empty or when no question is pending. Payload {"text": "...", "data": {...}, "answered_by": "name"}.`,
-			Validator:   func(ctx workflow.Context, a contracts.Answer) error { return r.checkAnswer(a) },
+			Validator: func(ctx workflow.Context, raw converter.RawValue) error {
+				var a contracts.Answer
+				if err := decodePayload(raw, &a, true); err != nil {
+					return err
+				}
+				return r.checkAnswer(a)
+			},
 		})
 }
 

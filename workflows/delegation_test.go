@@ -163,11 +163,21 @@ func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 			OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, contracts.Answer{Text: "too early"})
 	}, 0)
+	var rejectedBare, rejectedUnknown error
 	s.env.RegisterDelayedCallback(func() {
 		s.env.UpdateWorkflow(ProvideInput, "empty", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { rejectedEmpty = err },
 			OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, contracts.Answer{Text: "   "})
+		// What a person types into the UI's form: refused with the rule.
+		s.env.UpdateWorkflow(ProvideInput, "bare", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejectedBare = err },
+			OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, "photo attached: box.jpg")
+		s.env.UpdateWorkflow(ProvideInput, "unknown-field", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejectedUnknown = err },
+			OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, map[string]any{"txt": "photo"})
 		s.env.UpdateWorkflow(ProvideInput, "good", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { s.Fail("rejected", err.Error()) },
 			OnAccept: func() {},
@@ -183,6 +193,8 @@ func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
 	s.ErrorContains(rejectedEarly, "no question is pending")
+	s.ErrorContains(rejectedBare, "must be a JSON object")
+	s.ErrorContains(rejectedUnknown, "txt")
 	s.ErrorContains(rejectedEmpty, "an answer needs text or data")
 	s.Require().NotNil(accepted)
 	s.Equal(1, accepted.Round)

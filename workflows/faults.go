@@ -122,16 +122,25 @@ func (r *run) interrupt() error {
 }
 
 // registerFaultHandlers registers Update "resolve-unknown" (the Signals
-// are read by listen).
+// are read by listen); its payload is received raw and decoded strictly by
+// the validator.
 func (r *run) registerFaultHandlers(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, ResolveUnknown,
-		func(ctx workflow.Context, res Resolution) (string, error) {
+		func(ctx workflow.Context, raw converter.RawValue) (string, error) {
+			var res Resolution
+			if err := decodePayload(raw, &res, true); err != nil {
+				return "", err
+			}
 			r.resolution = &res
 			return res.Action, nil
 		},
 		workflow.UpdateHandlerOptions{
 			Description: `Resolve a send whose outcome is unknown; refused when none is pending. Payload {"action": "resend" | "adopt" | "abandon", "task_id": "..."}.`,
-			Validator: func(ctx workflow.Context, res Resolution) error {
+			Validator: func(ctx workflow.Context, raw converter.RawValue) error {
+				var res Resolution
+				if err := decodePayload(raw, &res, true); err != nil {
+					return err
+				}
 				if err := res.Validate(); err != nil {
 					return err
 				}
