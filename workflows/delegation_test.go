@@ -35,14 +35,8 @@ func TestDelegation(t *testing.T) { suite.Run(t, new(DelegationSuite)) }
 
 func (s *DelegationSuite) SetupTest() {
 	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	s.env = s.NewTestWorkflowEnvironment()
-	s.env.SetStartTime(t0)
-	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
-	s.env.RegisterActivity(&activities.Activities{})
-	s.allowAll()
 	s.ownPoll = false
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
-		After(72*time.Hour).Return(a2aclient.Snapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Maybe()
+	s.freshEnv()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
 		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
@@ -335,11 +329,7 @@ func TestEscapeMarkdown(t *testing.T) {
 }
 
 func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
-	s.env = s.NewTestWorkflowEnvironment()
-	s.env.SetStartTime(t0)
-	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
-	s.env.RegisterActivity(&activities.Activities{})
-	s.allowAll()
+	s.freshEnv()
 	first := activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardDigest: "sha256:01"},
 		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
@@ -368,11 +358,7 @@ func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 }
 
 func (s *DelegationSuite) TestUntrustedCardSendsNothing() {
-	s.env = s.NewTestWorkflowEnvironment()
-	s.env.SetStartTime(t0)
-	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
-	s.env.RegisterActivity(&activities.Activities{})
-	s.allowAll()
+	s.freshEnv()
 	s.ownPoll = false
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
 		After(72*time.Hour).Return(a2aclient.Snapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Maybe()
