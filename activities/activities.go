@@ -147,8 +147,11 @@ func (a *Activities) fetcher() *cards.Fetcher {
 // guard of the card's origin (unless DialOptions.HTTPClient is set), with
 // the credential of the interface's origin from the worker's store, or the
 // one named by credentialRef (an operator's answer to AUTH_REQUIRED).
-func (a *Activities) dial(ctx context.Context, iface cards.Interface, credentialRef string) (*a2aclient.Client, error) {
+func (a *Activities) dial(ctx context.Context, iface cards.Interface, credentialRef string, lim contracts.Limits) (*a2aclient.Client, error) {
 	opts := a.DialOptions
+	if m := int64(lim.WithDefaults().MaxResponseBytes); opts.MaxResponseBytes <= 0 || m < opts.MaxResponseBytes {
+		opts.MaxResponseBytes = m
+	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = a.fetcher().Client(iface.CardOrigin, time.Minute)
 	}
@@ -185,7 +188,7 @@ type SendInput struct {
 // (the request was written and no answer came: not retried),
 // "authorization" (401/403), "protocol".
 func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.Snapshot, error) {
-	c, err := a.dial(ctx, in.Interface, in.CredentialRef)
+	c, err := a.dial(ctx, in.Interface, in.CredentialRef, in.Limits)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
 	}
@@ -239,7 +242,7 @@ type WatchInput struct {
 // after a worker crash starts the same way. Transient errors are retried
 // inside. Errors: "authorization", "protocol" (for example TaskNotFound).
 func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Snapshot, error) {
-	c, err := a.dial(ctx, in.Interface, "")
+	c, err := a.dial(ctx, in.Interface, "", in.Limits)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err, in.Limits)
 	}
@@ -352,7 +355,7 @@ func (a *Activities) PollTask(ctx context.Context, in WatchInput) (a2aclient.Sna
 		return a2aclient.Snapshot{}, temporal.NewApplicationErrorWithOptions("the first read is one interval away", ErrTypeUnchanged,
 			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 	}
-	c, err := a.dial(ctx, in.Interface, "")
+	c, err := a.dial(ctx, in.Interface, "", in.Limits)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "PollTask", err, in.Limits)
 	}
@@ -494,7 +497,7 @@ type GetTaskInput struct {
 // an unknown outcome, and for reconciliation. Errors: "transient",
 // "authorization", "protocol" (TaskNotFound).
 func (a *Activities) GetTask(ctx context.Context, in GetTaskInput) (a2aclient.Snapshot, error) {
-	c, err := a.dial(ctx, in.Interface, "")
+	c, err := a.dial(ctx, in.Interface, "", in.Limits)
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
 	}
@@ -517,7 +520,7 @@ type CancelInput struct {
 // the task as reported. Errors: "protocol" (TaskNotCancelable,
 // TaskNotFound), "authorization", "transient".
 func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (a2aclient.Snapshot, error) {
-	c, err := a.dial(ctx, in.Interface, "")
+	c, err := a.dial(ctx, in.Interface, "", contracts.Limits{})
 	if err != nil {
 		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
 	}

@@ -192,3 +192,20 @@ func TestWatchAssemblesStreamedChunks(t *testing.T) {
 		t.Errorf("outputs = %+v, rejected = %+v", outs, rej)
 	}
 }
+
+// The contract's max_response_bytes bounds what is read from the agent
+// before anything is decoded.
+func TestContractLowersTheResponseLimit(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":"1","result":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"},"pad":%q}}`, strings.Repeat("x", 4096))
+	}))
+	t.Cleanup(srv.Close)
+	a := &Activities{Logger: quiet}
+	env := activityEnv(t, a)
+	_, err := env.ExecuteActivity(a.GetTask, GetTaskInput{Interface: cards.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
+		TaskID: "t-1", Limits: contracts.Limits{MaxResponseBytes: 1024}})
+	if category(err) != string(contracts.CategoryProtocol) || !strings.Contains(err.Error(), "1024") {
+		t.Errorf("GetTask over the contract's limit: %v, want protocol naming 1024", err)
+	}
+}

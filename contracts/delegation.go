@@ -115,10 +115,14 @@ type Limits struct {
 	MaxTotalBytes    int `json:"max_total_bytes,omitempty"`    // bytes of all outputs, default 1048576 (1 MiB)
 	MaxJSONDepth     int `json:"max_json_depth,omitempty"`     // nesting depth of a data part, default 32
 	MaxTextChars     int `json:"max_text_chars,omitempty"`     // bytes of remote status text kept, default 4096
+	// MaxResponseBytes bounds every response body read from the agent
+	// (JSON-RPC, HTTP+JSON, GetTask) before it is decoded, default 8388608
+	// (8 MiB); a larger one is a protocol error naming the limit.
+	MaxResponseBytes int `json:"max_response_bytes,omitempty"`
 }
 
 // DefaultLimits are the limits of a contract that sets none.
-var DefaultLimits = Limits{MaxArtifacts: 32, MaxArtifactBytes: 256 << 10, MaxTotalBytes: 1 << 20, MaxJSONDepth: 32, MaxTextChars: 4096}
+var DefaultLimits = Limits{MaxArtifacts: 32, MaxArtifactBytes: 256 << 10, MaxTotalBytes: 1 << 20, MaxJSONDepth: 32, MaxTextChars: 4096, MaxResponseBytes: 8 << 20}
 
 // WithDefaults fills zero fields with DefaultLimits.
 func (l Limits) WithDefaults() Limits {
@@ -134,6 +138,7 @@ func (l Limits) WithDefaults() Limits {
 		MaxTotalBytes:    pick(l.MaxTotalBytes, DefaultLimits.MaxTotalBytes),
 		MaxJSONDepth:     pick(l.MaxJSONDepth, DefaultLimits.MaxJSONDepth),
 		MaxTextChars:     pick(l.MaxTextChars, DefaultLimits.MaxTextChars),
+		MaxResponseBytes: pick(l.MaxResponseBytes, DefaultLimits.MaxResponseBytes),
 	}
 }
 
@@ -368,6 +373,7 @@ func (d Delegation) validateDepth() []error {
 		check("max_total_bytes", l.MaxTotalBytes, DefaultLimits.MaxTotalBytes)
 		check("max_json_depth", l.MaxJSONDepth, DefaultLimits.MaxJSONDepth)
 		check("max_text_chars", l.MaxTextChars, DefaultLimits.MaxTextChars)
+		check("max_response_bytes", l.MaxResponseBytes, DefaultLimits.MaxResponseBytes)
 	}
 	return errs
 }
