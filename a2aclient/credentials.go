@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	sdk "github.com/a2aproject/a2a-go/v2/a2aclient"
 
@@ -22,7 +24,7 @@ import (
 //	    "https://other.example":  {"api_key": "k-123"}
 //	  },
 //	  "refs": {
-//	    "claims-prod": {"bearer": "eyJ..."}
+//	    "claims-prod": {"bearer": "eyJ...", "origins": ["https://claims.example"]}
 //	  }
 //	}
 //
@@ -31,11 +33,27 @@ import (
 // (A2A 1.0 §4.5: an HTTP bearer scheme → Authorization: Bearer, an apiKey
 // scheme in a header → that header). A ref entry is named by an operator
 // answering AUTH_REQUIRED (Answer.credential_ref) and is used for the
-// follow-up of that task.
+// follow-up of that task, and only when the task's agent is on one of the
+// ref's origins (required): an agent cannot obtain another agent's
+// credential by asking for it.
 type Credentials struct {
 	Origins map[string]Secret `json:"origins"`
-	Refs    map[string]Secret `json:"refs"`
+	Refs    map[string]Ref    `json:"refs"`
 }
+
+// Ref is a credential an operator names, bound to the origins it may be
+// sent to.
+type Ref struct {
+	Secret
+	Origins []string `json:"origins"`
+}
+
+// ErrRefUnknown: no credential of that name. ErrRefNotAllowed: the
+// credential may not be sent to that origin.
+var (
+	ErrRefUnknown    = errors.New("the credential_ref is not in the worker's credential store")
+	ErrRefNotAllowed = errors.New("the credential_ref may not be sent to this agent's origin")
+)
 
 // Secret is one credential. Its String never shows the value.
 type Secret struct {
@@ -82,6 +100,17 @@ func LoadCredentials(path string) (*Credentials, error) {
 		if s.empty() || (s.Bearer != "" && s.APIKey != "") {
 			return nil, fmt.Errorf("credentials %s: refs[%q]: give exactly one of bearer, api_key", path, r)
 		}
+		if len(s.Origins) == 0 {
+			return nil, fmt.Errorf("credentials %s: refs[%q].origins: required: the origins this credential may be sent to", path, r)
+		}
+		for i, o := range s.Origins {
+			n, err := cards.Origin(o)
+			if err != nil {
+				return nil, fmt.Errorf("credentials %s: refs[%q].origins[%d]: %w", path, r, i, err)
+			}
+			s.Origins[i] = n
+		}
+		c.Refs[r] = s
 	}
 	return &c, nil
 }
@@ -95,13 +124,21 @@ func (c *Credentials) ForOrigin(origin string) (Secret, bool) {
 	return s, ok
 }
 
-// ForRef returns the secret a reference names.
-func (c *Credentials) ForRef(ref string) (Secret, bool) {
+// ForRef returns the secret a reference names, when origin is one of the
+// reference's origins. Errors: ErrRefUnknown, ErrRefNotAllowed (wrapped,
+// naming the origin and the ref's origins; never the secret).
+func (c *Credentials) ForRef(ref, origin string) (Secret, error) {
 	if c == nil {
-		return Secret{}, false
+		return Secret{}, ErrRefUnknown
 	}
 	s, ok := c.Refs[ref]
-	return s, ok
+	if !ok {
+		return Secret{}, ErrRefUnknown
+	}
+	if !slices.Contains(s.Origins, origin) {
+		return Secret{}, fmt.Errorf("%w: %s is not among its origins %v", ErrRefNotAllowed, origin, s.Origins)
+	}
+	return s.Secret, nil
 }
 
 // credentialInterceptor adds a secret to every call (a2a-go call

@@ -11,6 +11,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -156,9 +157,15 @@ func (a *Activities) dial(ctx context.Context, iface cards.Interface, credential
 		opts.HTTPClient = a.fetcher().Client(iface.CardOrigin, time.Minute)
 	}
 	if credentialRef != "" {
-		secret, ok := a.Credentials.ForRef(credentialRef)
-		if !ok {
-			return nil, errUnknownRef
+		// The secret goes only to an origin the ref is bound to: the
+		// interface's URL, which the card on that origin named.
+		origin, err := cards.Origin(iface.URL)
+		if err != nil {
+			return nil, &refError{err: fmt.Errorf("%w: %v", a2aclient.ErrRefNotAllowed, err)}
+		}
+		secret, err := a.Credentials.ForRef(credentialRef, origin)
+		if err != nil {
+			return nil, &refError{err: err}
 		}
 		opts = opts.WithCredential(iface.Auth, secret)
 	} else if origin, err := cards.Origin(iface.URL); err == nil {
@@ -536,13 +543,27 @@ func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (a2aclient.
 // credential_ref is not in the worker's credential store (nothing sent).
 const ErrTypeCredentialRef = "credential_ref_unknown"
 
-var errUnknownRef = errors.New("the credential_ref is not in the worker's credential store")
+// ErrTypeCredentialRefNotAllowed is the ApplicationError type of a send
+// whose credential_ref may not be sent to the agent's origin (nothing
+// sent).
+const ErrTypeCredentialRefNotAllowed = "credential_ref_not_allowed"
+
+// refError is a credential_ref that could not be used (nothing sent).
+type refError struct{ err error }
+
+func (e *refError) Error() string { return e.err.Error() }
+func (e *refError) Unwrap() error { return e.err }
 
 // callFail turns a call's error into the ApplicationError of its category;
 // its message (remote text included) is cut to the contract's
 // max_text_chars (lim), with the length and sha256 of what was cut.
 func (a *Activities) callFail(ctx context.Context, op string, err error, lim contracts.Limits) error {
-	if errors.Is(err, errUnknownRef) {
+	var re *refError
+	if errors.As(err, &re) {
+		a.logger().Warn("credential_ref refused", "activity", op, "workflow_id", workflowID(ctx), "reason", err.Error())
+		if errors.Is(err, a2aclient.ErrRefNotAllowed) {
+			return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCredentialRefNotAllowed, nil)
+		}
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCredentialRef, nil)
 	}
 	cat := contracts.CategoryProtocol

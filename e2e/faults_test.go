@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -481,10 +482,30 @@ func TestFaultWorkerKilledAfterCommit(t *testing.T) {
 // enters history.
 func TestAuthRequiredAnsweredWithACredentialRef(t *testing.T) {
 	const secret = "ref-s3cret-never-in-history"
+	const otherSecret = "other-agents-s3cret"
+	var mu sync.Mutex
+	var seen []string // Authorization headers that reached the agent
 	e := setup(t, func(o *options) {
 		o.agent.AuthToken = secret
-		o.acts = func(a *activities.Activities, _ string) {
-			a.Credentials = &a2aclient.Credentials{Refs: map[string]a2aclient.Secret{"claims-prod": {Bearer: secret}}}
+		o.proxy = func(agentURL string) http.Handler {
+			target, _ := url.Parse(agentURL)
+			forward := httputil.NewSingleHostReverseProxy(target)
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if h := r.Header.Get("Authorization"); h != "" {
+					mu.Lock()
+					seen = append(seen, h)
+					mu.Unlock()
+				}
+				forward.ServeHTTP(w, r)
+			})
+		}
+		o.acts = func(a *activities.Activities, base string) {
+			a.Credentials = &a2aclient.Credentials{Refs: map[string]a2aclient.Ref{
+				"claims-prod": {Secret: a2aclient.Secret{Bearer: secret}, Origins: []string{base}},
+				// Another agent's credential: an agent on this origin must
+				// never receive it, whoever names it.
+				"other-agent": {Secret: a2aclient.Secret{Bearer: otherSecret}, Origins: []string{"https://other.example"}},
+			}}
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -499,6 +520,22 @@ func TestAuthRequiredAnsweredWithACredentialRef(t *testing.T) {
 	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "here is the token: " + secret}); err == nil {
 		t.Fatalf("an answer without credential_ref to AUTH_REQUIRED was accepted")
 	}
+	// A ref bound to another origin is refused before anything is sent,
+	// the reason is in state, and the question is asked again.
+	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{CredentialRef: "other-agent", AnsweredBy: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the refusal", 30*time.Second, func() (bool, string) {
+		s := stateOf(t, ctx, e.c, d.LocalWorkflowID)
+		return len(s.Answers) == 1 && strings.Contains(s.Answers[0].Refused, "https://other.example") && s.Question != nil, fmt.Sprintf("%+v", s.Answers)
+	})
+	mu.Lock()
+	for _, h := range seen {
+		if strings.Contains(h, otherSecret) {
+			t.Fatalf("the agent received another agent's credential")
+		}
+	}
+	mu.Unlock()
 	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{CredentialRef: "claims-prod", AnsweredBy: "ops"}); err != nil {
 		t.Fatal(err)
 	}
@@ -513,8 +550,9 @@ func TestAuthRequiredAnsweredWithACredentialRef(t *testing.T) {
 	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
 		t.Fatalf("outcome = %+v, %v", out, err)
 	}
-	if h := exportHistory(t, ctx, e.c, d.LocalWorkflowID); strings.Contains(h, secret) {
-		t.Errorf("the secret is in the history")
+	h := exportHistory(t, ctx, e.c, d.LocalWorkflowID)
+	if strings.Contains(h, secret) || strings.Contains(h, otherSecret) {
+		t.Errorf("a secret is in the history")
 	}
 }
 

@@ -522,11 +522,16 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 				text = "Credentials provided."
 			}
 			next, err := r.sendRound(ctx, round, text, a.Data, a.CredentialRef)
-			if err != nil && a.CredentialRef != "" && errorType(err) == activities.ErrTypeCredentialRef {
+			if err != nil && a.CredentialRef != "" && (errorType(err) == activities.ErrTypeCredentialRef || errorType(err) == activities.ErrTypeCredentialRefNotAllowed) {
 				// Nothing was sent: the operator named a credential the
-				// worker does not have. Ask again, saying so.
+				// worker does not have, or one this agent's origin may not
+				// receive. Ask again, saying so.
 				r.s.InputRounds--
-				r.s.Answers[len(r.s.Answers)-1].Refused = "credential_ref " + a.CredentialRef + " is not in the worker's credential store"
+				reason := "credential_ref " + a.CredentialRef + " is not in the worker's credential store"
+				if errorType(err) == activities.ErrTypeCredentialRefNotAllowed {
+					reason = "credential_ref " + a.CredentialRef + " refused, nothing sent: " + truncate(errorText(err), 500)
+				}
+				r.s.Answers[len(r.s.Answers)-1].Refused = reason
 				r.observe(ctx, snap)
 				continue
 			}
