@@ -175,3 +175,14 @@ func TestExampleContractDecodes(t *testing.T) {
 		t.Fatalf("examples/lost-parcel.json: %v", err)
 	}
 }
+
+// An answer over MaxAnswerBytes is refused at once, naming the limit.
+func TestAnswerSizeLimit(t *testing.T) {
+	big := Answer{Text: strings.Repeat("a", MaxAnswerBytes+1)}
+	if err := big.Validate(); err == nil || !strings.Contains(err.Error(), "65536") {
+		t.Errorf("Validate(%d bytes) = %v, want an error naming 65536", len(big.Text), err)
+	}
+	if err := (Answer{Text: strings.Repeat("a", MaxAnswerBytes-10)}).Validate(); err != nil {
+		t.Errorf("Validate(just under) = %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -20,9 +21,21 @@ type Answer struct {
 	CredentialRef string `json:"credential_ref,omitempty"`
 }
 
-// Validate refuses an empty answer: it needs non-blank text or non-null data.
+// MaxAnswerBytes bounds an answer: its text, data, answered_by and
+// credential_ref together, in bytes (64 KiB). An answer travels through
+// workflow history and to the agent; a larger one is refused at once.
+const MaxAnswerBytes = 64 << 10
+
+// Validate refuses an empty answer (it needs non-blank text or non-null
+// data) and one over MaxAnswerBytes.
 func (a Answer) Validate() error {
 	var errs []error
+	if n := len(a.Text) + len(a.Data) + len(a.AnsweredBy) + len(a.CredentialRef); n > MaxAnswerBytes {
+		return &FieldError{Field: "text", Rule: fmt.Sprintf("the answer is %d bytes; at most %d (text, data, answered_by and credential_ref together)", n, MaxAnswerBytes)}
+	}
+	if len(a.AnsweredBy) > 200 {
+		errs = append(errs, &FieldError{Field: "answered_by", Rule: "at most 200 bytes"})
+	}
 	if strings.TrimSpace(a.Text) == "" && emptyJSON(a.Data) && a.CredentialRef == "" {
 		errs = append(errs, &FieldError{Field: "text", Rule: "an answer needs text or data (or credential_ref for AUTH_REQUIRED)"})
 	}
