@@ -86,6 +86,9 @@ type State struct {
 	// IgnoredSignalCount counts them all.
 	IgnoredSignals     []IgnoredSignal `json:"ignored_signals,omitempty"`
 	IgnoredSignalCount int             `json:"ignored_signal_count,omitempty"`
+	// SendInFlight is the messageId of a send still in flight when the
+	// delegation stopped and SendSettle passed: its outcome is unknown.
+	SendInFlight string `json:"send_in_flight,omitempty"`
 	// StaleReplies counts interrupted task snapshots that showed a question
 	// already answered (a republished task): they never open a round.
 	StaleReplies int `json:"stale_replies,omitempty"`
@@ -201,7 +204,7 @@ func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}
-	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionCarryInput)
+	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionSendInFlight)
 	// The deadline may have passed between the start and the first
 	// workflow task (no worker yet): that is a deadline, not a bad contract.
 	if err := d.Validate(d.Deadline.Add(-time.Nanosecond)); err != nil {
@@ -346,7 +349,15 @@ const (
 	// workflow's second input (Carry), with the signals drained and the
 	// intents not yet acted on; before it, in the memo.
 	VersionCarryInput workflow.Version = 2
+	// VersionSendInFlight: a send interrupted (cancel, deadline, revoke)
+	// while in flight is not abandoned: it is awaited for SendSettle at
+	// most, and the task it created is recorded (then canceled).
+	VersionSendInFlight workflow.Version = 3
 )
+
+// SendSettle bounds how long an interrupted delegation waits for a send in
+// flight to finish, so that the task it created can be canceled.
+const SendSettle = 45 * time.Second
 
 type run struct {
 	v              workflow.Version
@@ -874,7 +885,7 @@ func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMe
 		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
 	}
 	attempts, err := r.retrying(ctx, "SendMessage", func() error {
-		err := r.activity(ctx, opts, acts.SendMessage, in, &snap)
+		err := r.sendActivity(ctx, opts, in, &snap)
 		if err != nil && round > 0 && r.v >= VersionFollowAgents && transient(err) && r.interrupt() == nil {
 			// A follow-up refused with what looks transient may be refused
 			// because the agent has ended the task: read it before trying
@@ -886,7 +897,7 @@ func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMe
 		}
 		return err
 	}, func() error {
-		return r.activity(ctx, r.handoverOptions(ctx, sendOptions()), acts.SendMessage, in, &snap)
+		return r.sendActivity(ctx, r.handoverOptions(ctx, sendOptions()), in, &snap)
 	})
 	if r.v >= VersionFollowAgents && err == nil {
 		snap.Attempt = attempts
@@ -1050,6 +1061,53 @@ func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn a
 	return f.Get(ctx, out)
 }
 
+// sendActivity runs SendMessage. From VersionSendInFlight, a send that is
+// in flight when the delegation is interrupted (cancel, deadline, revoke)
+// is not abandoned: it runs on in a disconnected context, is awaited for
+// SendSettle at most, and the task it created is recorded, so that the
+// stop that follows cancels it. A send that does not finish in time is
+// recorded in State.SendInFlight with its messageId.
+func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, in activities.SendInput, out *a2aclient.Snapshot) error {
+	if r.v < VersionSendInFlight {
+		return r.activity(ctx, opts, acts.SendMessage, in, out)
+	}
+	r.flushSA(ctx)
+	dctx, dcancel := workflow.NewDisconnectedContext(ctx)
+	defer dcancel()
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, opts), acts.SendMessage, in)
+	werr := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil })
+	if werr == nil && f.IsReady() {
+		return f.Get(ctx, out)
+	}
+	stop := werr
+	if stop == nil {
+		stop = r.interrupt()
+	}
+	// Interrupted with the send in flight: let it finish (bounded).
+	timer := workflow.NewTimer(dctx, SendSettle)
+	_ = workflow.Await(dctx, func() bool { return f.IsReady() || timer.IsReady() })
+	if !f.IsReady() {
+		r.s.SendInFlight = in.Message.MessageID
+		return stop
+	}
+	var snap a2aclient.Snapshot
+	if err := f.Get(dctx, &snap); err == nil && snap.TaskID != "" && snap.State != a2aclient.StateMessage {
+		r.s.Sends = append(r.s.Sends, SendRecord{Round: roundOf(r, in.Message.MessageID), MessageID: in.Message.MessageID, At: workflow.Now(dctx), Result: "sent after the stop"})
+		r.observe(dctx, snap)
+	}
+	return stop
+}
+
+// roundOf is the round whose messageId is id (-1 when none).
+func roundOf(r *run, id string) int {
+	for n := 0; n <= r.s.InputRounds+1; n++ {
+		if MessageID(r.wfID, r.firstRunID, n) == id {
+			return n
+		}
+	}
+	return -1
+}
+
 // localActivity runs a short activity inside the workflow task (a local
 // activity: one marker event, no extra round trip), interrupted by the
 // deadline or cancellation. name is the registered activity name.
@@ -1163,6 +1221,9 @@ func (r *run) finish(snap a2aclient.Snapshot) contracts.Outcome {
 }
 
 func (r *run) outcome(status contracts.Status, e *contracts.ErrorInfo) contracts.Outcome {
+	if e != nil && r.s.SendInFlight != "" {
+		e.Message += fmt.Sprintf("; a send (messageId %s) was still in flight %s after the stop: its outcome is unknown", r.s.SendInFlight, SendSettle)
+	}
 	return contracts.Outcome{
 		LocalWorkflowID: r.d.LocalWorkflowID, Status: status,
 		RemoteTaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID,

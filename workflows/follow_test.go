@@ -216,3 +216,30 @@ func (s *DelegationSuite) TestFollowUpRefusedTransientlyAfterTheTaskEnded() {
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Len(o.Outputs, 1)
 }
+
+// A cancel that arrives while the first send is in flight: the send is
+// let finish, the task it created is recorded and canceled, and the
+// Outcome names it (the agent's task is not orphaned).
+func (s *DelegationSuite) TestCancelDuringTheSendCancelsTheTaskItCreated() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
+		Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCanceled, o.Status)
+	s.Equal("task-1", o.RemoteTaskID)
+}
+
+// The same at the deadline, with a send that never finishes: the Outcome
+// says a send was in flight, with its messageId.
+func (s *DelegationSuite) TestDeadlineWithASendThatNeverFinishes() {
+	d := contract()
+	d.Deadline = t0.Add(time.Minute)
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
+	s.env.ExecuteWorkflow(WorkflowType, d)
+	o := s.outcome()
+	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
+	s.Contains(o.Error.Message, MessageID("default-test-workflow-id", "", 0))
+	s.Contains(o.Error.Message, "in flight")
+}
