@@ -405,6 +405,7 @@ question is pending, is refused at once with the reason.`,
 func newCancelCmd() *cobra.Command {
 	var cf clientFlags
 	var reason string
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "cancel ID [--reason R]",
 		Short: "Cancel a delegation; the workflow cancels the remote task",
@@ -418,16 +419,37 @@ func newCancelCmd() *cobra.Command {
 				if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 					return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", args[0], statusName(st), args[0]))
 				}
-				if err := dclient.Get(c, args[0]).WithNamespace(cf.namespace).Cancel(ctx, reason); err != nil {
+				h := dclient.Get(c, args[0]).WithNamespace(cf.namespace)
+				if err := h.Cancel(ctx, reason); err != nil {
 					return temporalErr(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "cancel requested for %s\n", args[0])
-				return nil
+				if wait <= 0 {
+					return nil
+				}
+				// The cancel and the delegation's own end may race: say
+				// which won.
+				wctx, cancel := context.WithTimeout(ctx, wait)
+				defer cancel()
+				out, err := h.Outcome(wctx)
+				switch {
+				case err != nil && wctx.Err() != nil:
+					fmt.Fprintf(cmd.OutOrStdout(), "still stopping after %s (waiting for the agent to confirm the cancel); see: delegate status %s\n", wait, args[0])
+					return nil
+				case err != nil:
+					return temporalErr(err)
+				case out.Status == contracts.StatusCanceled || out.Status == contracts.StatusCancelUnconfirmed:
+					fmt.Fprintf(cmd.OutOrStdout(), "ended %s (remote task %s)\n", out.Status, orNone(out.RemoteTaskID))
+					return nil
+				default:
+					return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s before the cancel took effect; see: delegate status %s", args[0], out.Status, args[0])}
+				}
 			})
 		},
 	}
 	cf.add(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "reason, recorded in the workflow history")
+	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "wait this long for the delegation to end and say how it ended (0: do not wait)")
 	return cmd
 }
 
@@ -560,4 +582,11 @@ func keyword(data []byte) string {
 
 func statusName(s enums.WorkflowExecutionStatus) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
