@@ -77,8 +77,9 @@ type Delegation struct {
 }
 
 // DefaultWaitingPollSeconds is the waiting cadence of a contract that sets
-// no waiting_poll_seconds: one read a minute.
-const DefaultWaitingPollSeconds = 60
+// no waiting_poll_seconds: one read every five minutes (10,000 waiting
+// delegations cost about 33 reads a second, agents and server together).
+const DefaultWaitingPollSeconds = 300
 
 // WaitingPoll is the contract's waiting cadence with the default filled in.
 func (d Delegation) WaitingPoll() time.Duration {
