@@ -120,3 +120,61 @@ func (s *DelegationSuite) TestRetriesHandedOverToTemporal() {
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 	s.Nil(s.state().Retrying)
 }
+
+// A carried state that cannot be right is refused, naming the field.
+func (s *DelegationSuite) TestCarriedStateIsChecked() {
+	for name, mutate := range map[string]func(*State){
+		"input_rounds":   func(st *State) { st.InputRounds = -1 },
+		"last_snapshot":  func(st *State) { done := snap("completed"); st.LastSnapshot = &done },
+		"remote_task_id": func(st *State) { st.RemoteTaskID = "" },
+	} {
+		s.Run(name, func() {
+			s.SetupTest()
+			last := snap("working")
+			st := State{LocalWorkflowID: "wf-1", RemoteTaskID: "task-1", ContextID: "ctx-1", A2AState: "working", LastSnapshot: &last}
+			mutate(&st)
+			s.env.ExecuteWorkflow(WorkflowType, contract(), Carry{State: st})
+			var appErr *temporal.ApplicationError
+			s.Require().True(errors.As(s.env.GetWorkflowError(), &appErr))
+			s.Equal(ErrTypeCarriedState, appErr.Type())
+			s.Contains(appErr.Message(), name)
+		})
+	}
+}
+
+// A storm of reconcile requests while a read hangs keeps the state small.
+func (s *DelegationSuite) TestReconcileStormIsBounded() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		for range 500 {
+			s.env.SignalWorkflow(Reconcile, nil)
+		}
+	}, time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.Equal(contracts.StatusDeadlineExceeded, s.outcome().Status)
+	st := s.state()
+	s.LessOrEqual(len(st.Reconciliations), maxReconciliations)
+	s.Equal(499, st.ReconcileCount, "every folded request is counted")
+}
+
+// A reconcile read that returns after the task was observed again is not
+// applied: it must not withdraw a newer question.
+func (s *DelegationSuite) TestLateReconcileReadIsSuperseded() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(3*time.Minute).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Require().NotNil(st.Question, "the newer question stands")
+		if s.Len(st.Reconciliations, 1) {
+			s.Contains(st.Reconciliations[0].Error, "superseded")
+		}
+		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"})
+	}, 7*time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.Equal(contracts.StatusCompleted, s.outcome().Status)
+}

@@ -81,6 +81,9 @@ type State struct {
 	// Retrying is set while a call that failed transiently (card fetch,
 	// send) is being retried; it shows the last error.
 	Retrying *Retrying `json:"retrying,omitempty"`
+	// ReconcileCount counts the reconcile reads and requests; Reconciliations
+	// keeps the last 20.
+	ReconcileCount int `json:"reconcile_count,omitempty"`
 	// IgnoredSignals are the last signal payloads that were not applied
 	// (did not decode or validate), newest last, at most 20;
 	// IgnoredSignalCount counts them all.
@@ -281,8 +284,15 @@ func carriedInput(raw converter.RawValue, info *workflow.Info) (*Carry, error) {
 		if err := json.Unmarshal(p.GetData(), &c); err != nil {
 			return nil, fmt.Errorf("carried state (workflow input 2) does not decode: %w", err)
 		}
-		if c.State.LastSnapshot == nil {
+		switch {
+		case c.State.LastSnapshot == nil:
 			return nil, errors.New("carried state (workflow input 2): state.last_snapshot is missing")
+		case a2aclient.Terminal(c.State.LastSnapshot.State):
+			return nil, fmt.Errorf("carried state (workflow input 2): state.last_snapshot.state %q is terminal: a run never continues as new from an ended task", c.State.LastSnapshot.State)
+		case c.State.InputRounds < 0:
+			return nil, fmt.Errorf("carried state (workflow input 2): state.input_rounds %d is negative", c.State.InputRounds)
+		case c.State.RemoteTaskID == "":
+			return nil, errors.New("carried state (workflow input 2): state.remote_task_id is missing")
 		}
 		return &c, nil
 	}
@@ -361,6 +371,9 @@ const SendSettle = 45 * time.Second
 
 type run struct {
 	v              workflow.Version
+	flush          workflow.Channel
+	flushed        bool
+	observations   int
 	sig            signals
 	reconcileAsked bool
 	ended          *a2aclient.Snapshot
@@ -590,8 +603,12 @@ func (r *run) shouldContinueAsNew(ctx workflow.Context) bool {
 		return false
 	}
 	if r.v >= VersionCarryInput {
+		// Let the listener handle what this workflow task delivered (a
+		// revoke, the deadline), then take what is still buffered; a
+		// cancel, a revoke or the deadline is handled in this run.
+		r.settleListener(ctx)
 		r.drainSignals(ctx)
-		if r.interrupt() != nil {
+		if r.interrupt() != nil || ctx.Err() != nil {
 			return false
 		}
 	}
@@ -907,6 +924,7 @@ func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMe
 
 // observe records a remote snapshot: ids, state, transition.
 func (r *run) observe(ctx workflow.Context, snap a2aclient.Snapshot) {
+	r.observations++
 	s := snap
 	r.s.LastSnapshot = &s
 	if snap.TaskID != "" && r.s.RemoteTaskID == "" {

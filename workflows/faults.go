@@ -282,9 +282,10 @@ func (r *run) adoptTask(ctx workflow.Context, taskID string) (a2aclient.Snapshot
 // reconcile reads the remote task once and records what it saw.
 func (r *run) reconcile(ctx workflow.Context) {
 	rec := Reconciliation{At: workflow.Now(ctx), Before: r.s.A2AState}
+	seen := r.observations
 	if r.s.RemoteTaskID == "" {
 		rec.Error = "no remote task yet"
-		r.s.Reconciliations = append(r.s.Reconciliations, rec)
+		r.addReconciliation(rec)
 		return
 	}
 	var snap a2aclient.Snapshot
@@ -299,13 +300,31 @@ func (r *run) reconcile(ctx workflow.Context) {
 		}
 	} else {
 		rec.Seen, rec.Changed = snap.State, snap.State != r.s.A2AState
-		if rec.Changed && r.s.Question != nil {
+		switch {
+		case r.v >= VersionCarryInput && r.observations != seen:
+			// The delegation observed the task again while this read was
+			// running: the read is older than what it knows.
+			rec.Changed = false
+			rec.Error = "superseded: the task was observed again while this read ran"
+		case rec.Changed && r.s.Question != nil:
 			// The task moved on while we waited for an operator (it was
 			// canceled, completed or failed remotely): go on from there.
 			r.reconciled = &snap
 		}
 	}
+	r.addReconciliation(rec)
+}
+
+// maxReconciliations bounds State.Reconciliations (the oldest are
+// dropped; ReconcileCount keeps counting).
+const maxReconciliations = 20
+
+func (r *run) addReconciliation(rec Reconciliation) {
+	r.s.ReconcileCount++
 	r.s.Reconciliations = append(r.s.Reconciliations, rec)
+	if n := len(r.s.Reconciliations); n > maxReconciliations && r.v >= VersionCarryInput {
+		r.s.Reconciliations = append([]Reconciliation(nil), r.s.Reconciliations[n-maxReconciliations:]...)
+	}
 }
 
 // afterCancel asks the agent to cancel (in a disconnected context, so it
@@ -421,6 +440,7 @@ func (r *run) listen(ctx workflow.Context) {
 		revoke:     sig(Revoke, `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`),
 		reconcile:  sig(Reconcile, "Read the remote task once now (GetTask) and record what was seen. Payload: none."),
 	}
+	r.flush = workflow.NewBufferedChannel(ctx, 1)
 	workflow.Go(ctx, func(g workflow.Context) {
 		deadline := workflow.NewTimer(g, max(r.d.Deadline.Sub(workflow.Now(g)), 0))
 		timerDone := false
@@ -442,9 +462,25 @@ func (r *run) listen(ctx workflow.Context) {
 					}
 				})
 			}
+			// Last, so that every signal and the deadline delivered in the
+			// same workflow task are handled first (see settleListener).
+			sel.AddReceive(r.flush, func(c workflow.ReceiveChannel, _ bool) {
+				c.Receive(g, nil)
+				r.flushed = true
+			})
 			sel.Select(g)
 		}
 	})
+}
+
+// settleListener lets the listener handle everything delivered to it in
+// this workflow task (signals are handed to its waiting selector, not
+// buffered in the channels), then returns: a decision that must not miss
+// a revoke or the deadline (continue-as-new) is taken after it.
+func (r *run) settleListener(ctx workflow.Context) {
+	r.flushed = false
+	r.flush.SendAsync(true)
+	_ = workflow.Await(ctx, func() bool { return r.flushed })
 }
 
 // drainSignals applies every signal still buffered, without blocking
@@ -537,8 +573,14 @@ func (r *run) applyRevoke(g workflow.Context, reason string) {
 // agent must not hold the deadline or a revoke. Reads asked for while one
 // runs are folded into it.
 func (r *run) onReconcile(g workflow.Context, _ converter.RawValue) {
+	if r.v < VersionCarryInput {
+		// Histories recorded before VersionCarryInput read inside the
+		// listener.
+		r.reconcile(g)
+		return
+	}
 	if r.reconciling {
-		r.s.Reconciliations = append(r.s.Reconciliations, Reconciliation{At: workflow.Now(g), Before: r.s.A2AState, Error: "a read is already running; this request was folded into it"})
+		r.addReconciliation(Reconciliation{At: workflow.Now(g), Before: r.s.A2AState, Error: "a read is already running; this request was folded into it"})
 		return
 	}
 	r.reconciling = true
