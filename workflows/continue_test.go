@@ -1,7 +1,9 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/stretchr/testify/mock"
@@ -177,4 +179,21 @@ func (s *DelegationSuite) TestLateReconcileReadIsSuperseded() {
 	}, 7*time.Minute)
 	s.env.ExecuteWorkflow(WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
+}
+
+// The carried state stays under MaxCarryBytes however long the delegation
+// has run.
+func (s *DelegationSuite) TestCarryIsTrimmed() {
+	c := Carry{}
+	for i := range 40 {
+		c.State.Answers = append(c.State.Answers, AnswerRecord{Round: i + 1, Text: strings.Repeat("a", 60<<10)})
+	}
+	for range 5000 {
+		c.State.Transitions = append(c.State.Transitions, Transition{State: "working", At: t0})
+	}
+	trimCarry(&c)
+	b, _ := json.Marshal(c)
+	s.LessOrEqual(len(b), MaxCarryBytes)
+	s.Len(c.State.Answers, 40, "every answer record is kept")
+	s.Equal(60<<10, len(c.State.Answers[39].Text), "the newest answers keep their text")
 }

@@ -237,6 +237,7 @@ func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		}
 		c := Carry{State: *r.s, Revoked: r.revoked, Pending: r.pending, PendingVia: r.pendingVia,
 			Resolution: r.resolution, Rediscover: r.rediscover, Reconcile: r.reconcileAsked || r.reconciling}
+		trimCarry(&c)
 		return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, WorkflowType, d, c)
 	}
 	if !a2aclient.Terminal(r.s.A2AState) {
@@ -266,6 +267,31 @@ type Carry struct {
 	Rediscover bool `json:"rediscover,omitempty"`
 	// Reconcile is a reconcile asked for and not yet read.
 	Reconcile bool `json:"reconcile,omitempty"`
+}
+
+// MaxCarryBytes bounds the encoded Carry (Temporal refuses a
+// continue-as-new whose input is over 2 MiB and ends the workflow).
+const MaxCarryBytes = 1 << 20
+
+// trimCarry keeps the carried state under MaxCarryBytes: the records that
+// grow with time (transitions, sends, answers' content, card changes,
+// resolved unknown outcomes) keep their newest entries; the ids, the
+// rounds, the question and the last snapshot always stay.
+func trimCarry(c *Carry) {
+	size := func() int { b, _ := json.Marshal(c); return len(b) }
+	if size() <= MaxCarryBytes {
+		return
+	}
+	st := &c.State
+	keep := func(n, max int) int { return n - min(n, max) }
+	st.Transitions = st.Transitions[keep(len(st.Transitions), 50):]
+	st.Sends = st.Sends[keep(len(st.Sends), 50):]
+	st.CardChanges = st.CardChanges[keep(len(st.CardChanges), 20):]
+	st.UnknownHistory = st.UnknownHistory[keep(len(st.UnknownHistory), 20):]
+	st.Authorizations = st.Authorizations[keep(len(st.Authorizations), 50):]
+	for i := range st.Answers[:keep(len(st.Answers), 5)] {
+		st.Answers[i].Text, st.Answers[i].Data = contracts.CutText(st.Answers[i].Text, 200), nil
+	}
 }
 
 // ErrTypeCarriedState is the ApplicationError type of a run whose carried
