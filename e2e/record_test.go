@@ -78,13 +78,17 @@ func TestRecordHistories(t *testing.T) {
 		}
 		return ""
 	}
-	write := func(name string, run client.WorkflowRun) {
+	write := func(name string, run client.WorkflowRun, want contracts.Status) {
 		first := run.GetRunID()
 		var out contracts.Outcome
 		if err := run.Get(ctx, &out); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		t.Logf("%s: %s", name, out.Status)
+		if out.Status != want {
+			t.Errorf("%s ended %s (%+v), want %s: not recorded", name, out.Status, out.Error, want)
+			return
+		}
 		runID, n := first, 0
 		for runID != "" {
 			file := name
@@ -112,7 +116,7 @@ func TestRecordHistories(t *testing.T) {
 		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
 			t.Fatal(err)
 		}
-		write("continue-as-new", run)
+		write("continue-as-new", run, contracts.StatusCompleted)
 		workflows.ContinueAsNewEvents = old
 	}
 	if only != "" {
@@ -120,7 +124,7 @@ func TestRecordHistories(t *testing.T) {
 	}
 
 	d := contract("instant", "instant")
-	write("instant", start(d))
+	write("instant", start(d), contracts.StatusCompleted)
 
 	d = contract("signal-round", "")
 	run := start(d)
@@ -128,7 +132,7 @@ func TestRecordHistories(t *testing.T) {
 	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.ProvideInput, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
 		t.Fatal(err)
 	}
-	write("signal-round", run)
+	write("signal-round", run, contracts.StatusCompleted)
 
 	d = contract("update-round", "")
 	run = start(d)
@@ -136,7 +140,7 @@ func TestRecordHistories(t *testing.T) {
 	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
 		t.Fatal(err)
 	}
-	write("update-round", run)
+	write("update-round", run, contracts.StatusCompleted)
 
 	d = contract("reconcile-then-answer", "")
 	run = start(d)
@@ -154,7 +158,7 @@ func TestRecordHistories(t *testing.T) {
 	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
 		t.Fatal(err)
 	}
-	write("reconcile-then-answer", run)
+	write("reconcile-then-answer", run, contracts.StatusCompleted)
 
 	d = contract("revoke", "")
 	run = start(d)
@@ -162,7 +166,7 @@ func TestRecordHistories(t *testing.T) {
 	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Revoke, map[string]string{"reason": "recorded"}); err != nil {
 		t.Fatal(err)
 	}
-	write("revoke", run)
+	write("revoke", run, contracts.StatusAuthorizationDenied)
 
 	d = contract("cancel", "slow")
 	run = start(d)
@@ -170,13 +174,13 @@ func TestRecordHistories(t *testing.T) {
 	if err := e.c.CancelWorkflow(ctx, d.LocalWorkflowID, ""); err != nil {
 		t.Fatal(err)
 	}
-	write("cancel", run)
+	write("cancel", run, contracts.StatusCanceled)
 
 	d = contract("deadline-waiting", "")
 	d.Deadline = time.Now().Add(6 * time.Second).UTC()
-	write("deadline-waiting", start(d))
+	write("deadline-waiting", start(d), contracts.StatusDeadlineExceeded)
 
 	d = contract("deadline-working", "slow")
 	d.Deadline = time.Now().Add(6 * time.Second).UTC()
-	write("deadline-working", start(d))
+	write("deadline-working", start(d), contracts.StatusDeadlineExceeded)
 }

@@ -811,6 +811,12 @@ func (r *run) handoverOptions(ctx workflow.Context, opts workflow.ActivityOption
 	return opts
 }
 
+// isTimeout reports an activity timeout.
+func isTimeout(err error) bool {
+	var te *temporal.TimeoutError
+	return errors.As(err, &te)
+}
+
 // transient reports whether an activity error may go away by itself.
 func transient(err error) bool {
 	var te *temporal.TimeoutError
@@ -1021,8 +1027,20 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 	}
 	r.reconciled = nil
 	moved := func() bool { return (watch != nil && watch.IsReady()) || r.reconciled != nil }
-	if err := workflow.Await(ctx, func() bool { return r.pending != nil || r.interrupt() != nil || moved() }); err != nil {
-		return contracts.Answer{}, "", nil, err
+	for {
+		if err := workflow.Await(ctx, func() bool { return r.pending != nil || r.interrupt() != nil || moved() }); err != nil {
+			return contracts.Answer{}, "", nil, err
+		}
+		if r.pending == nil && r.interrupt() == nil && r.reconciled == nil && watch != nil && r.v >= VersionFollowAgents {
+			// The waiting read gave up without a change (its retries
+			// reached the deadline before the next interval): wait on
+			// without it; the deadline is the listener's.
+			if err := watch.Get(ctx, nil); errorType(err) == activities.ErrTypeUnchanged || isTimeout(err) {
+				watch = nil
+				continue
+			}
+		}
+		break
 	}
 	if r.pending != nil && (r.v < VersionFollowAgents || !moved()) {
 		a, via := *r.pending, r.pendingVia

@@ -243,3 +243,19 @@ func (s *DelegationSuite) TestDeadlineWithASendThatNeverFinishes() {
 	s.Contains(o.Error.Message, MessageID("default-test-workflow-id", "", 0))
 	s.Contains(o.Error.Message, "in flight")
 }
+
+// A deadline closer than the waiting cadence: the waiting read gives up
+// without a change before its next interval; the delegation waits on and
+// ends at its deadline (not protocol_error).
+func (s *DelegationSuite) TestWaitingReadGivesUpBeforeTheDeadline() {
+	s.ownPoll = true
+	d := contract()
+	d.Deadline = t0.Add(2 * time.Minute)
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).
+		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("the first read is one interval away", activities.ErrTypeUnchanged, nil)).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.ExecuteWorkflow(WorkflowType, d)
+	o := s.outcome()
+	s.Equal(contracts.StatusDeadlineExceeded, o.Status, "%+v", o.Error)
+}
