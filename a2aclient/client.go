@@ -246,9 +246,16 @@ func (e *IDError) Error() string {
 	return fmt.Sprintf("the reply names %s %q, the delegation tracks %s %q", e.Field, e.Got, e.Field, e.Tracked)
 }
 
+// MaxIDBytes bounds a taskId or contextId read from an agent.
+const MaxIDBytes = 1024
+
 // checkIDs refuses a reply whose task id (or context id) is not the one
 // asked about; needTask: the reply is a Task, so it must have an id.
 func checkIDs(op, wantTask, wantContext, gotTask, gotContext string, needTask bool) error {
+	if len(gotTask) > MaxIDBytes || len(gotContext) > MaxIDBytes {
+		return &CallError{Category: contracts.CategoryProtocol, Op: op,
+			Err: fmt.Errorf("the reply's taskId (%d bytes) or contextId (%d bytes) is over %d bytes", len(gotTask), len(gotContext), MaxIDBytes)}
+	}
 	var e *IDError
 	switch {
 	case needTask && gotTask == "":

@@ -296,3 +296,15 @@ func TestReadNamingAnotherContext(t *testing.T) {
 		t.Errorf("CancelTask: %v, want IDError on contextId", err)
 	}
 }
+
+// A task id over MaxIDBytes is refused (it would go into every later call
+// and into history).
+func TestOversizeTaskID(t *testing.T) {
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		rpcResult(w, `{"task":{"id":"`+strings.Repeat("t", 3000)+`","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}`)
+	}}, "JSONRPC", "1.0")
+	_, err := c.SendMessage(context.Background(), Outbound{MessageID: "m-1", Text: "hi"})
+	if ce := callError(t, err); ce.Category != contracts.CategoryProtocol || !strings.Contains(err.Error(), "1024") {
+		t.Errorf("3000-byte task id: %v, want protocol naming 1024", err)
+	}
+}

@@ -10,6 +10,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -615,9 +616,57 @@ func bound(s a2aclient.Snapshot, l contracts.Limits) a2aclient.Snapshot {
 	s.Artifacts = contracts.ApplyLimits(s.Artifacts, lim)
 	s.StatusText = contracts.CutText(s.StatusText, lim.MaxTextChars)
 	s.Reply = contracts.CutText(s.Reply, lim.MaxTextChars)
+	s.RawState = contracts.CutText(s.RawState, 256)
+	s.StatusMessageID = contracts.CutText(s.StatusMessageID, 256)
+	s.StatusTimestamp = contracts.CutText(s.StatusTimestamp, 64)
 	if len(s.StatusData) > lim.MaxArtifactBytes {
 		s.StatusData = nil
 		s.StatusText += " [status data withheld: over the size limit]"
 	}
+	// Everything counts toward the encoded size (metadata, names, media
+	// types, part counts): the largest artifacts are withheld until the
+	// result fits, so that it never exceeds Temporal's payload limit (an
+	// activity result over it fails the activity, and a send would be
+	// sent again).
+	for encodedSize(s) > MaxResultBytes {
+		i := largestArtifact(s.Artifacts)
+		if i < 0 {
+			s.StatusData = nil
+			s.StatusText = contracts.CutText(s.StatusText, 1024)
+			break
+		}
+		a := s.Artifacts[i]
+		n := encodedSize(a)
+		s.Artifacts[i] = contracts.Artifact{ArtifactID: contracts.CutText(a.ArtifactID, 256), Name: contracts.CutText(a.Name, 256), Parts: []contracts.Part{},
+			Withheld: fmt.Sprintf("%s: the artifact is %d bytes encoded (metadata and parts included); the task's result must fit in %d", contracts.ReasonTooLarge, n, MaxResultBytes),
+			Size: n, SHA256: a.SHA256}
+	}
 	return s
+}
+
+// MaxResultBytes bounds the encoded size of a snapshot an activity
+// returns into history (Temporal refuses payloads over 2 MiB).
+const MaxResultBytes = 1 << 20
+
+func encodedSize(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
+// largestArtifact is the index of the largest artifact not yet withheld,
+// or -1.
+func largestArtifact(arts []contracts.Artifact) int {
+	best, size := -1, 0
+	for i, a := range arts {
+		if a.Withheld != "" {
+			continue
+		}
+		if n := encodedSize(a); n > size {
+			best, size = i, n
+		}
+	}
+	return best
 }

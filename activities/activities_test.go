@@ -209,3 +209,25 @@ func TestContractLowersTheResponseLimit(t *testing.T) {
 		t.Errorf("GetTask over the contract's limit: %v, want protocol naming 1024", err)
 	}
 }
+
+// What an activity returns is bounded by its encoded size: an artifact of
+// 10,000 parts with metadata passes the content limits but not the
+// encoded one, and is withheld (then rejected too_large); the result fits.
+func TestBoundByEncodedSize(t *testing.T) {
+	parts := make([]contracts.Part, 10000)
+	for i := range parts {
+		parts[i] = contracts.Part{Kind: contracts.PartText, Text: "x", Metadata: map[string]any{"note": strings.Repeat("m", 300)}}
+	}
+	snap := a2aclient.Snapshot{TaskID: "t-1", ContextID: "c-1", State: a2aclient.StateCompleted, Artifacts: []contracts.Artifact{
+		{ArtifactID: "big", Name: "claim_opened", Parts: parts},
+		{ArtifactID: "small", Name: "claim_opened", Parts: []contracts.Part{{Kind: contracts.PartText, Text: "ok"}}},
+	}}
+	got := bound(snap, contracts.Limits{})
+	b, _ := json.Marshal(got)
+	if len(b) > MaxResultBytes {
+		t.Fatalf("bounded result is %d bytes, want at most %d", len(b), MaxResultBytes)
+	}
+	if got.Artifacts[0].Withheld == "" || !strings.HasPrefix(got.Artifacts[0].Withheld, contracts.ReasonTooLarge) || got.Artifacts[1].Withheld != "" {
+		t.Errorf("artifacts = %+v, want the big one withheld too_large and the small one kept", got.Artifacts)
+	}
+}
