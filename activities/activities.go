@@ -639,7 +639,7 @@ func bound(s a2aclient.Snapshot, l contracts.Limits) a2aclient.Snapshot {
 		n := encodedSize(a)
 		s.Artifacts[i] = contracts.Artifact{ArtifactID: contracts.CutText(a.ArtifactID, 256), Name: contracts.CutText(a.Name, 256), Parts: []contracts.Part{},
 			Withheld: fmt.Sprintf("%s: the artifact is %d bytes encoded (metadata and parts included); the task's result must fit in %d", contracts.ReasonTooLarge, n, MaxResultBytes),
-			Size: n, SHA256: a.SHA256}
+			Size:     n, SHA256: a.SHA256}
 	}
 	return s
 }
