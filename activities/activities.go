@@ -395,10 +395,21 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 	}
 	var as contracts.Assembly
 	chunks := 0
-	for ev, err := range c.SubscribeStates(ctx, in.TaskID) {
+	// A stream that sends nothing (or only comments) must not hold the
+	// activity: it heartbeats all the while (so that a cancel from the
+	// workflow, which moved on, reaches it and closes the connection), and
+	// a stream idle for StreamIdle is closed and the task read instead.
+	sctx, closeStream := context.WithCancel(ctx)
+	defer closeStream()
+	stop := keepHeartbeating(sctx, 10*time.Second)
+	defer stop()
+	idle := time.AfterFunc(StreamIdle, closeStream)
+	defer idle.Stop()
+	for ev, err := range c.SubscribeStates(sctx, in.TaskID) {
 		if err != nil {
 			break
 		}
+		idle.Reset(StreamIdle)
 		hb.Events++
 		activity.RecordHeartbeat(ctx, *hb)
 		if ev.Chunk != nil && chunks < maxStreamChunks {
@@ -415,6 +426,10 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 	snap, changed, err := a.poll(ctx, c, in, hb)
 	return withStreamed(snap, &as), changed, err
 }
+
+// StreamIdle is how long a stream may stay without an event before it is
+// closed and the task read with GetTask.
+var StreamIdle = 2 * time.Minute
 
 // maxStreamChunks bounds the artifact chunks kept from one stream.
 const maxStreamChunks = 1024

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -229,5 +230,65 @@ func TestBoundByEncodedSize(t *testing.T) {
 	}
 	if got.Artifacts[0].Withheld == "" || !strings.HasPrefix(got.Artifacts[0].Withheld, contracts.ReasonTooLarge) || got.Artifacts[1].Withheld != "" {
 		t.Errorf("artifacts = %+v, want the big one withheld too_large and the small one kept", got.Artifacts)
+	}
+}
+
+// A stream that sends only comments is closed after StreamIdle and the
+// task is read instead; the connection does not stay open.
+func TestCommentOnlyStreamIsLetGo(t *testing.T) {
+	old := StreamIdle
+	StreamIdle = 300 * time.Millisecond
+	t.Cleanup(func() { StreamIdle = old })
+	var streams, closed, byClient, gets atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     string `json:"id"`
+			Method string `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if req.Method == "SubscribeToTask" {
+			streams.Add(1)
+			defer closed.Add(1)
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i := 0; i < 200; i++ {
+				if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					byClient.Add(1)
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			return
+		}
+		state := "TASK_STATE_WORKING"
+		if gets.Add(1) > 1 {
+			state = "TASK_STATE_COMPLETED"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%q,"result":{"id":"t-1","contextId":"c-1","status":{"state":%q}}}`, req.ID, state)
+	}))
+	t.Cleanup(srv.Close)
+	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet}
+	env := activityEnv(t, a)
+	v, err := env.ExecuteActivity(a.WatchTask, WatchInput{Interface: cards.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
+		TaskID: "t-1", Since: "working", Stream: true})
+	if err != nil {
+		t.Fatalf("WatchTask() error = %v", err)
+	}
+	var snap a2aclient.Snapshot
+	_ = v.Get(&snap)
+	if snap.State != a2aclient.StateCompleted {
+		t.Fatalf("state = %q, want completed", snap.State)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for closed.Load() < streams.Load() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if closed.Load() != streams.Load() || byClient.Load() != streams.Load() {
+		t.Errorf("%d streams: %d closed, %d of them by the client; want every idle stream closed by the client", streams.Load(), closed.Load(), byClient.Load())
 	}
 }
