@@ -167,13 +167,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 func serverConfig(cfg Config, sqlCfg *config.SQL) (*config.Config, error) {
 	// With a database file the internal ports follow the frontend port
-	// (port+1 .. port+7): the cluster membership recorded in the file then
+	// (the seven after it): the cluster membership recorded in the file then
 	// names the same addresses after a restart, and the restarted server
 	// does not wait for the old, unreachable members to expire.
+	// The UI's port is skipped, so that any free --ui-port works, next to
+	// the frontend's too.
 	ports := make([]int, 7)
 	derived := !cfg.Memory
+	next := cfg.Port + 1
 	for i := range ports {
-		ports[i] = cfg.Port + 1 + i
+		if next == cfg.UIPort {
+			next++
+		}
+		ports[i] = next
+		next++
 		if derived && !portFree(cfg.IP, ports[i]) {
 			derived = false
 		}
