@@ -6,14 +6,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 
+	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/workflows"
 )
@@ -30,11 +36,25 @@ func TestRecordHistories(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e := setup(t, func(o *options) { o.agent.WorkDelay = 600 * time.Millisecond })
+	// hang, when armed, makes the next SendMessage an unknown outcome: the
+	// agent takes the message, its answer is dropped.
+	var hang atomic.Bool
+	p := newFaultProxy(func(int) string {
+		if hang.CompareAndSwap(true, false) {
+			return "hang"
+		}
+		return "pass"
+	})
+	defer p.close()
+	e := setup(t, func(o *options) {
+		o.agent.WorkDelay = 600 * time.Millisecond
+		o.proxy = p.handler
+		o.acts = func(a *activities.Activities, _ string) { a.SendTimeout = 2 * time.Second }
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	only := os.Getenv("DELEGATE_RECORD_ONLY")
-	want := func(name string) bool { return only == "" || only == name }
+	only := os.Getenv("DELEGATE_RECORD_ONLY") // comma-separated scenario names
+	want := func(name string) bool { return only == "" || slices.Contains(strings.Split(only, ","), name) }
 
 	contract := func(id, scenario string) contracts.Delegation {
 		d := lostParcel("record-"+id, e.base)
@@ -43,14 +63,17 @@ func TestRecordHistories(t *testing.T) {
 		}
 		return d
 	}
-	waitState := func(id, state string) {
+	waitState := func(id, state string) workflows.State {
+		var s workflows.State
 		waitFor(t, id+" "+state, time.Minute, func() (bool, string) {
-			s, err := workflows.QueryStateOf(ctx, e.c, id)
+			var err error
+			s, err = workflows.QueryStateOf(ctx, e.c, id)
 			if err != nil {
 				return false, err.Error()
 			}
 			return s.A2AState == state, s.A2AState
 		})
+		return s
 	}
 	// writeRun writes one run's history and returns the run it continued
 	// as new into ("" when none).
@@ -119,68 +142,133 @@ func TestRecordHistories(t *testing.T) {
 		write("continue-as-new", run, contracts.StatusCompleted)
 		workflows.ContinueAsNewEvents = old
 	}
-	if only != "" {
-		return
-	}
-
-	d := contract("instant", "instant")
-	write("instant", start(d), contracts.StatusCompleted)
-
-	d = contract("signal-round", "")
-	run := start(d)
-	waitState(d.LocalWorkflowID, "input-required")
-	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.ProvideInput, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
-		t.Fatal(err)
-	}
-	write("signal-round", run, contracts.StatusCompleted)
-
-	d = contract("update-round", "")
-	run = start(d)
-	waitState(d.LocalWorkflowID, "input-required")
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
-		t.Fatal(err)
-	}
-	write("update-round", run, contracts.StatusCompleted)
-
-	d = contract("reconcile-then-answer", "")
-	run = start(d)
-	waitState(d.LocalWorkflowID, "input-required")
-	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Reconcile, nil); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "reconciled", time.Minute, func() (bool, string) {
-		s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
-		if err != nil {
-			return false, err.Error()
+	resolve := func(id string, res workflows.Resolution) {
+		h, err := e.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ResolveUnknown,
+			Args: []any{res}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err == nil {
+			err = h.Get(ctx, nil)
 		}
-		return len(s.Reconciliations) == 1, s.A2AState
-	})
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
-		t.Fatal(err)
+		if err != nil {
+			t.Fatalf("resolve-unknown %s: %v", res.Action, err)
+		}
 	}
-	write("reconcile-then-answer", run, contracts.StatusCompleted)
-
-	d = contract("revoke", "")
-	run = start(d)
-	waitState(d.LocalWorkflowID, "input-required")
-	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Revoke, map[string]string{"reason": "recorded"}); err != nil {
-		t.Fatal(err)
+	answer := func(id string) {
+		waitState(id, "input-required")
+		if _, err := workflows.Answer(ctx, e.c, id, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	write("revoke", run, contracts.StatusAuthorizationDenied)
-
-	d = contract("cancel", "slow")
-	run = start(d)
-	waitState(d.LocalWorkflowID, "working")
-	if err := e.c.CancelWorkflow(ctx, d.LocalWorkflowID, ""); err != nil {
-		t.Fatal(err)
+	if want("unknown-outcome-resend") {
+		d := contract("unknown-outcome-resend", "")
+		hang.Store(true)
+		run := start(d)
+		waitState(d.LocalWorkflowID, workflows.StateUnknownOutcome)
+		resolve(d.LocalWorkflowID, workflows.Resolution{Action: workflows.ActionResend})
+		answer(d.LocalWorkflowID)
+		write("unknown-outcome-resend", run, contracts.StatusCompleted)
 	}
-	write("cancel", run, contracts.StatusCanceled)
+	if want("unknown-outcome-adopt") {
+		d := contract("unknown-outcome-adopt", "")
+		run := start(d)
+		answer(d.LocalWorkflowID)
+		// The follow-up's answer is lost; the operator adopts the task.
+		hang.Store(true)
+		s := waitState(d.LocalWorkflowID, workflows.StateUnknownOutcome)
+		resolve(d.LocalWorkflowID, workflows.Resolution{Action: workflows.ActionAdopt, TaskID: s.RemoteTaskID})
+		write("unknown-outcome-adopt", run, contracts.StatusCompleted)
+	}
+	if want("cancel-unconfirmed") {
+		d := contract("cancel-unconfirmed", "stubborn")
+		run := start(d)
+		waitState(d.LocalWorkflowID, "working")
+		if err := e.c.CancelWorkflow(ctx, d.LocalWorkflowID, ""); err != nil {
+			t.Fatal(err)
+		}
+		write("cancel-unconfirmed", run, contracts.StatusCancelUnconfirmed)
+	}
+	if only == "" {
+		d := contract("instant", "instant")
+		write("instant", start(d), contracts.StatusCompleted)
 
-	d = contract("deadline-waiting", "")
-	d.Deadline = time.Now().Add(6 * time.Second).UTC()
-	write("deadline-waiting", start(d), contracts.StatusDeadlineExceeded)
+		d = contract("signal-round", "")
+		run := start(d)
+		waitState(d.LocalWorkflowID, "input-required")
+		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.ProvideInput, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
+			t.Fatal(err)
+		}
+		write("signal-round", run, contracts.StatusCompleted)
 
-	d = contract("deadline-working", "slow")
-	d.Deadline = time.Now().Add(6 * time.Second).UTC()
-	write("deadline-working", start(d), contracts.StatusDeadlineExceeded)
+		d = contract("update-round", "")
+		run = start(d)
+		waitState(d.LocalWorkflowID, "input-required")
+		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
+			t.Fatal(err)
+		}
+		write("update-round", run, contracts.StatusCompleted)
+
+		d = contract("reconcile-then-answer", "")
+		run = start(d)
+		waitState(d.LocalWorkflowID, "input-required")
+		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Reconcile, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "reconciled", time.Minute, func() (bool, string) {
+			s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(s.Reconciliations) == 1, s.A2AState
+		})
+		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
+			t.Fatal(err)
+		}
+		write("reconcile-then-answer", run, contracts.StatusCompleted)
+
+		d = contract("revoke", "")
+		run = start(d)
+		waitState(d.LocalWorkflowID, "input-required")
+		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Revoke, map[string]string{"reason": "recorded"}); err != nil {
+			t.Fatal(err)
+		}
+		write("revoke", run, contracts.StatusAuthorizationDenied)
+
+		d = contract("cancel", "slow")
+		run = start(d)
+		waitState(d.LocalWorkflowID, "working")
+		if err := e.c.CancelWorkflow(ctx, d.LocalWorkflowID, ""); err != nil {
+			t.Fatal(err)
+		}
+		write("cancel", run, contracts.StatusCanceled)
+
+		d = contract("deadline-waiting", "")
+		d.Deadline = time.Now().Add(6 * time.Second).UTC()
+		write("deadline-waiting", start(d), contracts.StatusDeadlineExceeded)
+
+		d = contract("deadline-working", "slow")
+		d.Deadline = time.Now().Add(6 * time.Second).UTC()
+		write("deadline-working", start(d), contracts.StatusDeadlineExceeded)
+	}
+	if want("card-change-rediscover") {
+		// Last: it changes the agent's card for good.
+		d := contract("card-change-rediscover", "")
+		run := start(d)
+		waitState(d.LocalWorkflowID, "input-required")
+		e.agent.Update(func(c *a2a.AgentCard) {
+			var keep []*a2a.AgentInterface
+			for _, i := range c.SupportedInterfaces {
+				if !(i.ProtocolBinding == a2a.TransportProtocolJSONRPC && i.ProtocolVersion == "1.0") {
+					keep = append(keep, i)
+				}
+			}
+			c.SupportedInterfaces = keep
+		})
+		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
+			t.Fatal(err)
+		}
+		waitState(d.LocalWorkflowID, workflows.StateCardChanged)
+		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Rediscover, nil); err != nil {
+			t.Fatal(err)
+		}
+		write("card-change-rediscover", run, contracts.StatusCompleted)
+	}
 }
