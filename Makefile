@@ -46,9 +46,15 @@ test-browser: build
 	cd uitest && npm ci --no-audit --no-fund --loglevel=error
 	cd uitest && node ui.test.mjs
 
+# workflowcheck: the Delegation workflow's code may not call anything
+# non-deterministic (time.Now, goroutines, map order, ...); reviewed
+# exceptions are in workflowcheck.config.yaml.
+WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
+
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
 	$(GO) vet $(PKGS)
+	$(GO) run $(WORKFLOWCHECK) -config workflowcheck.config.yaml ./workflows
 
 clean:
 	rm -rf $(BIN)
