@@ -517,9 +517,13 @@ func (r *run) onInput(g workflow.Context, raw converter.RawValue) {
 	r.pending, r.pendingVia = &a, "signal"
 }
 
-func (r *run) onRediscover(g workflow.Context, _ converter.RawValue) {
+func (r *run) onRediscover(g workflow.Context, raw converter.RawValue) {
 	if r.s.A2AState == StateCardChanged {
 		r.rediscover = true
+		return
+	}
+	if r.v >= VersionCarryInput {
+		r.ignore(g, Rediscover, fmt.Errorf("no card change is pending (state %q)", r.s.A2AState), raw)
 	}
 }
 
