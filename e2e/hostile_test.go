@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/workflows"
+)
+
+// Hostile agents and racing operators: each case asserts the Outcome and
+// the agent's own counts.
+
+// A cancel that arrives while the first send is in flight: the send is let
+// finish, the task it created is canceled at the agent, and the Outcome
+// names it.
+func TestHostileCancelDuringTheSend(t *testing.T) {
+	release := make(chan struct{})
+	e := setup(t, func(o *options) {
+		o.proxy = func(agentURL string) http.Handler {
+			return interceptRPC(agentURL, "SendMessage", func(w http.ResponseWriter, r *http.Request, _ []byte, forward http.Handler) {
+				rec := httptest.NewRecorder()
+				forward.ServeHTTP(rec, r)
+				<-release // the agent has the message; its answer is held
+				for k, v := range rec.Header() {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes())
+			})
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("hostile-cancel-sending", e.base)
+	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"slow"}`)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the send to reach the agent", 30*time.Second, func() (bool, string) {
+		return e.agent.TaskCount() == 1, fmt.Sprint(e.agent.TaskCount())
+	})
+	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "changed my mind"); err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, workflows.PhaseSending)
+	close(release)
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != contracts.StatusCanceled || out.RemoteTaskID == "" {
+		t.Fatalf("outcome = %s, task %q (%+v), want canceled naming the task the send created", out.Status, out.RemoteTaskID, out.Error)
+	}
+	c, err := a2aclient.Dial(ctx, cards.Interface{URL: e.base + "/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, a2aclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	snap, err := c.GetTask(ctx, out.RemoteTaskID, "")
+	if err != nil || snap.State != a2aclient.StateCanceled {
+		t.Errorf("the agent's task is %q (%v), want canceled", snap.State, err)
+	}
+	if n, m := e.agent.TaskCount(), e.agent.MessageCount(); n != 1 || m != 1 {
+		t.Errorf("agent counts: %d tasks, %d messages; want 1 and 1", n, m)
+	}
+}
+
+// A 100 MB reply is not read whole: protocol_error naming the limit, and
+// the message is not sent again.
+func TestHostileHugeReply(t *testing.T) {
+	e := setup(t, func(o *options) {
+		o.proxy = func(agentURL string) http.Handler {
+			return interceptRPC(agentURL, "SendMessage", func(w http.ResponseWriter, r *http.Request, _ []byte, forward http.Handler) {
+				forward.ServeHTTP(httptest.NewRecorder(), r) // the agent takes it
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(`{"jsonrpc":"2.0","id":"1","result":{"task":{"id":"t","contextId":"c","pad":"`))
+				chunk := bytes.Repeat([]byte("x"), 1<<20)
+				for range 100 {
+					if _, err := w.Write(chunk); err != nil {
+						return
+					}
+				}
+				w.Write([]byte(`"}}}`))
+			})
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("hostile-huge-reply", e.base)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != contracts.StatusProtocolError || !strings.Contains(out.Error.Message, "8388608") {
+		t.Fatalf("outcome = %s %+v, want protocol_error naming 8388608", out.Status, out.Error)
+	}
+	if m := e.agent.MessageCount(); m != 1 {
+		t.Errorf("agent got %d messages, want 1 (never sent again)", m)
+	}
+}
+
+// A reply whose artifact passes the content limits but not the encoded
+// one (10,000 parts with metadata): the artifact is rejected too_large,
+// the send is not repeated.
+func TestHostileOversizedResult(t *testing.T) {
+	parts := make([]map[string]any, 10000)
+	for i := range parts {
+		parts[i] = map[string]any{"text": "x", "metadata": map[string]any{"note": strings.Repeat("m", 300)}}
+	}
+	e := setup(t, func(o *options) {
+		o.proxy = func(agentURL string) http.Handler {
+			return interceptRPC(agentURL, "SendMessage", func(w http.ResponseWriter, r *http.Request, _ []byte, forward http.Handler) {
+				forward.ServeHTTP(httptest.NewRecorder(), r)
+				reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "1", "result": map[string]any{"task": map[string]any{
+					"id": "t-big", "contextId": "c-big", "status": map[string]any{"state": "TASK_STATE_COMPLETED"},
+					"artifacts": []any{map[string]any{"artifactId": "a-1", "name": "claim_opened", "parts": parts}}}}})
+				w.Header().Set("Content-Type", "application/json")
+				w.Write(reply)
+			})
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run, err := workflows.Start(ctx, e.c, lostParcel("hostile-oversized-result", e.base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != contracts.StatusInvalidOutput || len(out.RejectedArtifacts) != 1 || !strings.HasPrefix(out.RejectedArtifacts[0].Reason, contracts.ReasonTooLarge) {
+		t.Fatalf("outcome = %s %+v, want invalid_output with a1 too_large", out.Status, out.RejectedArtifacts)
+	}
+	if m := e.agent.MessageCount(); m != 1 {
+		t.Errorf("agent got %d messages, want 1", m)
+	}
+}
+
+// An answer over the limit is refused at once by the Update, naming the
+// limit; the delegation still takes a good one.
+func TestHostileHugeAnswer(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("hostile-huge-answer", e.base)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+	_, err = workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: strings.Repeat("a", 2200<<10)})
+	if err == nil || !strings.Contains(err.Error(), "65536") {
+		t.Fatalf("2.2 MB answer: %v, want a refusal naming 65536", err)
+	}
+	e.answerAndFinish(t, ctx, d.LocalWorkflowID, run)
+	if m := e.agent.MessageCount(); m != 2 {
+		t.Errorf("agent got %d messages, want 2", m)
+	}
+}
