@@ -31,7 +31,11 @@ const MaxAnswerBytes = 64 << 10
 func (a Answer) Validate() error {
 	var errs []error
 	if n := len(a.Text) + len(a.Data) + len(a.AnsweredBy) + len(a.CredentialRef); n > MaxAnswerBytes {
-		return &FieldError{Field: "text", Rule: fmt.Sprintf("the answer is %d bytes; at most %d (text, data, answered_by and credential_ref together)", n, MaxAnswerBytes)}
+		field := "text"
+		if len(a.Data) > len(a.Text) {
+			field = "data"
+		}
+		return &FieldError{Field: field, Rule: fmt.Sprintf("the answer is %d bytes; at most %d (text, data, answered_by and credential_ref together)", n, MaxAnswerBytes)}
 	}
 	if len(a.AnsweredBy) > 200 {
 		errs = append(errs, &FieldError{Field: "answered_by", Rule: "at most 200 bytes"})

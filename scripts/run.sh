@@ -8,6 +8,9 @@ TEMPORAL_PORT=${TEMPORAL_PORT:-7233}
 UI_PORT=${UI_PORT:-8233}
 AGENT_ADDR=${AGENT_ADDR:-127.0.0.1:9999}
 export TEMPORAL_ADDRESS="127.0.0.1:${TEMPORAL_PORT}"
+# The commands printed below must reach this server from another shell.
+ADDR_FLAG=""
+if [ "$TEMPORAL_PORT" != 7233 ]; then ADDR_FLAG=" --address ${TEMPORAL_ADDRESS}"; fi
 mkdir -p .delegate
 
 pids=()
@@ -62,10 +65,10 @@ The sample delegation ${id} is ${state:-starting}: the claims agent asks for a p
 Answer it from the UI (Send Signal or Update "provide-input" with {"text": "photo attached: box.jpg", "answered_by": "you"}),
 or in another shell:
 
-  ./bin/delegate answer ${id} --text "photo attached: box.jpg" --by "$(whoami)"
-  ./bin/delegate status ${id}
+  ./bin/delegate answer ${id}${ADDR_FLAG} --text "photo attached: box.jpg" --by "$(whoami)"
+  ./bin/delegate status ${id}${ADDR_FLAG}
 
-Waiting for delegations: ./bin/delegate list --state input-required
+Waiting for delegations: ./bin/delegate list${ADDR_FLAG} --state input-required
 Press Ctrl-C to stop.
 MSG
 

@@ -444,9 +444,9 @@ func (r *run) registerInput(ctx workflow.Context) error {
 			Validator: func(ctx workflow.Context, raw converter.RawValue) error {
 				var a contracts.Answer
 				if err := decodePayload(raw, &a, true); err != nil {
-					return err
+					return invalidInput(err)
 				}
-				return r.checkAnswer(a)
+				return invalidInput(r.checkAnswer(a))
 			},
 		})
 }

@@ -139,10 +139,10 @@ func (r *run) registerFaultHandlers(ctx workflow.Context) error {
 			Validator: func(ctx workflow.Context, raw converter.RawValue) error {
 				var res Resolution
 				if err := decodePayload(raw, &res, true); err != nil {
-					return err
+					return invalidInput(err)
 				}
 				if err := res.Validate(); err != nil {
-					return err
+					return invalidInput(err)
 				}
 				if r.s.Unknown == nil {
 					return fmt.Errorf("no send with an unknown outcome is pending (state %q)", r.s.A2AState)
@@ -633,8 +633,40 @@ func decodePayload(raw converter.RawValue, v any, required bool) error {
 	if !required && strings.TrimSpace(string(p.GetData())) == "null" {
 		return nil
 	}
-	return contracts.DecodeObject(p.GetData(), v)
+	if err := contracts.DecodeObject(p.GetData(), v); err != nil {
+		var fe *contracts.FieldError
+		if errors.As(err, &fe) && fe.Field == "(document)" {
+			return &contracts.FieldError{Field: "(payload)", Rule: "must be a JSON object, such as " + payloadExample(v)}
+		}
+		return err
+	}
+	return nil
 }
+
+// payloadExample is what a person should type for v.
+func payloadExample(v any) string {
+	switch v.(type) {
+	case *contracts.Answer:
+		return `{"text": "...", "answered_by": "your name"}`
+	case *Resolution:
+		return `{"action": "resend"}`
+	}
+	return `{"reason": "..."}`
+}
+
+// invalidInput is the error an Update's validator returns for a payload
+// that does not decode or validate: not retryable (the same payload would
+// be refused again), type ErrTypeInvalidInput.
+func invalidInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
+}
+
+// ErrTypeInvalidInput is the ApplicationError type of an Update refused by
+// its validator.
+const ErrTypeInvalidInput = "invalid_input"
 
 // ignore records a signal payload that was not applied, and shows it.
 func (r *run) ignore(ctx workflow.Context, signal string, err error, raw converter.RawValue) {
