@@ -97,15 +97,7 @@ func TestHostileHugeReply(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d := lostParcel("hostile-huge-reply", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out contracts.Outcome
-	if err := run.Get(ctx, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := e.outcomeOf(t, ctx, lostParcel("hostile-huge-reply", e.base))
 	if out.Status != contracts.StatusProtocolError || !strings.Contains(out.Error.Message, "8388608") {
 		t.Fatalf("outcome = %s %+v, want protocol_error naming 8388608", out.Status, out.Error)
 	}
@@ -136,14 +128,7 @@ func TestHostileOversizedResult(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	run, err := workflows.Start(ctx, e.c, lostParcel("hostile-oversized-result", e.base))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out contracts.Outcome
-	if err := run.Get(ctx, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := e.outcomeOf(t, ctx, lostParcel("hostile-oversized-result", e.base))
 	if out.Status != contracts.StatusInvalidOutput || len(out.RejectedArtifacts) != 1 || !strings.HasPrefix(out.RejectedArtifacts[0].Reason, contracts.ReasonTooLarge) {
 		t.Fatalf("outcome = %s %+v, want invalid_output with a1 too_large", out.Status, out.RejectedArtifacts)
 	}

@@ -92,17 +92,9 @@ func TestInteropA2AJS(t *testing.T) {
 	}
 	e := setup(t, func(o *options) { o.trust = trustFor(t, key, origins...) })
 
-	run := func(t *testing.T, p *peer, d contracts.Delegation) contracts.Outcome {
+	run := func(t *testing.T, _ *peer, d contracts.Delegation) contracts.Outcome {
 		t.Helper()
-		r, err := workflows.Start(ctx, e.c, d)
-		if err != nil {
-			t.Fatalf("Start() error = %v", err)
-		}
-		var out contracts.Outcome
-		if err := r.Get(ctx, &out); err != nil {
-			t.Fatalf("Get() error = %v", err)
-		}
-		return out
+		return e.outcomeOf(t, ctx, d)
 	}
 	counts := func(t *testing.T, p *peer) interop.Counts {
 		t.Helper()
