@@ -122,3 +122,40 @@ func TestInterruptInTheContinueAsNewTriggerTask(t *testing.T) {
 		})
 	}
 }
+
+// An answer delivered in the same workflow task as the continue-as-new
+// trigger, while no question is pending, is recorded once (ignored, with
+// the reason) in the state the run carries over, not lost between runs.
+func TestAnswerInTheContinueAsNewTriggerTask(t *testing.T) {
+	src := filepath.Join("testdata", "histories", "carry-input-v2", "continue-as-new.json")
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	f := injectAfter(t, src, 20, map[string]any{
+		"eventType": "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED",
+		"workflowExecutionSignaledEventAttributes": map[string]any{
+			"signalName": ProvideInput, "identity": "operator",
+			"input": map[string]any{"payloads": []any{map[string]any{
+				"metadata": map[string]any{"encoding": b64("json/plain")}, "data": b64(`{"text":"late photo"}`)}}},
+		},
+	})
+	replayErr, returned := replayReturning(t, f)
+	if replayErr != nil {
+		t.Fatalf("replay: %v", replayErr)
+	}
+	var can *workflow.ContinueAsNewError
+	if !errors.As(returned, &can) {
+		t.Fatalf("returned %v, want the recorded continue-as-new", returned)
+	}
+	var c Carry
+	if err := converter.GetDefaultDataConverter().FromPayload(can.Input.GetPayloads()[1], &c); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range c.State.IgnoredSignals {
+		if s.Signal == ProvideInput {
+			n++
+		}
+	}
+	if n != 1 || c.Pending != nil {
+		t.Errorf("carried: %d ignored provide-input, pending %v; want the answer recorded once, not pending", n, c.Pending)
+	}
+}
