@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/workflows"
 )
 
@@ -63,6 +64,7 @@ the agent created (checked with GetTask first), or abandon (status unknown_outco
 func newRevokeCmd() *cobra.Command {
 	var cf clientFlags
 	var reason string
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "revoke ID [--reason R]",
 		Short: "Withdraw a delegation's authorization (Signal \"revoke\"): nothing more is sent, the remote task is canceled",
@@ -73,12 +75,31 @@ func newRevokeCmd() *cobra.Command {
 					return temporalErr(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "revoke sent to %s\n", args[0])
-				return nil
+				if wait <= 0 {
+					return nil
+				}
+				wctx, cancel := context.WithTimeout(ctx, wait)
+				defer cancel()
+				var out contracts.Outcome
+				err := c.GetWorkflow(wctx, args[0], "").Get(wctx, &out)
+				switch {
+				case err != nil && wctx.Err() != nil:
+					fmt.Fprintf(cmd.OutOrStdout(), "still stopping after %s; see: delegate status %s\n", wait, args[0])
+					return nil
+				case err != nil:
+					return temporalErr(err)
+				case out.Status == contracts.StatusAuthorizationDenied:
+					fmt.Fprintf(cmd.OutOrStdout(), "ended %s (remote task %s)\n", out.Status, orNone(out.RemoteTaskID))
+					return nil
+				default:
+					return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s before the revoke took effect; see: delegate status %s", args[0], out.Status, args[0])}
+				}
 			})
 		},
 	}
 	cf.add(cmd)
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the outcome)")
+	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "wait this long for the delegation to end and say how it ended (0: do not wait)")
 	return cmd
 }
 
