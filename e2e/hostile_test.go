@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/workflows"
@@ -156,5 +159,88 @@ func TestHostileHugeAnswer(t *testing.T) {
 	e.answerAndFinish(t, ctx, d.LocalWorkflowID, run)
 	if m := e.agent.MessageCount(); m != 2 {
 		t.Errorf("agent got %d messages, want 2", m)
+	}
+}
+
+// An agent whose streams send only comments: each stream is closed after
+// StreamIdle and, after three in a row, the task is polled; never more
+// than one stream is open for the delegation, none after it ends.
+func TestHostileCommentOnlyStreams(t *testing.T) {
+	old := activities.StreamIdle
+	activities.StreamIdle = 300 * time.Millisecond
+	t.Cleanup(func() { activities.StreamIdle = old })
+	var open, total, maxOpen, cancels atomic.Int32
+	stub := httptest.NewUnstartedServer(nil)
+	base := "http://" + stub.Listener.Addr().String()
+	stub.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"name":"streamer","description":"d","version":"1","supportedInterfaces":[{"url":%q,"protocolBinding":"JSONRPC","protocolVersion":"1.0"}],
+				"capabilities":{"streaming":true},"defaultInputModes":["text/plain","application/json"],"defaultOutputModes":["application/json"],
+				"skills":[{"id":"open-claim","name":"o","description":"d","tags":[]}]}`, base+"/rpc")
+			return
+		}
+		var req struct {
+			ID     string `json:"id"`
+			Method string `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		state := "TASK_STATE_WORKING"
+		switch req.Method {
+		case "SubscribeToTask":
+			n := open.Add(1)
+			total.Add(1)
+			for m := maxOpen.Load(); n > m && !maxOpen.CompareAndSwap(m, n); m = maxOpen.Load() {
+			}
+			defer open.Add(-1)
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range 2000 {
+				if _, err := io.WriteString(w, ": nothing\n\n"); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			return
+		case "CancelTask":
+			cancels.Add(1)
+			state = "TASK_STATE_CANCELED"
+		}
+		task := `{"id":"t-1","contextId":"c-1","status":{"state":"` + state + `"}}`
+		if req.Method == "SendMessage" {
+			task = `{"task":` + task + `}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%q,"result":%s}`, req.ID, task)
+	})
+	stub.Start()
+	t.Cleanup(stub.Close)
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("hostile-comment-streams", base)
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "three idle streams closed", time.Minute, func() (bool, string) {
+		return total.Load() >= 3 && open.Load() == 0, fmt.Sprintf("total %d, open %d", total.Load(), open.Load())
+	})
+	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != contracts.StatusCanceled || cancels.Load() != 1 {
+		t.Errorf("outcome %s, agent cancels %d; want canceled and 1", out.Status, cancels.Load())
+	}
+	if m, o := maxOpen.Load(), open.Load(); m != 1 || o != 0 {
+		t.Errorf("streams: at most %d open at once, %d open at the end; want 1 and 0", m, o)
 	}
 }
