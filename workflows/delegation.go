@@ -207,7 +207,7 @@ func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}
-	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionSendInFlight)
+	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionQuestionInNextRun)
 	// The deadline may have passed between the start and the first
 	// workflow task (no worker yet): that is a deadline, not a bad contract.
 	if err := d.Validate(d.Deadline.Add(-time.Nanosecond)); err != nil {
@@ -389,6 +389,9 @@ const (
 	// while in flight is not abandoned: it is awaited for SendSettle at
 	// most, and the task it created is recorded (then canceled).
 	VersionSendInFlight workflow.Version = 3
+	// VersionQuestionInNextRun: a run that continues as new at a question
+	// does so before observing it; the next run shows it.
+	VersionQuestionInNextRun workflow.Version = 4
 )
 
 // SendSettle bounds how long an interrupted delegation waits for a send in
@@ -537,6 +540,15 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 			snap = next
 			continue
 		}
+		if r.v >= VersionQuestionInNextRun && a2aclient.Interrupted(snap.State) && r.shouldContinueAsNew(ctx) {
+			// An agent whose question keeps changing must not grow one
+			// run's history without bound. The question is observed and
+			// shown by the next run, so that the state never says
+			// input-required while no question is pending.
+			s := snap
+			r.s.LastSnapshot = &s
+			return contracts.Outcome{}
+		}
 		r.observe(ctx, snap)
 		switch {
 		case snap.State == a2aclient.StateMessage:
@@ -545,7 +557,7 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 		case a2aclient.Terminal(snap.State):
 			return r.finish(snap)
 		case a2aclient.Interrupted(snap.State):
-			if r.v >= VersionCarryInput && r.shouldContinueAsNew(ctx) {
+			if r.v >= VersionCarryInput && r.v < VersionQuestionInNextRun && r.shouldContinueAsNew(ctx) {
 				// An agent whose question keeps changing must not grow
 				// one run's history without bound.
 				return contracts.Outcome{}
