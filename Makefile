@@ -25,7 +25,7 @@ test:
 test-interop:
 	cd interop && npm ci --no-audit --no-fund --loglevel=error
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
-	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./e2e
+	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./a2aclient ./e2e
 
 # Record the histories of the end-to-end scenarios into a new folder of
 # workflows/testdata/histories (make record-histories NAME=what-changed);
