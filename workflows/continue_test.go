@@ -73,7 +73,7 @@ func (s *DelegationSuite) TestContinueAsNewCarriesStateAndIntents() {
 	s.Equal("working", c.State.LastSnapshot.State)
 	s.Nil(c.Revoked)
 	if s.Len(c.State.IgnoredSignals, 1) {
-		s.Equal(ProvideInput, c.State.IgnoredSignals[0].Signal)
+		s.Equal(ProvideInput, c.State.IgnoredSignals[0].Name)
 	}
 	s.True(c.Reconcile, "the reconcile asked for is carried")
 }

@@ -1392,7 +1392,7 @@ func ignoredNote(b *strings.Builder, s *State) {
 	if n := len(s.IgnoredSignals); n > 0 {
 		last := s.IgnoredSignals[n-1]
 		fmt.Fprintf(b, "\n\n**Not applied:** Signal `%s` at %s (%d ignored in all): %s. Payload: %s",
-			last.Signal, last.At.UTC().Format(time.RFC3339), s.IgnoredSignalCount, escapeMarkdown(last.Reason), escapeMarkdown(truncate(last.Excerpt, 100)))
+			last.Name, last.Time.UTC().Format(time.RFC3339), s.IgnoredSignalCount, escapeMarkdown(last.Reason), escapeMarkdown(truncate(last.Excerpt, 100)))
 	}
 }
 

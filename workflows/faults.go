@@ -595,14 +595,15 @@ func (r *run) onReconcile(g workflow.Context, _ converter.RawValue) {
 }
 
 // IgnoredSignal is a signal payload that was not applied: it did not
-// decode or did not validate. Excerpt is the start of the payload as sent
-// (at most 200 bytes), Size its length in bytes.
+// decode or did not validate. Name is the signal's, Excerpt the start of
+// the payload as sent (at most 200 bytes), Size its length in bytes, Time
+// when it arrived.
 type IgnoredSignal struct {
-	Signal  string    `json:"signal"`
+	Name    string    `json:"name"`
 	Reason  string    `json:"reason"`
 	Excerpt string    `json:"excerpt,omitempty"`
 	Size    int       `json:"size"`
-	At      time.Time `json:"at"`
+	Time    time.Time `json:"time"`
 }
 
 // maxIgnoredSignals bounds State.IgnoredSignals (the oldest are dropped;
@@ -674,7 +675,7 @@ func (r *run) ignore(ctx workflow.Context, signal string, err error, raw convert
 	if p := raw.Payload(); p != nil {
 		data = p.GetData()
 	}
-	rec := IgnoredSignal{Signal: signal, Reason: truncate(err.Error(), 500), Size: len(data), At: workflow.Now(ctx)}
+	rec := IgnoredSignal{Name: signal, Reason: truncate(err.Error(), 500), Size: len(data), Time: workflow.Now(ctx)}
 	if len(data) > 0 {
 		rec.Excerpt = truncate(strings.ToValidUTF8(string(data), "\uFFFD"), 200)
 	}

@@ -48,7 +48,7 @@ func (s *DelegationSuite) TestBadSignalPayloadsNeverDisarmRevoke() {
 				}
 				if s.NotEmpty(st.IgnoredSignals, "the bad payload is recorded") {
 					last := st.IgnoredSignals[0]
-					s.Equal(signal, last.Signal)
+					s.Equal(signal, last.Name)
 					s.NotEmpty(last.Reason)
 					s.LessOrEqual(len(last.Excerpt), 204)
 				}

@@ -151,7 +151,7 @@ func TestAnswerInTheContinueAsNewTriggerTask(t *testing.T) {
 	}
 	n := 0
 	for _, s := range c.State.IgnoredSignals {
-		if s.Signal == ProvideInput {
+		if s.Name == ProvideInput {
 			n++
 		}
 	}

@@ -316,7 +316,7 @@ func printState(w io.Writer, s workflows.State) {
 	}
 	if n := len(s.IgnoredSignals); n > 0 {
 		last := s.IgnoredSignals[n-1]
-		row("signals ignored", fmt.Sprintf("%d; last: %s at %s: %s", s.IgnoredSignalCount, last.Signal, last.At.UTC().Format(time.RFC3339), last.Reason))
+		row("signals ignored", fmt.Sprintf("%d; last: %s at %s: %s", s.IgnoredSignalCount, last.Name, last.Time.UTC().Format(time.RFC3339), last.Reason))
 	}
 	if q := s.Question; q != nil {
 		row("question", fmt.Sprintf("%q (since %s)", q.Text, q.Since.UTC().Format(time.RFC3339)))
