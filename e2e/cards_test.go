@@ -164,13 +164,7 @@ func TestCardChangeStopsUntilRediscover(t *testing.T) {
 	before := waitState("input-required")
 	e.agent.Update(func(c *a2a.AgentCard) {
 		c.Description = "Opens claims. Now with a new description."
-		var keep []*a2a.AgentInterface
-		for _, i := range c.SupportedInterfaces {
-			if !(i.ProtocolBinding == a2a.TransportProtocolJSONRPC && i.ProtocolVersion == "1.0") {
-				keep = append(keep, i)
-			}
-		}
-		c.SupportedInterfaces = keep
+		dropJSONRPC10(c)
 	})
 	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
 		t.Fatal(err)
@@ -233,4 +227,16 @@ func TestCardChangeThatTouchesNothingSelected(t *testing.T) {
 	if len(s.CardChanges) != 1 || s.CardChanges[0].Matters {
 		t.Errorf("card changes = %+v, want one that does not matter", s.CardChanges)
 	}
+}
+
+// dropJSONRPC10 removes the card's JSON-RPC 1.0 interface: a change that
+// matters to a delegation using it.
+func dropJSONRPC10(c *a2a.AgentCard) {
+	var keep []*a2a.AgentInterface
+	for _, i := range c.SupportedInterfaces {
+		if !(i.ProtocolBinding == a2a.TransportProtocolJSONRPC && i.ProtocolVersion == "1.0") {
+			keep = append(keep, i)
+		}
+	}
+	c.SupportedInterfaces = keep
 }

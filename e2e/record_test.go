@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
-
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
@@ -253,15 +251,7 @@ func TestRecordHistories(t *testing.T) {
 		d := contract("card-change-rediscover", "")
 		run := start(d)
 		waitState(d.LocalWorkflowID, "input-required")
-		e.agent.Update(func(c *a2a.AgentCard) {
-			var keep []*a2a.AgentInterface
-			for _, i := range c.SupportedInterfaces {
-				if !(i.ProtocolBinding == a2a.TransportProtocolJSONRPC && i.ProtocolVersion == "1.0") {
-					keep = append(keep, i)
-				}
-			}
-			c.SupportedInterfaces = keep
-		})
+		e.agent.Update(dropJSONRPC10)
 		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
 			t.Fatal(err)
 		}

@@ -405,9 +405,7 @@ type run struct {
 	observations   int
 	sig            signals
 	reconcileAsked bool
-	ended          *a2aclient.Snapshot
 	reconciling    bool
-	askedAgain     bool
 	reconciled     *a2aclient.Snapshot
 	saPending      []temporal.SearchAttributeUpdate
 	watches        int
@@ -515,8 +513,11 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 
 // follow follows the remote task from snap to the end.
 func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Outcome {
+	// askedAgain: a weakly identified question watched for StaleWindow
+	// came back unchanged, so it is taken as asked again.
+	askedAgain := false
 	for {
-		if a2aclient.Interrupted(snap.State) && r.stale(snap) {
+		if a2aclient.Interrupted(snap.State) && !askedAgain && r.stale(snap) {
 			// The agent republished the task as it stood when we answered
 			// (a2a-js does so before it handles a follow-up): not a new
 			// question. Keep watching for the next status. A status with
@@ -534,12 +535,11 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 			if err != nil {
 				return r.failed(ctx, err)
 			}
-			if a2aclient.SameStatus(next, snap) {
-				r.askedAgain = true
-			}
+			askedAgain = a2aclient.SameStatus(next, snap)
 			snap = next
 			continue
 		}
+		askedAgain = false
 		if r.v >= VersionQuestionInNextRun && a2aclient.Interrupted(snap.State) && r.shouldContinueAsNew(ctx) {
 			// An agent whose question keeps changing must not grow one
 			// run's history without bound. The question is observed and
@@ -679,11 +679,6 @@ func (r *run) stale(snap a2aclient.Snapshot) bool {
 	if r.v < VersionFollowAgents || len(r.s.Answers) == 0 {
 		return false
 	}
-	if r.askedAgain {
-		// Watched for StaleWindow and unchanged: asked again.
-		r.askedAgain = false
-		return false
-	}
 	last := r.s.Answers[len(r.s.Answers)-1]
 	if last.Refused != "" || last.QuestionKey == "" {
 		return false
@@ -696,10 +691,9 @@ func (r *run) stale(snap a2aclient.Snapshot) bool {
 // a revoke or cancellation; the task is read once, and when the agent has
 // ended it, that snapshot is returned.
 func (r *run) endedMeanwhile(ctx workflow.Context, err error) (a2aclient.Snapshot, bool) {
-	if errors.Is(err, errEndedMeanwhile) && r.ended != nil {
-		ended := *r.ended
-		r.ended = nil
-		return ended, true
+	var ee *endedError
+	if errors.As(err, &ee) {
+		return ee.snap, true
 	}
 	if r.v < VersionFollowAgents || r.interrupt() != nil || temporal.IsCanceledError(err) || ctx.Err() != nil || r.s.RemoteTaskID == "" {
 		return a2aclient.Snapshot{}, false
@@ -710,9 +704,16 @@ func (r *run) endedMeanwhile(ctx workflow.Context, err error) (a2aclient.Snapsho
 	return r.readTerminal(ctx)
 }
 
-// errEndedMeanwhile: a follow-up was not taken and the task had ended
-// (r.ended).
-var errEndedMeanwhile = errors.New("the remote task had ended")
+// endedError: a follow-up was not taken and the task had ended, as snap
+// shows; cause is why the follow-up failed.
+type endedError struct {
+	snap  a2aclient.Snapshot
+	cause string
+}
+
+func (e *endedError) Error() string {
+	return "the remote task had ended (" + e.snap.State + "): " + e.cause
+}
 
 // readTerminal reads the task once; ok when the agent has ended it.
 func (r *run) readTerminal(ctx workflow.Context) (a2aclient.Snapshot, bool) {
@@ -831,8 +832,7 @@ func isTimeout(err error) bool {
 
 // transient reports whether an activity error may go away by itself.
 func transient(err error) bool {
-	var te *temporal.TimeoutError
-	return errorType(err) == string(contracts.CategoryTransient) || errors.As(err, &te)
+	return errorType(err) == string(contracts.CategoryTransient) || isTimeout(err)
 }
 
 // adopt makes a resolved card the one the delegation uses.
@@ -946,19 +946,18 @@ func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMe
 		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
 	}
 	attempts, err := r.retrying(ctx, "SendMessage", func() error {
-		err := r.sendActivity(ctx, opts, in, &snap)
+		err := r.sendActivity(ctx, opts, round, in, &snap)
 		if err != nil && round > 0 && r.v >= VersionFollowAgents && transient(err) && r.interrupt() == nil {
 			// A follow-up refused with what looks transient may be refused
 			// because the agent has ended the task: read it before trying
 			// again.
 			if ended, ok := r.readTerminal(ctx); ok {
-				r.ended = &ended
-				return fmt.Errorf("%w: %s", errEndedMeanwhile, errorText(err))
+				return &endedError{snap: ended, cause: errorText(err)}
 			}
 		}
 		return err
 	}, func() error {
-		return r.sendActivity(ctx, r.handoverOptions(ctx, sendOptions()), in, &snap)
+		return r.sendActivity(ctx, r.handoverOptions(ctx, sendOptions()), round, in, &snap)
 	})
 	if r.v >= VersionFollowAgents && err == nil {
 		snap.Attempt = attempts
@@ -1141,7 +1140,7 @@ func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn a
 // SendSettle at most, and the task it created is recorded, so that the
 // stop that follows cancels it. A send that does not finish in time is
 // recorded in State.SendInFlight with its messageId.
-func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, in activities.SendInput, out *a2aclient.Snapshot) error {
+func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, round int, in activities.SendInput, out *a2aclient.Snapshot) error {
 	if r.v < VersionSendInFlight {
 		return r.activity(ctx, opts, acts.SendMessage, in, out)
 	}
@@ -1166,20 +1165,10 @@ func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, 
 	}
 	var snap a2aclient.Snapshot
 	if err := f.Get(dctx, &snap); err == nil && snap.TaskID != "" && snap.State != a2aclient.StateMessage {
-		r.s.Sends = append(r.s.Sends, SendRecord{Round: roundOf(r, in.Message.MessageID), MessageID: in.Message.MessageID, At: workflow.Now(dctx), Result: "sent after the stop"})
+		r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: in.Message.MessageID, At: workflow.Now(dctx), Result: "sent after the stop"})
 		r.observe(dctx, snap)
 	}
 	return stop
-}
-
-// roundOf is the round whose messageId is id (-1 when none).
-func roundOf(r *run, id string) int {
-	for n := 0; n <= r.s.InputRounds+1; n++ {
-		if MessageID(r.wfID, r.firstRunID, n) == id {
-			return n
-		}
-	}
-	return -1
 }
 
 // localActivity runs a short activity inside the workflow task (a local

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -419,31 +420,11 @@ func newCancelCmd() *cobra.Command {
 				if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
 					return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", args[0], statusName(st), args[0]))
 				}
-				h := dclient.Get(c, args[0]).WithNamespace(cf.namespace)
-				if err := h.Cancel(ctx, reason); err != nil {
+				if err := dclient.Get(c, args[0]).WithNamespace(cf.namespace).Cancel(ctx, reason); err != nil {
 					return temporalErr(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "cancel requested for %s\n", args[0])
-				if wait <= 0 {
-					return nil
-				}
-				// The cancel and the delegation's own end may race: say
-				// which won.
-				wctx, cancel := context.WithTimeout(ctx, wait)
-				defer cancel()
-				out, err := h.Outcome(wctx)
-				switch {
-				case err != nil && wctx.Err() != nil:
-					fmt.Fprintf(cmd.OutOrStdout(), "still stopping after %s (waiting for the agent to confirm the cancel); see: delegate status %s\n", wait, args[0])
-					return nil
-				case err != nil:
-					return temporalErr(err)
-				case out.Status == contracts.StatusCanceled || out.Status == contracts.StatusCancelUnconfirmed:
-					fmt.Fprintf(cmd.OutOrStdout(), "ended %s (remote task %s)\n", out.Status, orNone(out.RemoteTaskID))
-					return nil
-				default:
-					return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s before the cancel took effect; see: delegate status %s", args[0], out.Status, args[0])}
-				}
+				return reportEnd(ctx, cmd.OutOrStdout(), c, args[0], wait, "cancel", contracts.StatusCanceled, contracts.StatusCancelUnconfirmed)
 			})
 		},
 	}
@@ -589,4 +570,31 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// reportEnd waits up to wait (0: not at all) for delegation id to end
+// after an operator's stop (what: "cancel" or "revoke"), and says how it
+// ended: one of want (the stop took effect), still stopping, or another
+// status (it ended first: exit 1). The stop and the delegation's own end
+// may race; this says which won.
+func reportEnd(ctx context.Context, w io.Writer, c client.Client, id string, wait time.Duration, what string, want ...contracts.Status) error {
+	if wait <= 0 {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var out contracts.Outcome
+	err := c.GetWorkflow(wctx, id, "").Get(wctx, &out)
+	switch {
+	case err != nil && wctx.Err() != nil:
+		fmt.Fprintf(w, "still stopping after %s; see: delegate status %s\n", wait, id)
+		return nil
+	case err != nil:
+		return temporalErr(err)
+	case slices.Contains(want, out.Status):
+		fmt.Fprintf(w, "ended %s (remote task %s)\n", out.Status, orNone(out.RemoteTaskID))
+		return nil
+	default:
+		return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s before the %s took effect; see: delegate status %s", id, out.Status, what, id)}
+	}
 }

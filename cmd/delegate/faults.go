@@ -75,25 +75,7 @@ func newRevokeCmd() *cobra.Command {
 					return temporalErr(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "revoke sent to %s\n", args[0])
-				if wait <= 0 {
-					return nil
-				}
-				wctx, cancel := context.WithTimeout(ctx, wait)
-				defer cancel()
-				var out contracts.Outcome
-				err := c.GetWorkflow(wctx, args[0], "").Get(wctx, &out)
-				switch {
-				case err != nil && wctx.Err() != nil:
-					fmt.Fprintf(cmd.OutOrStdout(), "still stopping after %s; see: delegate status %s\n", wait, args[0])
-					return nil
-				case err != nil:
-					return temporalErr(err)
-				case out.Status == contracts.StatusAuthorizationDenied:
-					fmt.Fprintf(cmd.OutOrStdout(), "ended %s (remote task %s)\n", out.Status, orNone(out.RemoteTaskID))
-					return nil
-				default:
-					return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s before the revoke took effect; see: delegate status %s", args[0], out.Status, args[0])}
-				}
+				return reportEnd(ctx, cmd.OutOrStdout(), c, args[0], wait, "revoke", contracts.StatusAuthorizationDenied)
 			})
 		},
 	}
