@@ -236,6 +236,10 @@ type WatchInput struct {
 
 	// Stream follows SubscribeToTask (the card declares streaming).
 	Stream bool `json:"stream,omitempty"`
+	// ReadFirst makes PollTask's first attempt read the task (the
+	// workflow has waited an interval already); otherwise the first
+	// attempt reads nothing.
+	ReadFirst bool `json:"read_first,omitempty"`
 	// Limits bound what the result may put into history (see bound).
 	Limits contracts.Limits `json:"limits"`
 }
@@ -353,11 +357,11 @@ const ErrTypeUnchanged = "task_unchanged"
 // ErrTypeUnchanged. The workflow runs it with a fixed retry interval (the
 // waiting cadence): Temporal's pattern for infrequent polling, which keeps
 // no worker slot and adds no history between reads. Transient read errors
-// are retried the same way. The first attempt reads nothing: the workflow
-// has just read the task. Errors: "authorization", "protocol" (for
+// are retried the same way. The first attempt reads nothing, unless
+// in.ReadFirst: the workflow has just read the task. Errors: "authorization", "protocol" (for
 // example TaskNotFound: the agent no longer knows the task).
 func (a *Activities) PollTask(ctx context.Context, in WatchInput) (a2aclient.Snapshot, error) {
-	if activity.GetInfo(ctx).Attempt <= 1 {
+	if activity.GetInfo(ctx).Attempt <= 1 && !in.ReadFirst {
 		// The workflow has just read the task: the first read is one
 		// interval away.
 		return a2aclient.Snapshot{}, temporal.NewApplicationErrorWithOptions("the first read is one interval away", ErrTypeUnchanged,
@@ -485,6 +489,11 @@ type heartbeat struct {
 // (returnImmediately) is read again a few times within SettleWindow, so
 // that an agent that answers at once costs one activity, not two. A read
 // that fails changes nothing: the send has succeeded either way.
+// SettleFirstRead is when settle first reads a task the send reply left
+// submitted or working; each read after doubles the wait. An agent that
+// finishes at once has usually finished by then.
+const SettleFirstRead = 2 * time.Millisecond
+
 func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap a2aclient.Snapshot) a2aclient.Snapshot {
 	window := a.SettleWindow
 	if window == 0 {
@@ -494,7 +503,7 @@ func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap a2acl
 		return snap
 	}
 	deadline := time.Now().Add(window)
-	wait := 10 * time.Millisecond
+	wait := SettleFirstRead
 	for (snap.State == a2aclient.StateSubmitted || snap.State == a2aclient.StateWorking) && time.Now().Add(wait).Before(deadline) {
 		time.Sleep(wait)
 		wait *= 2

@@ -207,7 +207,7 @@ func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}
-	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionQuestionInNextRun)
+	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionLean)
 	// The deadline may have passed between the start and the first
 	// workflow task (no worker yet): that is a deadline, not a bad contract.
 	if err := d.Validate(d.Deadline.Add(-time.Nanosecond)); err != nil {
@@ -392,6 +392,14 @@ const (
 	// VersionQuestionInNextRun: a run that continues as new at a question
 	// does so before observing it; the next run shows it.
 	VersionQuestionInNextRun workflow.Version = 4
+	// VersionLean: a delegation costs what the protocol needs. The card
+	// check, the authorization and the send are one activity
+	// (CheckAndSend: no local-activity markers, no upsert before it); the
+	// deadline timer starts only when the delegation first waits (a send
+	// is bounded by its own timeouts); a question is waited on with one
+	// timer, the next read or the deadline, whichever comes first, and
+	// the task is then read at the waiting cadence (PollTask).
+	VersionLean workflow.Version = 5
 )
 
 // SendSettle bounds how long an interrupted delegation waits for a send in
@@ -422,6 +430,7 @@ type run struct {
 	wfID           string
 	firstRunID     string
 	deadlineHit    bool
+	deadlineTimer  workflow.Future
 	pending        *contracts.Answer
 	pendingVia     string
 }
@@ -480,6 +489,17 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 		return r.follow(ctx, *r.s.LastSnapshot)
 	}
 	r.setState(ctx, PhaseResolving)
+	if r.v >= VersionLean {
+		snap, err := r.sendRound(ctx, 0, r.d.Message.Text, r.d.Message.Data, "")
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			return r.outcome(refused.status, refused.info)
+		}
+		if err != nil {
+			return r.failed(ctx, err)
+		}
+		return r.follow(ctx, snap)
+	}
 	card, err := r.resolve(ctx)
 	if err != nil {
 		return r.failed(ctx, err)
@@ -576,8 +596,10 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round),
 				QuestionState: snap.State, QuestionKey: snap.StatusKey})
 			r.s.Question = nil
-			if err := r.recheckCard(ctx); err != nil {
-				return r.failed(ctx, err)
+			if r.v < VersionLean {
+				if err := r.recheckCard(ctx); err != nil {
+					return r.failed(ctx, err)
+				}
 			}
 			text := a.Text
 			if strings.TrimSpace(text) == "" && len(a.Data) == 0 {
@@ -771,6 +793,7 @@ func (r *run) retrying(ctx workflow.Context, op string, call, handover func() er
 	for attempt := 1; ; attempt++ {
 		var err error
 		if attempt > WorkflowRetries && handover != nil && r.v >= VersionCarryInput {
+			r.arm(ctx)
 			r.s.Retrying.HandedOver = true
 			r.details(ctx)
 			r.flushSA(ctx)
@@ -801,6 +824,7 @@ func (r *run) retrying(ctx workflow.Context, op string, call, handover func() er
 		r.s.Retrying.Attempts, r.s.Retrying.LastError, r.s.Retrying.Next = attempt, truncate(errorText(err), 1000), now.Add(wait)
 		r.details(ctx)
 		r.flushSA(ctx)
+		r.arm(ctx)
 		timer := workflow.NewTimer(ctx, wait)
 		if err := workflow.Await(ctx, func() bool { return timer.IsReady() || r.interrupt() != nil }); err != nil {
 			return attempt, err
@@ -850,25 +874,7 @@ func (r *run) adopt(ctx workflow.Context, card activities.ResolvedCard) {
 // way that matters to this delegation, or "" when nothing selected did
 // (A2A 1.0 §8.6: a card may change under a running task).
 func (r *run) cardChange(card activities.ResolvedCard) string {
-	var what []string
-	if !card.SkillFound {
-		what = append(what, fmt.Sprintf("skill %q is gone", r.d.Skill))
-	}
-	if card.InterfaceError != "" {
-		what = append(what, "no usable interface: "+card.InterfaceError)
-	} else {
-		old, nw := r.s.Interface, card.Interface
-		if old.URL != nw.URL || old.Binding != nw.Binding || old.Version != nw.Version {
-			what = append(what, fmt.Sprintf("interface changed from %s %s %s to %s %s %s", old.Binding, old.Version, old.URL, nw.Binding, nw.Version, nw.URL))
-		}
-	}
-	if card.Verification.KeyID != r.s.Signature.KeyID || card.Verification.Status != r.s.Signature.Status {
-		what = append(what, fmt.Sprintf("signer changed from %s to %s", r.s.Signature.Label(), card.Verification.Label()))
-	}
-	if !card.Trusted() {
-		what = append(what, "the card is no longer trusted")
-	}
-	return strings.Join(what, "; ")
+	return activities.CardChange(activities.CardInUse{Interface: r.s.Interface, Signature: r.s.Signature}, card, r.d.Skill)
 }
 
 // recheckCard resolves the card again before a follow-up (cheap with the
@@ -908,6 +914,7 @@ func (r *run) recheckCard(ctx workflow.Context) error {
 		r.setState(ctx, StateCardChanged)
 		r.flushSA(ctx)
 		workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, r.changed, r.wfID))
+		r.arm(ctx)
 		if err := workflow.Await(ctx, func() bool { return r.rediscover || r.interrupt() != nil }); err != nil {
 			return err
 		}
@@ -1023,10 +1030,19 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 	r.pending = nil
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))
-	var watch workflow.Future
+	var watch, wake workflow.Future
 	wctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
+	pollIn := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
 	switch {
+	case r.v >= VersionLean:
+		// One timer: the first read or the deadline, whichever comes
+		// first. An answer before it costs no read and no activity.
+		if every := r.d.WaitingPoll(); r.deadlineTimer == nil && r.d.Deadline.Sub(workflow.Now(ctx)) <= every {
+			r.arm(ctx)
+		} else {
+			wake = workflow.NewTimer(wctx, every)
+		}
 	case r.v >= VersionFollowAgents:
 		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
 		watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), acts.PollTask, in)
@@ -1039,8 +1055,20 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 	r.reconciled = nil
 	moved := func() bool { return (watch != nil && watch.IsReady()) || r.reconciled != nil }
 	for {
-		if err := workflow.Await(ctx, func() bool { return r.pending != nil || r.interrupt() != nil || moved() }); err != nil {
+		if err := workflow.Await(ctx, func() bool {
+			return r.pending != nil || r.interrupt() != nil || moved() || (wake != nil && wake.IsReady())
+		}); err != nil {
 			return contracts.Answer{}, "", nil, err
+		}
+		if wake != nil && wake.IsReady() && r.pending == nil && r.interrupt() == nil && !moved() {
+			// The first read is due: from now on the task is read at the
+			// waiting cadence, and the deadline has its own timer.
+			wake = nil
+			r.arm(ctx)
+			in := pollIn
+			in.ReadFirst = true
+			watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), acts.PollTask, in)
+			continue
 		}
 		if r.pending == nil && r.interrupt() == nil && r.reconciled == nil && watch != nil && r.v >= VersionFollowAgents {
 			// The waiting read gave up without a change (its retries
@@ -1122,6 +1150,7 @@ func (r *run) flushSA(ctx workflow.Context) {
 // activity runs one activity, interrupted by the deadline or cancellation.
 func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn any, in any, out any) error {
 	r.flushSA(ctx)
+	r.arm(ctx)
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 	defer cancel()
 	f := workflow.ExecuteActivity(actx, fn, in)
@@ -1144,13 +1173,31 @@ func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, 
 	if r.v < VersionSendInFlight {
 		return r.activity(ctx, opts, acts.SendMessage, in, out)
 	}
-	r.flushSA(ctx)
+	return r.inFlight(ctx, opts, round, in.Message.MessageID, acts.SendMessage, in, func(c workflow.Context, f workflow.Future) (a2aclient.Snapshot, error) {
+		err := f.Get(c, out)
+		return *out, err
+	})
+}
+
+// inFlight runs a send activity fn as sendActivity describes; get reads
+// its result and the snapshot of the task it created. From VersionLean,
+// nothing is upserted before it, and the deadline timer is started only
+// when the send could outlast the deadline (retried by Temporal, or the
+// deadline closer than one attempt): otherwise the send ends first.
+func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, round int, msgID string, fn, in any, get func(workflow.Context, workflow.Future) (a2aclient.Snapshot, error)) error {
+	if r.v < VersionLean {
+		r.flushSA(ctx)
+	} else if opts.RetryPolicy == nil || opts.RetryPolicy.MaximumAttempts != 1 ||
+		r.d.Deadline.Sub(workflow.Now(ctx)) <= opts.StartToCloseTimeout+SendSettle {
+		r.arm(ctx)
+	}
 	dctx, dcancel := workflow.NewDisconnectedContext(ctx)
 	defer dcancel()
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, opts), acts.SendMessage, in)
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, opts), fn, in)
 	werr := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil })
 	if werr == nil && f.IsReady() {
-		return f.Get(ctx, out)
+		_, err := get(ctx, f)
+		return err
 	}
 	stop := werr
 	if stop == nil {
@@ -1160,12 +1207,11 @@ func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, 
 	timer := workflow.NewTimer(dctx, SendSettle)
 	_ = workflow.Await(dctx, func() bool { return f.IsReady() || timer.IsReady() })
 	if !f.IsReady() {
-		r.s.SendInFlight = in.Message.MessageID
+		r.s.SendInFlight = msgID
 		return stop
 	}
-	var snap a2aclient.Snapshot
-	if err := f.Get(dctx, &snap); err == nil && snap.TaskID != "" && snap.State != a2aclient.StateMessage {
-		r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: in.Message.MessageID, At: workflow.Now(dctx), Result: "sent after the stop"})
+	if snap, err := get(dctx, f); err == nil && snap.TaskID != "" && snap.State != a2aclient.StateMessage {
+		r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
 		r.observe(dctx, snap)
 	}
 	return stop
@@ -1175,6 +1221,7 @@ func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, 
 // activity: one marker event, no extra round trip), interrupted by the
 // deadline or cancellation. name is the registered activity name.
 func (r *run) localActivity(ctx workflow.Context, opts workflow.LocalActivityOptions, name string, in any, out any) error {
+	r.arm(ctx)
 	lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, opts))
 	defer cancel()
 	f := workflow.ExecuteLocalActivity(lctx, name, in)

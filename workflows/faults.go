@@ -117,8 +117,22 @@ func (r *run) interrupt() error {
 		return errRevoked
 	case r.deadlineHit:
 		return errDeadline
+	case r.deadlineTimer != nil && r.deadlineTimer.IsReady():
+		r.deadlineHit = true
+		return errDeadline
 	}
 	return nil
+}
+
+// arm starts the deadline timer (from VersionLean, when the delegation
+// first waits; before it, the listener starts it at once). The timer is
+// not canceled with the workflow: only its firing counts.
+func (r *run) arm(ctx workflow.Context) {
+	if r.v < VersionLean || r.deadlineTimer != nil || r.deadlineHit {
+		return
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	r.deadlineTimer = workflow.NewTimer(dctx, max(r.d.Deadline.Sub(workflow.Now(ctx)), 0))
 }
 
 // registerFaultHandlers registers Update "resolve-unknown" (the Signals
@@ -179,11 +193,17 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 	msgID := MessageID(r.wfID, r.firstRunID, round)
 	autoResends := 0
 	for {
-		if err := r.authorize(ctx, round); err != nil {
-			return a2aclient.Snapshot{}, err
+		var snap a2aclient.Snapshot
+		var err error
+		if r.v >= VersionLean {
+			snap, err = r.checkAndSend(ctx, round, text, data, credentialRef)
+		} else {
+			if err := r.authorize(ctx, round); err != nil {
+				return a2aclient.Snapshot{}, err
+			}
+			r.setState(ctx, PhaseSending)
+			snap, err = r.send(ctx, round, text, data, credentialRef)
 		}
-		r.setState(ctx, PhaseSending)
-		snap, err := r.send(ctx, round, text, data, credentialRef)
 		if err == nil {
 			r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "sent", Attempts: snap.Attempt})
 			return snap, nil
@@ -193,6 +213,7 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 			return a2aclient.Snapshot{}, err
 		}
 		r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "unknown_outcome"})
+		r.arm(ctx)
 		if r.d.OnUnknownOutcome == contracts.OnUnknownResend && autoResends < contracts.MaxAutoResends {
 			autoResends++
 			continue
@@ -241,6 +262,7 @@ func (r *run) askUnknown(ctx workflow.Context, round int, msgID, errText string,
 	r.setState(ctx, StateUnknownOutcome)
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, unknownDetails(r.s, r.wfID))
+	r.arm(ctx)
 	if err := workflow.Await(ctx, func() bool { return r.resolution != nil || r.interrupt() != nil }); err != nil {
 		return Resolution{}, err
 	}
@@ -442,8 +464,12 @@ func (r *run) listen(ctx workflow.Context) {
 	}
 	r.flush = workflow.NewBufferedChannel(ctx, 1)
 	workflow.Go(ctx, func(g workflow.Context) {
-		deadline := workflow.NewTimer(g, max(r.d.Deadline.Sub(workflow.Now(g)), 0))
-		timerDone := false
+		// From VersionLean the deadline timer is started by arm.
+		var deadline workflow.Future
+		timerDone := r.v >= VersionLean
+		if !timerDone {
+			deadline = workflow.NewTimer(g, max(r.d.Deadline.Sub(workflow.Now(g)), 0))
+		}
 		for {
 			sel := workflow.NewSelector(g)
 			on := func(c workflow.ReceiveChannel, handle func(workflow.Context, converter.RawValue)) {

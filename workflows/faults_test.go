@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
@@ -84,6 +85,7 @@ func (s *DelegationSuite) TestDeniedBeforeTheFollowUp() {
 	s.env.SetStartTime(t0)
 	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
+	s.env.OnGetVersion(ChangeFollowAgents, workflow.DefaultVersion, VersionLean).Return(VersionQuestionInNextRun).Maybe()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{SkillFound: true}, nil)
 	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.MatchedBy(func(in activities.AuthorizationInput) bool { return in.Round == 0 })).
 		Return(activities.AuthorizationDecision{Allowed: true}, nil).Once()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
@@ -172,6 +173,10 @@ func (s *DelegationSuite) freshEnv() {
 	s.env.SetStartTime(t0)
 	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
+	// This suite mocks ResolveCard, CheckAuthorization and SendMessage, the
+	// activities of VersionQuestionInNextRun and before, which running
+	// delegations still use; LeanSuite tests VersionLean.
+	s.env.OnGetVersion(ChangeFollowAgents, workflow.DefaultVersion, VersionLean).Return(VersionQuestionInNextRun).Maybe()
 	s.allowAll()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
 		After(72*time.Hour).Return(a2aclient.Snapshot{}, errors.New("unchanged")).Maybe()

@@ -11,11 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/a2adelegate/delegate/internal/bench"
+	"github.com/a2adelegate/delegate/internal/devserver"
 )
 
 func newBenchCmd() *cobra.Command {
 	var cfg bench.Config
 	var asJSON bool
+	var dynamicConfigFile string
 	cmd := &cobra.Command{
 		Use:   "bench [-n N] [--concurrency C] [--waiting W] [--json]",
 		Short: "Measure delegations against raw A2A calls and a trivial workflow, in one run (docs/performance.md)",
@@ -26,6 +28,11 @@ func newBenchCmd() *cobra.Command {
 				return err
 			}
 			cfg.WorkerCommand = []string{self, "worker"}
+			if dynamicConfigFile != "" {
+				if cfg.DynamicConfig, err = devserver.LoadDynamicConfig(dynamicConfigFile); err != nil {
+					return usageErr(err)
+				}
+			}
 			if !asJSON {
 				cfg.Progress = cmd.ErrOrStderr()
 			}
@@ -47,6 +54,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Latency, "latency-ops", 50, "operations of the latency measurement (concurrency 1)")
 	cmd.Flags().IntVar(&cfg.Waiting, "waiting", 1000, "delegations held in input-required on a worker process (0: skip)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&dynamicConfigFile, "dynamic-config", "", "Temporal dynamic-config YAML file, over the one-host defaults of the embedded server")
 	return cmd
 }
 

@@ -151,6 +151,7 @@ func newWorkerCmd() *cobra.Command {
 func newDevCmd() *cobra.Command {
 	var cfg devserver.Config
 	var noWorker bool
+	var dynamicConfigFile string
 	var wf workerFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -159,7 +160,10 @@ func newDevCmd() *cobra.Command {
 .delegate/temporal.db (or in memory with --memory), the frontend on 127.0.0.1:7233,
 the Temporal UI on 127.0.0.1:8233, namespace "default" with the search attributes
 A2AState, A2AAgent, A2ARemoteTaskId and A2APurpose, and the worker. Ctrl-C shuts
-down cleanly; a restart on the same --db carries on with the open delegations.`,
+down cleanly; a restart on the same --db carries on with the open delegations.
+
+The server runs with dynamic config chosen for one host (docs/performance.md);
+--dynamic-config FILE takes Temporal's own dynamic-config YAML, key by key over it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -167,6 +171,13 @@ down cleanly; a restart on the same --db carries on with the open delegations.`,
 				return usageErr(fmt.Errorf("--log-format %q: text or json", logFormat))
 			}
 			logger := newLogger()
+			if dynamicConfigFile != "" {
+				dc, err := devserver.LoadDynamicConfig(dynamicConfigFile)
+				if err != nil {
+					return usageErr(err)
+				}
+				cfg.DynamicConfig = dc
+			}
 			if err := checkPorts(cfg); err != nil {
 				return err
 			}
@@ -205,6 +216,7 @@ down cleanly; a restart on the same --db carries on with the open delegations.`,
 	cmd.Flags().IntVar(&cfg.Port, "port", 7233, "frontend gRPC port")
 	cmd.Flags().IntVar(&cfg.UIPort, "ui-port", 8233, "Temporal UI port (-1: no UI)")
 	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "do not run the worker in this process")
+	cmd.Flags().StringVar(&dynamicConfigFile, "dynamic-config", "", "Temporal dynamic-config YAML file, over the one-host defaults (docs/performance.md)")
 	cmd.Flags().StringVar(&cfg.LogLevel, "server-log-level", "fatal", "log level of the embedded Temporal server (to stderr): debug, info, warn, error, fatal")
 	wf.add(cmd)
 	return cmd

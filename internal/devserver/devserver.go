@@ -56,6 +56,64 @@ type Config struct {
 	SearchAttributes []string
 	// LogLevel of the server's own log (to stderr); default "error".
 	LogLevel string
+	// DynamicConfig overrides OneHostDynamicConfig key by key (Temporal's
+	// dynamic config; see LoadDynamicConfig for a YAML file).
+	DynamicConfig dynamicconfig.ConfigValueMap
+}
+
+// OneHostDynamicConfig is the dynamic config every embedded server runs
+// with: settings chosen for one host with one history shard, each measured
+// in docs/performance.md. Server defaults are sized for clusters with many
+// shards and hosts; on one host they cost latency and nothing else.
+//
+//   - history.transferProcessorMaxPollRPS (default 20): how often a shard's
+//     transfer queue is read. With one shard, every workflow task that is
+//     not dispatched eagerly waited up to 50 ms for it. (The timer and
+//     visibility queues keep their defaults: raising them cost throughput
+//     here, the CPU going to SQLite, and nothing waits on them.)
+//   - matching.numTaskqueueReadPartitions and
+//     matching.numTaskqueueWritePartitions (default 4): partitions spread
+//     a task queue over matching hosts; with one host, a task written to
+//     one partition and polled on another waits for forwarding (the
+//     multi-second p95 stalls at concurrency 50).
+//   - system.forceSearchAttributesCacheRefreshOnRead: search attributes
+//     registered at start are usable at once.
+var OneHostDynamicConfig = map[string]any{
+	"history.transferProcessorMaxPollRPS":            1000,
+	"history.timerProcessorMaxPollRPS":               1000,
+	"history.visibilityProcessorMaxPollRPS":          1000,
+	"matching.numTaskqueueReadPartitions":            1,
+	"matching.numTaskqueueWritePartitions":           1,
+	"system.forceSearchAttributesCacheRefreshOnRead": true,
+}
+
+// LoadDynamicConfig reads a file in Temporal's dynamic-config YAML format
+// (go.temporal.io/server/common/dynamicconfig: key: [{value: V,
+// constraints: {...}}]). A key the server does not know, or a value its
+// setting refuses, is an error naming the key: a typo would otherwise be
+// ignored. The file is read once; a change applies at the next start.
+func LoadDynamicConfig(path string) (dynamicconfig.ConfigValueMap, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--dynamic-config: %w", err)
+	}
+	lr := dynamicconfig.LoadYamlFile(b)
+	if problems := append(lr.Errors, lr.Warnings...); len(problems) > 0 {
+		return nil, fmt.Errorf("--dynamic-config %s: %w", path, errors.Join(problems...))
+	}
+	return lr.Map, nil
+}
+
+// dynamicConfig is OneHostDynamicConfig with cfg.DynamicConfig over it.
+func dynamicConfig(over dynamicconfig.ConfigValueMap) dynamicconfig.StaticClient {
+	c := dynamicconfig.StaticClient{}
+	for k, v := range OneHostDynamicConfig {
+		c[dynamicconfig.MakeKey(k)] = []dynamicconfig.ConstrainedValue{{Value: v}}
+	}
+	for k, v := range over {
+		c[k] = v
+	}
+	return c
 }
 
 // Server is a running embedded server.
@@ -141,9 +199,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		temporal.WithConfig(scfg),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(logger),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
-		}),
+		temporal.WithDynamicConfigClient(dynamicConfig(cfg.DynamicConfig)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("devserver: %w", err)

@@ -2,12 +2,16 @@ package devserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
 )
 
 // The internal ports that follow --port skip the UI's port, so that
@@ -51,5 +55,59 @@ func TestUIPortNextToTheFrontend(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("UI status %d", resp.StatusCode)
+	}
+}
+
+// Every one-host default names a setting the server knows, with a value
+// the setting accepts (a typo would be ignored by the server).
+func TestOneHostDynamicConfigKeysAreKnown(t *testing.T) {
+	var b strings.Builder
+	for k, v := range OneHostDynamicConfig {
+		fmt.Fprintf(&b, "%s:\n  - value: %v\n", k, v)
+	}
+	lr := dynamicconfig.LoadYamlFile([]byte(b.String()))
+	if err := errors.Join(append(lr.Errors, lr.Warnings...)...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// --dynamic-config: a file's value replaces the default for its key and
+// keeps the others; an unknown key or a refused value is an error naming
+// the key.
+func TestLoadDynamicConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	m, err := LoadDynamicConfig(write("ok.yaml", "history.transferProcessorMaxPollRPS:\n  - value: 7\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dynamicConfig(m)
+	if got := c.GetValue(dynamicconfig.MakeKey("history.transferProcessorMaxPollRPS")); len(got) != 1 || got[0].Value != 7 {
+		t.Errorf("transferProcessorMaxPollRPS = %v, want the file's 7", got)
+	}
+	if got := c.GetValue(dynamicconfig.MakeKey("matching.numTaskqueueReadPartitions")); len(got) != 1 || got[0].Value != 1 {
+		t.Errorf("numTaskqueueReadPartitions = %v, want the default 1", got)
+	}
+	for name, text := range map[string]string{
+		"typo.yaml": "history.transferProcesorMaxPollRPS:\n  - value: 7\n",
+		"type.yaml": "history.transferProcessorMaxPollRPS:\n  - value: fast\n",
+		"yaml.yaml": "history.transferProcessorMaxPollRPS: [\n",
+	} {
+		_, err := LoadDynamicConfig(write(name, text))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: error = %v, want one naming the file", name, err)
+		}
+		if name != "yaml.yaml" && (err == nil || !strings.Contains(strings.ToLower(err.Error()), "transferproces")) {
+			t.Errorf("%s: error = %v, want one naming the key", name, err)
+		}
+	}
+	if _, err := LoadDynamicConfig(filepath.Join(dir, "missing.yaml")); err == nil {
+		t.Error("a missing file loaded")
 	}
 }

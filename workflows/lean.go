@@ -1,0 +1,170 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// refusedError is a first send refused because of the card: nothing was
+// sent, and the delegation ends with status and info.
+type refusedError struct {
+	status contracts.Status
+	info   *contracts.ErrorInfo
+}
+
+func (e *refusedError) Error() string { return e.info.Message }
+
+// checkAndSend (VersionLean) sends round n as one CheckAndSend activity:
+// the card check, the authorization and the send. It is retried like send
+// (a transient failure, with backoff, until the deadline). A follow-up on a
+// card that changed in a way that matters waits in "card-changed" for
+// Signal "rediscover", as recheckCard does before VersionLean.
+func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (a2aclient.Snapshot, error) {
+	for {
+		in := activities.CheckAndSendInput{
+			Card:         activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard},
+			AcceptChange: r.rediscover,
+			Authorization: activities.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, Skill: r.d.Skill,
+				Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round},
+			Send: activities.SendInput{Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: a2aclient.Outbound{
+				MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
+			}},
+		}
+		if r.s.Interface.URL != "" {
+			in.InUse = &activities.CardInUse{Interface: r.s.Interface, Signature: r.s.Signature}
+		}
+		prev := r.s.A2AState
+		r.setState(ctx, PhaseSending)
+		var res activities.CheckAndSendResult
+		opts := sendOptions()
+		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
+		attempts, err := r.retrying(ctx, "SendMessage", func() error {
+			res = activities.CheckAndSendResult{}
+			err := r.checkSendActivity(ctx, opts, round, in, &res)
+			r.applyChecks(ctx, in, res)
+			if err != nil && round > 0 && transient(err) && r.interrupt() == nil {
+				// A follow-up refused with what looks transient may be
+				// refused because the agent has ended the task.
+				if ended, ok := r.readTerminal(ctx); ok {
+					return &endedError{snap: ended, cause: errorText(err)}
+				}
+			}
+			return err
+		}, func() error {
+			res = activities.CheckAndSendResult{}
+			err := r.checkSendActivity(ctx, r.handoverOptions(ctx, sendOptions()), round, in, &res)
+			r.applyChecks(ctx, in, res)
+			return err
+		})
+		if err != nil {
+			return a2aclient.Snapshot{}, err
+		}
+		if res.Sent {
+			snap := res.Snapshot
+			snap.Attempt = attempts
+			return snap, nil
+		}
+		if a := res.Authorization; a != nil && !a.Allowed {
+			r.denial = a.Reason
+			return a2aclient.Snapshot{}, errDenied
+		}
+		if in.InUse == nil {
+			return a2aclient.Snapshot{}, r.refusal(res)
+		}
+		// A follow-up on a card that changed in a way that matters.
+		if r.rediscover && !res.Card.Trusted() {
+			// A required signature fails on the card the operator
+			// accepted: that ends the delegation, nothing sent.
+			r.s.Signature = res.Card.Verification
+			r.s.Agent.Signature = res.Card.Agent.Signature
+			r.untrusted = res.Card.Verification
+			return a2aclient.Snapshot{}, errUntrusted
+		}
+		r.rediscover = false
+		r.changed = &CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: res.Card.Agent.CardDigest, What: res.Change}
+		r.setState(ctx, StateCardChanged)
+		r.flushSA(ctx)
+		workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, r.changed, r.wfID))
+		r.arm(ctx)
+		if err := workflow.Await(ctx, func() bool { return r.rediscover || r.interrupt() != nil }); err != nil {
+			return a2aclient.Snapshot{}, err
+		}
+		if !r.rediscover {
+			if errors.Is(r.interrupt(), errDeadline) {
+				return a2aclient.Snapshot{}, errCardChanged
+			}
+			return a2aclient.Snapshot{}, r.interrupt()
+		}
+		r.setState(ctx, prev)
+	}
+}
+
+// applyChecks records what a CheckAndSend checked: the card (adopted
+// when usable; a change of card is recorded) and the authorization.
+func (r *run) applyChecks(ctx workflow.Context, in activities.CheckAndSendInput, res activities.CheckAndSendResult) {
+	card := res.Card
+	if card.Agent.CardDigest == "" {
+		return // the card was not resolved
+	}
+	if in.InUse == nil {
+		r.s.Agent, r.s.Signature = card.Agent, card.Verification
+		if card.Usable() {
+			r.adopt(ctx, card)
+		}
+	} else {
+		if card.Agent.CardDigest != r.s.Agent.CardDigest || res.Change != "" {
+			r.s.CardChanges = append(r.s.CardChanges, CardChange{At: workflow.Now(ctx), OldDigest: r.s.Agent.CardDigest,
+				NewDigest: card.Agent.CardDigest, Matters: res.Change != "", What: res.Change, Accepted: in.AcceptChange})
+		}
+		if res.Refused == "" {
+			r.adopt(ctx, card)
+			r.rediscover = false
+		}
+	}
+	if a := res.Authorization; a != nil {
+		r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{AuthorizationDecision: *a, Round: in.Authorization.Round, At: workflow.Now(ctx)})
+	}
+}
+
+// refusal is the outcome of a first send refused because of the card.
+func (r *run) refusal(res activities.CheckAndSendResult) error {
+	c := res.Card
+	switch {
+	case !c.Trusted():
+		return &refusedError{contracts.StatusCardUntrusted, &contracts.ErrorInfo{Category: contracts.CategoryCard,
+			Message: "nothing sent: a verified card signature is required; the card is " + c.Verification.Status + reasonSuffix(c.Verification.Reason)}}
+	case !c.SkillFound:
+		return &refusedError{contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
+			Message: fmt.Sprintf("nothing sent: the card of %q offers no skill %q", c.Agent.Name, r.d.Skill)}}
+	case c.InterfaceError != "":
+		return &refusedError{contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
+			Message: "nothing sent: " + c.InterfaceError}}
+	}
+	return &refusedError{contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
+		Message: "nothing sent: " + res.Refused}}
+}
+
+// checkSendActivity runs CheckAndSend as sendActivity runs SendMessage. A
+// failed one's details (the checks made before the send) are read into
+// out.
+func (r *run) checkSendActivity(ctx workflow.Context, opts workflow.ActivityOptions, round int, in activities.CheckAndSendInput, out *activities.CheckAndSendResult) error {
+	return r.inFlight(ctx, opts, round, in.Send.Message.MessageID, acts.CheckAndSend, in, func(c workflow.Context, f workflow.Future) (a2aclient.Snapshot, error) {
+		err := f.Get(c, out)
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) && ae.HasDetails() {
+			_ = ae.Details(out)
+		}
+		if err != nil || !out.Sent {
+			return a2aclient.Snapshot{}, err
+		}
+		return out.Snapshot, nil
+	})
+}

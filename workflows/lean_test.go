@@ -1,0 +1,253 @@
+package workflows
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/suite"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// LeanSuite tests VersionLean: one CheckAndSend activity per send, the
+// deadline timer started when the delegation first waits, and one timer
+// while a question waits before the first read.
+type LeanSuite struct {
+	suite.Suite
+	testsuite.WorkflowTestSuite
+	env *testsuite.TestWorkflowEnvironment
+}
+
+func (s *LeanSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
+
+func (s *LeanSuite) outcome() contracts.Outcome {
+	s.Require().True(s.env.IsWorkflowCompleted())
+	s.Require().NoError(s.env.GetWorkflowError())
+	var o contracts.Outcome
+	s.Require().NoError(s.env.GetWorkflowResult(&o))
+	return o
+}
+
+func (s *LeanSuite) state() State {
+	v, err := s.env.QueryWorkflow(QueryState)
+	s.Require().NoError(err)
+	var st State
+	s.Require().NoError(v.Get(&st))
+	return st
+}
+
+func TestLean(t *testing.T) { suite.Run(t, new(LeanSuite)) }
+
+func (s *LeanSuite) SetupTest() {
+	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.SetStartTime(t0)
+	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+	s.env.RegisterActivity(&activities.Activities{})
+}
+
+func leanCard() activities.ResolvedCard {
+	return activities.ResolvedCard{
+		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
+		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0", CardOrigin: "http://agent"},
+		SkillFound: true,
+	}
+}
+
+func allowed() *activities.AuthorizationDecision {
+	return &activities.AuthorizationDecision{Allowed: true, Policy: "allow-all"}
+}
+
+// sent is a CheckAndSend that sent and got sn back.
+func sent(sn a2aclient.Snapshot) activities.CheckAndSendResult {
+	return activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed(), Sent: true, Snapshot: sn}
+}
+
+// round matches a CheckAndSendInput by round (its messageId).
+func round(n int) any {
+	return mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", n)
+	})
+}
+
+func (s *LeanSuite) TestPlainDelegationIsOneActivity() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.InUse == nil && in.Card.Skill == "open-claim" && in.Authorization.Round == 0 && in.Send.Message.Text == "lost parcel A-1001"
+	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal(contracts.ProtocolInfo{Version: "1.0", Binding: "JSONRPC", URL: "http://agent/a2a/jsonrpc"}, o.Protocol)
+	st := s.state()
+	s.Equal("Claims Agent", st.Agent.Name)
+	s.Len(st.Authorizations, 1)
+	s.Require().Len(st.Sends, 1)
+	s.Equal("sent", st.Sends[0].Result)
+	var seen []string
+	for _, tr := range st.Transitions {
+		seen = append(seen, tr.State)
+	}
+	s.Equal([]string{"resolving", "sending", "completed"}, seen)
+}
+
+// An answer before the first read is due costs no read: the follow-up
+// goes out on the card in use, and PollTask never runs.
+func (s *LeanSuite) TestAnswerBeforeTheFirstReadCostsNoRead() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", 1) && in.InUse != nil &&
+			in.InUse.Interface.URL == "http://agent/a2a/jsonrpc" && in.Send.Message.TaskID == "task-1" && in.Send.Message.Text == "photo.jpg"
+	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(a2aclient.Snapshot{}, nil).Never()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
+	}, 4*time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal(1, o.InputRounds)
+}
+
+// No answer: the first read comes after the waiting interval, and reads
+// at once (ReadFirst); a task the agent ended meanwhile ends the
+// delegation with the agent's state.
+func (s *LeanSuite) TestFirstReadAfterTheWaitingInterval() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.ReadFirst && in.SinceKey == "msg:q-1" })).
+		Return(snap("failed"), nil).Once()
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusFailed, o.Status)
+	s.Equal(t0.Add(contracts.DefaultWaitingPollSeconds*time.Second), s.env.Now().UTC())
+}
+
+// The deadline while a question waits, after the first read: the
+// deadline has its own timer from then on.
+func (s *LeanSuite) TestDeadlineAfterTheFirstRead() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).
+		After(72*time.Hour).Return(a2aclient.Snapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
+	s.Equal(t0.Add(time.Hour), s.env.Now().UTC())
+}
+
+// A deadline closer than the first read: no read, the deadline ends it.
+func (s *LeanSuite) TestDeadlineBeforeTheFirstRead() {
+	d := contract()
+	d.Deadline = t0.Add(2 * time.Minute)
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(a2aclient.Snapshot{}, nil).Never()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.ExecuteWorkflow(WorkflowType, d)
+	o := s.outcome()
+	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
+	s.Equal(t0.Add(2*time.Minute), s.env.Now().UTC())
+}
+
+// A send that outlasts a close deadline: the deadline timer is started
+// before the send, the send is let finish (SendSettle) and its task
+// canceled.
+func (s *LeanSuite) TestCloseDeadlineIsArmedBeforeTheSend() {
+	d := contract()
+	d.Deadline = t0.Add(30 * time.Second)
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).After(40*time.Second).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.ExecuteWorkflow(WorkflowType, d)
+	o := s.outcome()
+	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
+	s.Equal("task-1", o.RemoteTaskID)
+}
+
+// Refusals of the first send: nothing sent, the outcome says why.
+func (s *LeanSuite) TestRefusedFirstSends() {
+	untrusted := leanCard()
+	untrusted.SignatureRequired = true
+	untrusted.Verification = cards.Verification{Status: cards.SigUnsigned}
+	noSkill := leanCard()
+	noSkill.SkillFound = false
+	for name, tc := range map[string]struct {
+		res  activities.CheckAndSendResult
+		want contracts.Status
+		msg  string
+	}{
+		"untrusted": {activities.CheckAndSendResult{Card: untrusted, Refused: "card"}, contracts.StatusCardUntrusted, "verified card signature is required"},
+		"no skill":  {activities.CheckAndSendResult{Card: noSkill, Refused: "card"}, contracts.StatusProtocolError, `offers no skill "open-claim"`},
+		"modes":     {activities.CheckAndSendResult{Card: leanCard(), Refused: "input modes: text/plain is not accepted"}, contracts.StatusProtocolError, "text/plain"},
+		"denied": {activities.CheckAndSendResult{Card: leanCard(), Authorization: &activities.AuthorizationDecision{Reason: "skill not allowed"}},
+			contracts.StatusAuthorizationDenied, "skill not allowed"},
+	} {
+		s.Run(name, func() {
+			s.SetupTest()
+			s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(tc.res, nil).Once()
+			s.env.ExecuteWorkflow(WorkflowType, contract())
+			o := s.outcome()
+			s.Equal(tc.want, o.Status)
+			s.Contains(o.Error.Message, tc.msg)
+			s.Empty(s.state().Sends, "nothing sent")
+			s.env.AssertExpectations(s.T())
+		})
+	}
+}
+
+// A follow-up on a card that changed in a way that matters waits in
+// card-changed; rediscover sends it on the new card.
+func (s *LeanSuite) TestCardChangeBeforeAFollowUpWaitsForRediscover() {
+	moved := leanCard()
+	moved.Agent.CardDigest = "sha256:11"
+	moved.Interface.URL = "http://agent/v2/jsonrpc"
+	change := "interface changed"
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Authorization.Round == 1 && !in.AcceptChange
+	})).Return(activities.CheckAndSendResult{Card: moved, Change: change, Refused: change}, nil).Once()
+	res := sent(snap("completed", claim("claim_opened")))
+	res.Card, res.Change = moved, change
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Authorization.Round == 1 && in.AcceptChange
+	})).Return(res, nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		s.Equal(StateCardChanged, s.state().A2AState)
+		s.env.SignalWorkflow(Rediscover, nil)
+	}, 2*time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal("http://agent/v2/jsonrpc", o.Protocol.URL)
+	st := s.state()
+	s.Require().Len(st.CardChanges, 2)
+	s.True(st.CardChanges[0].Matters)
+	s.False(st.CardChanges[0].Accepted)
+}
+
+// A send whose outcome is unknown still tells the workflow the card it
+// went to (the error's details): the operator's abandon then cancels
+// nothing it cannot reach, and the interface is known.
+func (s *LeanSuite) TestUnknownOutcomeKeepsTheCard() {
+	details := activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed()}
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
+		temporal.NewApplicationErrorWithOptions("the reply was cut off", string(contracts.CategoryUnknownOutcome),
+			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{details}})).Once()
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Equal(StateUnknownOutcome, st.A2AState)
+		s.Equal("http://agent/a2a/jsonrpc", st.Interface.URL)
+		s.Len(st.Authorizations, 1)
+		s.env.SignalWorkflow(ResolveUnknown, Resolution{Action: ActionAbandon})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusUnknownOutcome, o.Status)
+}
