@@ -810,7 +810,7 @@ func (r *run) retrying(ctx workflow.Context, op string, call, handover func() er
 		} else {
 			err = call()
 		}
-		if err == nil || !transient(err) || r.interrupt() != nil || ctx.Err() != nil || (r.s.Retrying != nil && r.s.Retrying.HandedOver) {
+		if err == nil || !r.transient(err) || r.interrupt() != nil || ctx.Err() != nil || (r.s.Retrying != nil && r.s.Retrying.HandedOver) {
 			if r.s.Retrying != nil {
 				r.s.Retrying = nil
 				r.details(ctx)
@@ -857,6 +857,13 @@ func isTimeout(err error) bool {
 // transient reports whether an activity error may go away by itself.
 func transient(err error) bool {
 	return errorType(err) == string(contracts.CategoryTransient) || isTimeout(err)
+}
+
+// transient is transient(err), and from VersionLean also an activity the
+// worker that took it does not know (an older worker during a rolling
+// deploy: another worker will).
+func (r *run) transient(err error) bool {
+	return transient(err) || (r.v >= VersionLean && errorType(err) == "ActivityNotRegisteredError")
 }
 
 // adopt makes a resolved card the one the delegation uses.
@@ -1187,9 +1194,26 @@ func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, 
 func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, round int, msgID string, fn, in any, get func(workflow.Context, workflow.Future) (a2aclient.Snapshot, error)) error {
 	if r.v < VersionLean {
 		r.flushSA(ctx)
-	} else if opts.RetryPolicy == nil || opts.RetryPolicy.MaximumAttempts != 1 ||
-		r.d.Deadline.Sub(workflow.Now(ctx)) <= opts.StartToCloseTimeout+SendSettle {
-		r.arm(ctx)
+	} else {
+		left := r.d.Deadline.Sub(workflow.Now(ctx))
+		if opts.RetryPolicy == nil || opts.RetryPolicy.MaximumAttempts != 1 || left <= opts.StartToCloseTimeout+SendSettle {
+			r.arm(ctx)
+		} else {
+			// Unarmed, the send must start early enough to end before
+			// the deadline; one that waited in the queue longer times
+			// out with nothing sent (then retrying arms the deadline).
+			opts.ScheduleToStartTimeout = left - opts.StartToCloseTimeout
+		}
+		// Nothing is sent after a stop (a revoke or the deadline delivered
+		// with an answer or a resolution, a deadline already passed): the
+		// listener handles what this workflow task delivered first.
+		r.settleListener(ctx)
+		if err := r.interrupt(); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
 	dctx, dcancel := workflow.NewDisconnectedContext(ctx)
 	defer dcancel()

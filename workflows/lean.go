@@ -29,27 +29,22 @@ func (e *refusedError) Error() string { return e.info.Message }
 // Signal "rediscover", as recheckCard does before VersionLean.
 func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (a2aclient.Snapshot, error) {
 	for {
-		in := activities.CheckAndSendInput{
-			Card:         activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard},
-			AcceptChange: r.rediscover,
-			Authorization: activities.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, Skill: r.d.Skill,
-				Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round},
-			Send: activities.SendInput{Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: a2aclient.Outbound{
-				MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
-			}},
-		}
-		if r.s.Interface.URL != "" {
-			in.InUse = &activities.CardInUse{Interface: r.s.Interface, Signature: r.s.Signature}
-		}
 		prev := r.s.A2AState
 		r.setState(ctx, PhaseSending)
+		var in activities.CheckAndSendInput
 		var res activities.CheckAndSendResult
 		opts := sendOptions()
 		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
-		attempts, err := r.retrying(ctx, "SendMessage", func() error {
-			res = activities.CheckAndSendResult{}
+		// Each attempt is built from the state as it is then: a card
+		// adopted by an earlier attempt is the one in use.
+		attempt := func(opts workflow.ActivityOptions) error {
+			in, res = r.checkSendInput(round, text, data, credentialRef), activities.CheckAndSendResult{}
 			err := r.checkSendActivity(ctx, opts, round, in, &res)
 			r.applyChecks(ctx, in, res)
+			return err
+		}
+		attempts, err := r.retrying(ctx, "CheckAndSend", func() error {
+			err := attempt(opts)
 			if err != nil && round > 0 && transient(err) && r.interrupt() == nil {
 				// A follow-up refused with what looks transient may be
 				// refused because the agent has ended the task.
@@ -59,10 +54,7 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 			}
 			return err
 		}, func() error {
-			res = activities.CheckAndSendResult{}
-			err := r.checkSendActivity(ctx, r.handoverOptions(ctx, sendOptions()), round, in, &res)
-			r.applyChecks(ctx, in, res)
-			return err
+			return attempt(r.handoverOptions(ctx, sendOptions()))
 		})
 		if err != nil {
 			return a2aclient.Snapshot{}, err
@@ -107,6 +99,23 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 	}
 }
 
+// checkSendInput is CheckAndSend's input for round n from the state now.
+func (r *run) checkSendInput(round int, text string, data json.RawMessage, credentialRef string) activities.CheckAndSendInput {
+	in := activities.CheckAndSendInput{
+		Card:         activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard},
+		AcceptChange: r.rediscover,
+		Authorization: activities.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, Skill: r.d.Skill,
+			Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round},
+		Send: activities.SendInput{Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: a2aclient.Outbound{
+			MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
+		}},
+	}
+	if r.s.Interface.URL != "" {
+		in.InUse = &activities.CardInUse{Interface: r.s.Interface, Signature: r.s.Signature}
+	}
+	return in
+}
+
 // applyChecks records what a CheckAndSend checked: the card (adopted
 // when usable; a change of card is recorded) and the authorization.
 func (r *run) applyChecks(ctx workflow.Context, in activities.CheckAndSendInput, res activities.CheckAndSendResult) {
@@ -130,7 +139,12 @@ func (r *run) applyChecks(ctx workflow.Context, in activities.CheckAndSendInput,
 		}
 	}
 	if a := res.Authorization; a != nil {
-		r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{AuthorizationDecision: *a, Round: in.Authorization.Round, At: workflow.Now(ctx)})
+		// One record per round and decision: a retried send checks again,
+		// and only a different decision is recorded again.
+		n := len(r.s.Authorizations)
+		if n == 0 || r.s.Authorizations[n-1].Round != in.Authorization.Round || r.s.Authorizations[n-1].AuthorizationDecision != *a {
+			r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{AuthorizationDecision: *a, Round: in.Authorization.Round, At: workflow.Now(ctx)})
+		}
 	}
 }
 

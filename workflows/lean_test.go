@@ -251,3 +251,13 @@ func (s *LeanSuite) TestUnknownOutcomeKeepsTheCard() {
 	o := s.outcome()
 	s.Equal(contracts.StatusUnknownOutcome, o.Status)
 }
+
+// During a rolling deploy an older worker may take CheckAndSend and not
+// know it: that is retried (another worker will), not a protocol error.
+func (s *LeanSuite) TestUnknownActivityOnAnOlderWorkerIsRetried() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
+		temporal.NewApplicationError("unable to find activityType=CheckAndSend", "ActivityNotRegisteredError")).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.Equal(contracts.StatusCompleted, s.outcome().Status)
+}

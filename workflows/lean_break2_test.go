@@ -1,0 +1,61 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+func (s *LeanSuite) TestCredentialRefAskedAgain() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("auth-required", "msg:q-1", "login")), nil).Once()
+	details := activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed()}
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Send.CredentialRef == "bad"
+	})).Return(activities.CheckAndSendResult{}, temporal.NewApplicationErrorWithOptions("no such ref", activities.ErrTypeCredentialRef,
+		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{details}})).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Send.CredentialRef == "good"
+	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{CredentialRef: "bad"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Equal("auth-required", st.A2AState)
+		s.NotNil(st.Question)
+		s.env.SignalWorkflow(ProvideInput, contracts.Answer{CredentialRef: "good"})
+	}, 2*time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
+	st := s.state()
+	s.Equal(1, o.InputRounds)
+	s.Require().Len(st.Answers, 2)
+	s.Contains(st.Answers[0].Refused, "not in the worker's credential store")
+	// One record per round and decision: round 0, then round 1 (checked
+	// twice, allowed both times).
+	s.Len(st.Authorizations, 2)
+}
+
+// A revoke delivered before a resolve-unknown resend: nothing is resent.
+func (s *LeanSuite) TestRevokeWithResendSendsNothing() {
+	details := activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed()}
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
+		temporal.NewApplicationErrorWithOptions("cut off", string(contracts.CategoryUnknownOutcome),
+			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{details}})).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("working")), nil).Maybe()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(Revoke, map[string]string{"reason": "stop"})
+		s.env.SignalWorkflow(ResolveUnknown, Resolution{Action: ActionResend})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	s.env.AssertNumberOfCalls(s.T(), "CheckAndSend", 1)
+	for _, sd := range s.state().Sends {
+		s.NotEqual("sent after the stop", sd.Result)
+	}
+}

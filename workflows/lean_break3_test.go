@@ -1,0 +1,41 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// An accepted card change whose send then fails transiently once: the
+// retry is built from the state then (the new card in use, nothing to
+// accept) and records no change again.
+func (s *LeanSuite) TestCardChangeRecordedPerRetry() {
+	moved := leanCard()
+	moved.Agent.CardDigest = "sha256:11"
+	moved.Interface.URL = "http://agent/v2/jsonrpc"
+	change := "interface changed"
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Authorization.Round == 1 && !in.AcceptChange
+	})).Return(activities.CheckAndSendResult{Card: moved, Change: change, Refused: change}, nil).Once()
+	acc := activities.CheckAndSendResult{Card: moved, Change: change, Authorization: allowed()}
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Authorization.Round == 1 && in.AcceptChange
+	})).Return(activities.CheckAndSendResult{}, temporal.NewApplicationErrorWithOptions("503", string(contracts.CategoryTransient),
+		temporal.ApplicationErrorOptions{Details: []any{acc}})).Once()
+	res := sent(snap("completed", claim("claim_opened")))
+	res.Card = moved
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Authorization.Round == 1 && !in.AcceptChange && in.InUse != nil && in.InUse.Interface.URL == moved.Interface.URL
+	})).Return(res, nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Rediscover, nil) }, 2*time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.Equal(contracts.StatusCompleted, s.outcome().Status)
+	st := s.state()
+	s.Len(st.CardChanges, 2, "%+v", st.CardChanges)
+}

@@ -1,0 +1,60 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// A deadline already passed when the first workflow task runs (no worker
+// until then; Validate accepts it): before VersionLean nothing was sent.
+func (s *LeanSuite) TestDeadlinePassedAtStartSendsNothing() {
+	s.env.SetStartTime(t0.Add(2 * time.Hour)) // contract deadline is t0+1h
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Maybe()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
+	s.env.AssertNotCalled(s.T(), "CheckAndSend", mock.Anything, mock.Anything)
+	s.Empty(s.state().Sends, "a message was sent after the deadline")
+}
+
+// A revoke delivered before an answer is acted on: "nothing more is
+// sent". (Before VersionLean the recheck/authorize local activity's wait
+// saw the revoke; CheckAndSend is not scheduled after a stop.)
+func (s *LeanSuite) TestRevokeWithAnswerSendsNothing() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(sent(snap("working")), nil).Maybe()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(Revoke, map[string]string{"reason": "stop"})
+		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	s.env.AssertNumberOfCalls(s.T(), "CheckAndSend", 1)
+	for _, sd := range s.state().Sends {
+		s.NotEqual(1, sd.Round, "round 1 sent after revoke: %+v", sd)
+	}
+}
+
+// Transient send failure then success: one authorization per round before
+// VersionLean (authorize, then send retried).
+func (s *LeanSuite) TestAuthorizationsPerAttempt() {
+	res := activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed()}
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
+		temporal.NewApplicationErrorWithOptions("503", string(contracts.CategoryTransient), temporal.ApplicationErrorOptions{Details: []any{res}})).Times(2)
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.ExecuteWorkflow(WorkflowType, contract())
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Len(s.state().Authorizations, 1)
+}
+
+var _ = a2aclient.Snapshot{}
