@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-interop test-browser lint bench clean record-histories
+.PHONY: build run test test-interop test-browser test-postgres lint bench bench-postgres clean record-histories
 
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
@@ -39,6 +39,18 @@ record-histories:
 bench: build
 	./$(BIN)/delegate bench
 	$(GO) test -run '^$$' -bench . -benchmem ./cards ./contracts
+
+# delegate bench on both servers: the in-memory embedded one and a Temporal
+# server on a temporary PostgreSQL (Debian's postgresql package; started by
+# scripts/with-postgres.sh on a free port, removed after). BENCH_ARGS adds
+# flags, e.g. BENCH_ARGS="--waiting 100000 --only postgres" (docs/scaling.md).
+BENCH_ARGS ?=
+bench-postgres: build
+	./scripts/with-postgres.sh ./$(BIN)/delegate bench --server '"$$DELEGATE_POSTGRES_URL"' $(BENCH_ARGS)
+
+# The tests that need PostgreSQL, on a temporary server (Debian's postgresql).
+test-postgres:
+	./scripts/with-postgres.sh DELEGATE_REQUIRE_POSTGRES=1 $(GO) test -count=1 -timeout 15m -run Postgres ./internal/devserver ./internal/bench
 
 # The operator's flow in the Temporal UI, in headless Chromium (Debian's
 # chromium package; playwright-core from npm, no browser download).

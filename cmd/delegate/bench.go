@@ -33,9 +33,7 @@ func newBenchCmd() *cobra.Command {
 					return usageErr(err)
 				}
 			}
-			if !asJSON {
-				cfg.Progress = cmd.ErrOrStderr()
-			}
+			cfg.Progress = cmd.ErrOrStderr() // JSON goes to stdout
 			res, err := bench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return temporalErr(err)
@@ -45,7 +43,12 @@ func newBenchCmd() *cobra.Command {
 				fmt.Fprintln(cmd.OutOrStdout(), string(b))
 				return nil
 			}
-			printBench(cmd.OutOrStdout(), res)
+			for _, name := range []string{"embedded", "postgres"} {
+				if r, ok := res.Servers[name]; ok {
+					fmt.Fprintf(cmd.OutOrStdout(), "== %s: %s\n", name, r.Settings["server"])
+					printBench(cmd.OutOrStdout(), r)
+				}
+			}
 			return nil
 		},
 	}
@@ -54,11 +57,13 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Latency, "latency-ops", 50, "operations of the latency measurement (concurrency 1)")
 	cmd.Flags().IntVar(&cfg.Waiting, "waiting", 1000, "delegations held in input-required on a worker process (0: skip)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&cfg.Postgres, "server", "", "also measure on a Temporal server on this PostgreSQL database: postgres://USER@HOST:PORT/DB (make bench-postgres starts one)")
+	cmd.Flags().StringVar(&cfg.Only, "only", "", `measure on one server only: "embedded" or "postgres"`)
 	cmd.Flags().StringVar(&dynamicConfigFile, "dynamic-config", "", "Temporal dynamic-config YAML file, over the one-host defaults of the embedded server")
 	return cmd
 }
 
-func printBench(w io.Writer, r *bench.Result) {
+func printBench(w io.Writer, r *bench.ServerResult) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tconcurrency\tops\tthroughput/s\tp50 ms\tp95 ms\tp99 ms\terrors\t")
 	row := func(name, c string, s bench.Stats) {
@@ -81,7 +86,13 @@ func printBench(w io.Writer, r *bench.Result) {
 		if r.Waiting.Skipped != "" {
 			fmt.Fprintf(w, "waiting: %s\n", r.Waiting.Skipped)
 		}
-		fmt.Fprintf(w, "waiting: %d delegations in input-required: worker RSS %.1f MB, heap %.1f MB\n", r.Waiting.Count, r.Waiting.WorkerRSSMB, r.Waiting.WorkerHeapMB)
+		wt := r.Waiting
+		fmt.Fprintf(w, "waiting: %d delegations in input-required (parked at %.1f/s): worker RSS %.1f MB, heap %.1f MB; bench process (server) RSS %.1f MB\n",
+			wt.Count, wt.ParkedPerS, wt.WorkerRSSMB, wt.WorkerHeapMB, wt.ServerRSSMB)
+		fmt.Fprintf(w, "answer p50 over %d: %.1f ms with %d waiting, %.1f ms with 10 waiting\n", wt.AnswerOps, wt.AnswerP50ms, wt.Count, wt.AnswerP50At10ms)
+		if wt.DBBytesPerWaiting > 0 {
+			fmt.Fprintf(w, "database: %.0f bytes per waiting delegation\n", wt.DBBytesPerWaiting)
+		}
 	}
 	names := make([]string, 0, len(r.Targets))
 	for n := range r.Targets {

@@ -16,6 +16,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -61,6 +62,12 @@ type Config struct {
 	Progress io.Writer
 	// DynamicConfig overrides devserver.OneHostDynamicConfig.
 	DynamicConfig dynamicconfig.ConfigValueMap
+	// Postgres, postgres://USER@HOST:PORT/DB, runs every measurement a
+	// second time on a Temporal server on that PostgreSQL database.
+	Postgres string
+	// Only runs the measurements on one server: "embedded" or "postgres"
+	// (empty: both, postgres when Postgres is set).
+	Only string
 }
 
 // Stats of one measurement.
@@ -79,8 +86,15 @@ type Pair struct {
 	CN Stats `json:"cN"`
 }
 
-// Result is what `delegate bench --json` prints.
+// Result is what `delegate bench --json` prints: the embedded server's
+// figures at the top level, and every server's under Servers.
 type Result struct {
+	ServerResult
+	Servers map[string]*ServerResult `json:"servers"`
+}
+
+// ServerResult is the figures of one Temporal server.
+type ServerResult struct {
 	Raw           Pair               `json:"raw"`
 	Trivial       Pair               `json:"trivial"`
 	Delegate      Pair               `json:"delegate"`
@@ -109,7 +123,21 @@ type Waiting struct {
 	Count        int     `json:"count"`
 	WorkerRSSMB  float64 `json:"worker_rss_mb"`
 	WorkerHeapMB float64 `json:"worker_heap_mb"`
-	Skipped      string  `json:"skipped,omitempty"`
+	// ServerRSSMB is the bench process's RSS: the Temporal server runs in
+	// it (with the load generator and the claims agent).
+	ServerRSSMB float64 `json:"server_rss_mb"`
+	// ParkedPerS is how fast the delegations reached input-required.
+	ParkedPerS float64 `json:"parked_per_s"`
+	// AnswerP50ms is the time to answer one waiting delegation (Update
+	// "provide-input" until completed), p50 over AnswerOps answers with
+	// Count waiting, and AnswerP50At10ms the same with 10 waiting.
+	AnswerOps       int     `json:"answer_ops,omitempty"`
+	AnswerP50ms     float64 `json:"answer_p50_ms,omitempty"`
+	AnswerP50At10ms float64 `json:"answer_p50_ms_10_waiting,omitempty"`
+	// DBBytesPerWaiting is the growth of the server's databases divided
+	// by Count (PostgreSQL only).
+	DBBytesPerWaiting float64 `json:"db_bytes_per_waiting,omitempty"`
+	Skipped           string  `json:"skipped,omitempty"`
 }
 
 // Verdict of one target.
@@ -156,12 +184,38 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fmt.Fprintf(cfg.Progress, format+"\n", a...)
 		}
 	}
-	quiet := slog.New(slog.DiscardHandler)
-	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: -1, SearchAttributes: workflows.SearchAttributeNames, LogLevel: "fatal", DynamicConfig: cfg.DynamicConfig})
-	if err != nil {
-		return nil, err
+	out := &Result{Servers: map[string]*ServerResult{}}
+	servers := []struct{ name, postgres, desc string }{{"embedded", "", "embedded go.temporal.io/server, in-memory SQLite"}}
+	if cfg.Postgres != "" {
+		servers = append(servers, struct{ name, postgres, desc string }{"postgres", cfg.Postgres, "embedded go.temporal.io/server on PostgreSQL"})
 	}
-	defer srv.Stop()
+	for _, sv := range servers {
+		if cfg.Only != "" && cfg.Only != sv.name {
+			continue
+		}
+		say("== %s: %s", sv.name, sv.desc)
+		srv, err := devserver.Start(ctx, devserver.Config{Memory: sv.postgres == "", Postgres: sv.postgres, UIPort: -1,
+			SearchAttributes: workflows.SearchAttributeNames, LogLevel: "fatal", DynamicConfig: cfg.DynamicConfig})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sv.name, err)
+		}
+		res, err := runOn(ctx, cfg, srv, say)
+		srv.Stop()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sv.name, err)
+		}
+		res.Settings["server"] = sv.desc
+		out.Servers[sv.name] = res
+	}
+	if r, ok := out.Servers["embedded"]; ok {
+		out.ServerResult = *r
+	}
+	return out, nil
+}
+
+// runOn runs every measurement on one server.
+func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(string, ...any)) (*ServerResult, error) {
+	quiet := slog.New(slog.DiscardHandler)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -186,9 +240,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer w.Stop()
 
-	res := &Result{Settings: map[string]any{
-		"n": cfg.N, "concurrency": cfg.Concurrency, "latency_ops": cfg.Latency, "waiting": cfg.Waiting,
-		"server": "embedded go.temporal.io/server, in-memory SQLite", "poll_initial_ms": 20,
+	res := &ServerResult{Settings: map[string]any{
+		"n": cfg.N, "concurrency": cfg.Concurrency, "latency_ops": cfg.Latency, "waiting": cfg.Waiting, "poll_initial_ms": 20,
 	}}
 	card, err := (&cards.Fetcher{}).Fetch(ctx, base)
 	if err != nil {
@@ -259,7 +312,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if len(cfg.WorkerCommand) > 0 && cfg.Waiting > 0 {
 		w.Stop() // the waiting delegations belong to the worker process alone
 		say("waiting: %d delegations in input-required on a worker process", cfg.Waiting)
-		res.Waiting, err = waiting(ctx, c, srv.Namespace(), srv.FrontendAddr(), base, cfg, say)
+		res.Waiting, err = waiting(ctx, c, srv, base, cfg, say)
 		if err != nil {
 			res.Waiting.Skipped = err.Error()
 		}
@@ -391,58 +444,139 @@ func answerWhenAsked(ctx context.Context, c client.Client, id string) error {
 	return fmt.Errorf("%s never asked for input", id)
 }
 
-// waiting starts a worker process, parks cfg.Waiting delegations in
-// INPUT_REQUIRED on it, and reads its RSS (/proc) and heap (expvar).
-func waiting(ctx context.Context, c client.Client, ns, addr, base string, cfg Config, say func(string, ...any)) (Waiting, error) {
-	out := Waiting{}
+// waiting starts a worker process and parks cfg.Waiting delegations in
+// INPUT_REQUIRED on it. First, with 10 waiting, it times AnswerOps answers
+// (each answered delegation replaced, so that 10 stay waiting); then it
+// parks the rest, reads the worker's RSS (/proc) and heap (expvar), the
+// bench process's RSS (the server's) and the database's growth, and times
+// AnswerOps answers again.
+func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base string, cfg Config, say func(string, ...any)) (Waiting, error) {
+	out := Waiting{AnswerOps: answerOps}
 	dbg, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return out, err
 	}
 	debugAddr := dbg.Addr().String()
 	dbg.Close()
-	args := append(slices.Clone(cfg.WorkerCommand), "--address", addr, "--debug-addr", debugAddr, "--poll-initial", "20ms")
+	args := append(slices.Clone(cfg.WorkerCommand), "--address", srv.FrontendAddr(), "--debug-addr", debugAddr, "--poll-initial", "20ms")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		return out, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	dbBefore, dbErr := srv.DatabaseBytes(ctx)
 
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 50)
-	var failed atomic.Int64
-	for i := range cfg.Waiting {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if _, err := workflows.Start(ctx, c, contract(fmt.Sprintf("bench-waiting-%d", i), base, "lost-parcel")); err != nil {
+	var seq atomic.Int64
+	park := func(n int) error {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 50)
+		var failed atomic.Int64
+		var firstErr atomic.Value
+		for range n {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				d := waitingContract(fmt.Sprintf("bench-waiting-%d", seq.Add(1)), base)
+				// A start refused under load (a timeout, a rate limit) is
+				// tried again; one that did start the first time is running.
+				var err error
+				for try := 0; try < 5; try++ {
+					if _, err = workflows.Start(ctx, c, d); err == nil || errors.Is(err, workflows.ErrAlreadyRunning) {
+						return
+					}
+					time.Sleep(time.Second)
+				}
 				failed.Add(1)
-			}
-		})
+				firstErr.CompareAndSwap(nil, err.Error())
+			})
+		}
+		wg.Wait()
+		if n := failed.Load(); n > 0 {
+			return fmt.Errorf("%d delegations did not start (%v)", n, firstErr.Load())
+		}
+		return nil
 	}
-	wg.Wait()
-	if n := failed.Load(); n > 0 {
-		return out, fmt.Errorf("%d delegations did not start", n)
-	}
-	// Wait until all of them wait for input (visibility), at most a few
-	// minutes; then measure what is there and say how many.
-	deadline := time.Now().Add(3*time.Minute + time.Duration(cfg.Waiting)*10*time.Millisecond)
-	for {
-		resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: ns,
+	waitingNow := func() int {
+		resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: srv.Namespace(),
 			Query: `WorkflowType = "Delegation" AND ExecutionStatus = "Running" AND A2AState = "input-required"`})
-		if err == nil {
-			out.Count = int(resp.GetCount())
+		if err != nil {
+			return -1
 		}
-		if out.Count >= cfg.Waiting || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
+		return int(resp.GetCount())
 	}
+	// waitUntil waits until n delegations wait (visibility), at most
+	// within; it returns how many do.
+	waitUntil := func(n int, within time.Duration) int {
+		deadline := time.Now().Add(within)
+		for {
+			got := waitingNow()
+			if got >= n || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// answer answers bench-waiting-<id>, timed.
+	answer := func(id int64) (time.Duration, error) {
+		wid := fmt.Sprintf("bench-waiting-%d", id)
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			if st, err := workflows.QueryStateOf(ctx, c, wid); err == nil && st.Question != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return 0, fmt.Errorf("%s never asked for input", wid)
+			}
+		}
+		t0 := time.Now()
+		_, err := workflows.Answer(ctx, c, wid, contracts.Answer{Text: "photo", AnsweredBy: "bench"})
+		return time.Since(t0), err
+	}
+
+	// With 10 waiting.
+	if err := park(10); err != nil {
+		return out, err
+	}
+	if got := waitUntil(10, time.Minute); got < 10 {
+		return out, fmt.Errorf("only %d of 10 delegations reached input-required", got)
+	}
+	say("waiting: %d answers with 10 waiting", answerOps)
+	var at10 []time.Duration
+	for i := range answerOps {
+		d, err := answer(int64(i + 1))
+		if err != nil {
+			return out, fmt.Errorf("answer with 10 waiting: %w", err)
+		}
+		at10 = append(at10, d)
+		if err := park(1); err != nil {
+			return out, err
+		}
+		waitUntil(10, 30*time.Second)
+	}
+	out.AnswerP50At10ms = p50(at10)
+	first := seq.Load() // the delegations parked from here on are counted
+
+	t0 := time.Now()
+	rest := cfg.Waiting - 10
+	say("waiting: parking %d more", rest)
+	// In batches, each let reach input-required (within 1,000) before the
+	// next: starting faster than the server processes only queues tasks.
+	const batch = 2000
+	for done := 0; done < rest; {
+		n := min(batch, rest-done)
+		if err := park(n); err != nil {
+			return out, err
+		}
+		done += n
+		got := waitUntil(10+done-1000, 10*time.Minute)
+		say("waiting: %d started, %d waiting, %.1f/s", done, got, float64(got-10)/time.Since(t0).Seconds())
+	}
+	out.Count = waitUntil(cfg.Waiting, 3*time.Minute+time.Duration(cfg.Waiting)*10*time.Millisecond)
+	out.ParkedPerS = round2(float64(out.Count-10) / time.Since(t0).Seconds())
 	if out.Count < cfg.Waiting {
 		out.Skipped = fmt.Sprintf("only %d of %d delegations reached input-required in time; measured with %d", out.Count, cfg.Waiting, out.Count)
 	}
-	say("%d waiting; reading the worker's memory", out.Count)
+	say("waiting: %d waiting; reading memory and the database", out.Count)
 	rss, err := rssMB(cmd.Process.Pid)
 	if err != nil {
 		return out, err
@@ -452,7 +586,49 @@ func waiting(ctx context.Context, c client.Client, ns, addr, base string, cfg Co
 		return out, err
 	}
 	out.WorkerRSSMB, out.WorkerHeapMB = round2(rss), round2(heap)
+	if self, err := rssMB(os.Getpid()); err == nil {
+		out.ServerRSSMB = round2(self)
+	}
+	if dbErr == nil {
+		if after, err := srv.DatabaseBytes(ctx); err == nil && out.Count > 0 {
+			out.DBBytesPerWaiting = round2(float64(after-dbBefore) / float64(out.Count))
+		}
+	}
+	parked := int64(out.Count - 10)
+	ops := int(min(int64(answerOps), parked))
+	say("waiting: %d answers with %d waiting", ops, out.Count)
+	var atN []time.Duration
+	for i := range ops {
+		// Spread over those parked last (not cached in the worker).
+		id := first + 1 + int64(i)*(parked/int64(ops))
+		d, err := answer(id)
+		if err != nil {
+			return out, fmt.Errorf("answer with %d waiting: %w", out.Count, err)
+		}
+		atN = append(atN, d)
+	}
+	if len(atN) > 0 {
+		out.AnswerP50ms = p50(atN)
+	}
 	return out, nil
+}
+
+// answerOps is how many answers each answer measurement times.
+const answerOps = 50
+
+func p50(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return round2(float64(s[len(s)/2].Microseconds()) / 1000)
+}
+
+// waitingContract parks at the claims agent's question with a deadline and
+// a waiting cadence long enough for a scale run (one read an hour).
+func waitingContract(id, base string) contracts.Delegation {
+	d := contract(id, base, "lost-parcel")
+	d.Deadline = time.Now().Add(12 * time.Hour)
+	d.WaitingPollSeconds = 3600
+	return d
 }
 
 func rssMB(pid int) (float64, error) {
@@ -488,7 +664,7 @@ func heapMB(ctx context.Context, addr string) (float64, error) {
 }
 
 // targets are issue 13's (docs/performance.md).
-func targets(r *Result) map[string]Verdict {
+func targets(r *ServerResult) map[string]Verdict {
 	spread := func(st Stats) float64 {
 		if st.P50ms == 0 {
 			return 0
@@ -503,6 +679,10 @@ func targets(r *Result) map[string]Verdict {
 		"overhead_vs_raw_p50_c1_le_15ms": {Value: r.Ratios.DelegateVsRawP50OverheadMs, Target: "<= 15 ms", Holds: r.Ratios.DelegateVsRawP50OverheadMs <= 15},
 		"trivial_p95_vs_p50_cN_le_2":     {Value: spread(r.Trivial.CN), Target: "<= 2", Holds: spread(r.Trivial.CN) <= 2},
 		"delegate_p95_vs_p50_cN_le_2":    {Value: spread(r.Delegate.CN), Target: "<= 2", Holds: spread(r.Delegate.CN) <= 2},
+	}
+	if w := r.Waiting; w.AnswerP50At10ms > 0 && w.AnswerP50ms > 0 {
+		ratio := round2(w.AnswerP50ms / w.AnswerP50At10ms)
+		t[fmt.Sprintf("answer_p50_%d_waiting_vs_10_le_2", w.Count)] = Verdict{Value: ratio, Target: "<= 2", Holds: ratio <= 2}
 	}
 	if r.Waiting.Count >= 100000 {
 		t["worker_rss_mb_100000_waiting_le_300"] = Verdict{Value: r.Waiting.WorkerRSSMB, Target: "<= 300", Holds: r.Waiting.WorkerRSSMB <= 300}

@@ -40,8 +40,13 @@ import (
 // Config configures the embedded server.
 type Config struct {
 	// DBPath is the SQLite file (created with its schema when missing).
-	// Ignored when Memory is set. Default ".delegate/temporal.db".
+	// Ignored when Memory or Postgres is set. Default ".delegate/temporal.db".
 	DBPath string
+	// Postgres, postgres://USER[:PASSWORD]@HOST:PORT/DB, runs the server on
+	// PostgreSQL instead of SQLite: database DB and DB_visibility, created
+	// when missing, their schemas set up and updated with the server's own
+	// SQL schema tool (see setupPostgres).
+	Postgres string
 	// Memory keeps everything in memory; lost at Stop.
 	Memory bool
 	// IP to listen on; default 127.0.0.1.
@@ -161,7 +166,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
-	if cfg.Memory {
+	visCfg := sqlCfg
+	if cfg.Postgres != "" {
+		if sqlCfg, visCfg, err = postgresConfigs(cfg.Postgres); err != nil {
+			return nil, err
+		}
+		if err := setupPostgres(sqlCfg, visCfg); err != nil {
+			return nil, err
+		}
+	} else if cfg.Memory {
 		sqlCfg.ConnectAttributes["mode"] = "memory"
 		sqlCfg.ConnectAttributes["cache"] = "shared"
 		sqlCfg.DatabaseName = fmt.Sprintf("delegate-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -178,19 +191,21 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			}
 		}
 	}
-	sas := map[string]enumspb.IndexedValueType{}
-	for _, n := range cfg.SearchAttributes {
-		sas[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
-	nsCfg, err := sqliteschema.NewNamespaceConfig("active", cfg.Namespace, false, sas)
-	if err != nil {
-		return nil, fmt.Errorf("devserver: namespace config: %w", err)
-	}
-	if err := sqliteschema.CreateNamespaces(sqlCfg, nsCfg); err != nil {
-		return nil, fmt.Errorf("devserver: creating namespace %q: %w", cfg.Namespace, err)
+	if cfg.Postgres == "" {
+		sas := map[string]enumspb.IndexedValueType{}
+		for _, n := range cfg.SearchAttributes {
+			sas[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+		}
+		nsCfg, err := sqliteschema.NewNamespaceConfig("active", cfg.Namespace, false, sas)
+		if err != nil {
+			return nil, fmt.Errorf("devserver: namespace config: %w", err)
+		}
+		if err := sqliteschema.CreateNamespaces(sqlCfg, nsCfg); err != nil {
+			return nil, fmt.Errorf("devserver: creating namespace %q: %w", cfg.Namespace, err)
+		}
 	}
 
-	scfg, err := serverConfig(cfg, sqlCfg)
+	scfg, err := serverConfig(cfg, sqlCfg, visCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +223,12 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("devserver: starting Temporal: %w", err)
 	}
 	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))}
+	if cfg.Postgres != "" {
+		if err := s.ensureNamespace(ctx); err != nil {
+			s.Stop()
+			return nil, err
+		}
+	}
 	if err := s.ensureSearchAttributes(ctx); err != nil {
 		s.Stop()
 		return nil, err
@@ -221,7 +242,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func serverConfig(cfg Config, sqlCfg *config.SQL) (*config.Config, error) {
+func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error) {
 	// With a database file the internal ports follow the frontend port
 	// (the seven after it): the cluster membership recorded in the file then
 	// names the same addresses after a restart, and the restarted server
@@ -270,8 +291,8 @@ func serverConfig(cfg Config, sqlCfg *config.SQL) (*config.Config, error) {
 			}},
 		},
 		Persistence: config.Persistence{
-			DefaultStore: sqliteplugin.PluginName, VisibilityStore: sqliteplugin.PluginName, NumHistoryShards: 1,
-			DataStores: map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+			DefaultStore: "default", VisibilityStore: "visibility", NumHistoryShards: 1,
+			DataStores: map[string]config.DataStore{"default": {SQL: sqlCfg}, "visibility": {SQL: visCfg}},
 		},
 		ClusterMetadata: &cluster.Config{
 			EnableGlobalNamespace: false, FailoverVersionIncrement: 10,

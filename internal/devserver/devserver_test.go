@@ -21,7 +21,7 @@ func TestInternalPortsSkipTheUIPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := serverConfig(Config{IP: "127.0.0.1", Port: port, UIPort: port + 1}, &config.SQL{})
+	cfg, err := serverConfig(Config{IP: "127.0.0.1", Port: port, UIPort: port + 1}, &config.SQL{}, &config.SQL{})
 	if err != nil {
 		t.Fatal(err)
 	}

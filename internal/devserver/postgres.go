@@ -1,0 +1,160 @@
+package devserver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/log"
+	postgresplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql"
+	"go.temporal.io/server/tools/common/schema"
+	sqltool "go.temporal.io/server/tools/sql"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// postgresConfigs reads Config.Postgres, postgres://USER[:PASSWORD]@HOST:PORT/DB,
+// into the SQL configs of the default store (DB) and the visibility store
+// (DB_visibility), both with the server's "postgres12" plugin.
+func postgresConfigs(raw string) (store, visibility *config.SQL, err error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "postgres" && u.Scheme != "postgresql" || u.Host == "" || u.Port() == "" {
+		return nil, nil, fmt.Errorf("devserver: --server %q: want postgres://USER@HOST:PORT/DB", redact(raw))
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	if db == "" || strings.Contains(db, "/") {
+		return nil, nil, fmt.Errorf("devserver: --server %q: the database name is missing (postgres://USER@HOST:PORT/DB)", redact(raw))
+	}
+	pw, _ := u.User.Password()
+	store = &config.SQL{
+		PluginName: postgresplugin.PluginName, ConnectProtocol: "tcp", ConnectAddr: u.Host,
+		User: u.User.Username(), Password: pw, DatabaseName: db,
+		MaxConns: 20, MaxIdleConns: 20, MaxConnLifetime: time.Hour,
+		ConnectAttributes: map[string]string{},
+	}
+	for k, v := range u.Query() {
+		store.ConnectAttributes[k] = v[0]
+	}
+	vis := *store
+	vis.DatabaseName = db + "_visibility"
+	vis.ConnectAttributes = store.ConnectAttributes
+	return store, &vis, nil
+}
+
+// redact drops a password from a URL for messages.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	return raw
+}
+
+// setupPostgres creates the two databases when missing and brings their
+// schemas to the server's version with the Temporal server's own SQL
+// schema tool (go.temporal.io/server/tools/sql, the embedded
+// postgresql/v12 schemas): what temporal-sql-tool create-database,
+// setup-schema -v 0.0 and update-schema do.
+func setupPostgres(store, visibility *config.SQL) error {
+	logger := log.NewNoopLogger()
+	for _, s := range []struct {
+		cfg  *config.SQL
+		name string
+	}{{store, "postgresql/v12/temporal"}, {visibility, "postgresql/v12/visibility"}} {
+		c := *s.cfg
+		if err := sqltool.DoCreateDatabase(&c, "postgres", logger); err != nil && !strings.Contains(err.Error(), "already exists") {
+			return fmt.Errorf("devserver: creating database %s: %w", s.cfg.DatabaseName, err)
+		}
+		conn, err := sqltool.NewConnection(s.cfg, logger)
+		if err != nil {
+			return fmt.Errorf("devserver: connecting to %s: %w", s.cfg.DatabaseName, err)
+		}
+		if _, err := conn.ReadSchemaVersion(); err != nil {
+			if err := schema.NewSetupSchemaTask(conn, &schema.SetupConfig{InitialVersion: "0.0"}, logger).Run(); err != nil {
+				conn.Close()
+				return fmt.Errorf("devserver: schema of %s: %w", s.cfg.DatabaseName, err)
+			}
+		}
+		err = schema.NewUpdateSchemaTask(conn, &schema.UpdateConfig{DBName: s.cfg.DatabaseName, SchemaName: s.name}, logger).Run()
+		conn.Close()
+		if err != nil {
+			return fmt.Errorf("devserver: updating the schema of %s: %w", s.cfg.DatabaseName, err)
+		}
+	}
+	return nil
+}
+
+// ensureNamespace registers the namespace on a server whose store does
+// not have it yet (a new PostgreSQL database), retention one day.
+func (s *Server) ensureNamespace(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{HostPort: s.frontendAddr, Logger: quietLogger{}})
+	if err != nil {
+		return fmt.Errorf("devserver: dialing the frontend: %w", err)
+	}
+	defer c.Close()
+	for {
+		_, err = c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+			Namespace: s.cfg.Namespace, WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+			HistoryArchivalState: enumspb.ARCHIVAL_STATE_DISABLED, VisibilityArchivalState: enumspb.ARCHIVAL_STATE_DISABLED,
+		})
+		var exists *serviceerror.NamespaceAlreadyExists
+		if err == nil || errors.As(err, &exists) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devserver: registering namespace %q: %w", s.cfg.Namespace, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	// The new namespace is usable once the frontend's cache has it.
+	for {
+		_, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: s.cfg.Namespace})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devserver: namespace %q: %w", s.cfg.Namespace, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// DatabaseBytes is the size of the server's PostgreSQL databases (both),
+// pg_database_size; an error for SQLite.
+func (s *Server) DatabaseBytes(ctx context.Context) (int64, error) {
+	if s.cfg.Postgres == "" {
+		return 0, errors.New("devserver: database size is measured on PostgreSQL only")
+	}
+	store, vis, err := postgresConfigs(s.cfg.Postgres)
+	if err != nil {
+		return 0, err
+	}
+	u, _ := url.Parse(s.cfg.Postgres)
+	q := u.Query()
+	if q.Get("sslmode") == "" {
+		q.Set("sslmode", "disable")
+	}
+	u.RawQuery = q.Encode()
+	db, err := sql.Open("postgres", u.String()) // lib/pq, registered by the server's postgres12 plugin
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int64
+	err = db.QueryRowContext(ctx, "SELECT pg_database_size($1) + pg_database_size($2)", store.DatabaseName, vis.DatabaseName).Scan(&n)
+	return n, err
+}

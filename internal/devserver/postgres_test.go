@@ -1,0 +1,73 @@
+package devserver
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// postgresURL is the PostgreSQL server of `make test-postgres`
+// (scripts/with-postgres.sh); without it the PostgreSQL tests are skipped,
+// unless DELEGATE_REQUIRE_POSTGRES=1 makes that a failure.
+func postgresURL(t *testing.T) string {
+	u := os.Getenv("DELEGATE_POSTGRES_URL")
+	if u == "" {
+		if os.Getenv("DELEGATE_REQUIRE_POSTGRES") == "1" {
+			t.Fatal("DELEGATE_POSTGRES_URL is not set (run make test-postgres)")
+		}
+		t.Skip("no PostgreSQL server: make test-postgres runs this")
+	}
+	return u
+}
+
+// On a new PostgreSQL database the server sets up both schemas with its
+// own schema tool, registers the namespace and the search attributes; a
+// second start on the same database finds them and starts too.
+func TestPostgresServer(t *testing.T) {
+	base := postgresURL(t)
+	ctx := context.Background()
+	url := strings.TrimSuffix(base, "/temporal") + "/devserver_test"
+	for i := range 2 {
+		srv, err := Start(ctx, Config{Postgres: url, UIPort: -1, SearchAttributes: []string{"A2AState"}, LogLevel: "fatal"})
+		if err != nil {
+			t.Fatalf("start %d: %v", i+1, err)
+		}
+		c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Logger: quietLogger{}})
+		if err != nil {
+			srv.Stop()
+			t.Fatal(err)
+		}
+		resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+		c.Close()
+		srv.Stop()
+		if err != nil {
+			t.Fatalf("start %d: %v", i+1, err)
+		}
+		if _, ok := resp.GetCustomAttributes()["A2AState"]; !ok {
+			t.Fatalf("start %d: search attribute A2AState missing: %v", i+1, resp.GetCustomAttributes())
+		}
+	}
+}
+
+// A --server URL that is not postgres://USER@HOST:PORT/DB is refused with
+// the rule, and a password never shows in the error.
+func TestPostgresURLErrors(t *testing.T) {
+	for _, raw := range []string{"mysql://u@h:1/db", "postgres://u:secret@h/db", "postgres://u:secret@h:5432/", "postgres://u@h:5432/a/b"} {
+		_, _, err := postgresConfigs(raw)
+		if err == nil {
+			t.Errorf("%s: accepted", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "postgres://USER@HOST:PORT/DB") {
+			t.Errorf("%s: error %q", raw, err)
+		}
+	}
+	s, v, err := postgresConfigs("postgres://temporal:pw@127.0.0.1:5432/temporal?sslmode=disable")
+	if err != nil || s.DatabaseName != "temporal" || v.DatabaseName != "temporal_visibility" || s.Password != "pw" || s.ConnectAttributes["sslmode"] != "disable" {
+		t.Errorf("configs %+v %+v %v", s, v, err)
+	}
+}
