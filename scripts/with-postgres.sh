@@ -40,8 +40,6 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
 
 "${as_owner[@]}" "$bindir/initdb" -D "$dir/data" -U temporal -A trust -E UTF8 >"$dir/initdb.log" 2>&1 ||
   { cat "$dir/initdb.log" >&2; exit 2; }
@@ -52,4 +50,14 @@ trap 'exit 130' INT
 export DELEGATE_POSTGRES_URL="postgres://temporal@127.0.0.1:$port/temporal"
 export DELEGATE_POSTGRES_DATA="$dir/data"
 echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') at $DELEGATE_POSTGRES_URL" >&2
-eval "$@"
+# The command runs in the background so that a TERM or INT sent to this
+# script reaches it at once (bash defers traps while it waits on a
+# foreground command); the server is removed after it ends.
+eval "$@" &
+child=$!
+trap 'kill -TERM $child 2>/dev/null' TERM
+trap 'kill -INT $child 2>/dev/null' INT
+rc=0
+wait $child || rc=$?
+while kill -0 $child 2>/dev/null; do wait $child || rc=$?; done
+exit $rc

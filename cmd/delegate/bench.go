@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -28,6 +30,17 @@ func newBenchCmd() *cobra.Command {
 				return err
 			}
 			cfg.WorkerCommand = []string{self, "worker"}
+			switch {
+			case cfg.Only != "" && cfg.Only != "embedded" && cfg.Only != "postgres":
+				return usageErr(fmt.Errorf(`--only %q: "embedded" or "postgres"`, cfg.Only))
+			case cfg.Only == "postgres" && cfg.Postgres == "":
+				return usageErr(fmt.Errorf("--only postgres: needs --server postgres://USER@HOST:PORT/DB"))
+			}
+			if cfg.Postgres != "" {
+				if err := devserver.CheckPostgresURL(cfg.Postgres); err != nil {
+					return usageErr(errors.New(strings.TrimPrefix(err.Error(), "devserver: ")))
+				}
+			}
 			if dynamicConfigFile != "" {
 				if cfg.DynamicConfig, err = devserver.LoadDynamicConfig(dynamicConfigFile); err != nil {
 					return usageErr(err)

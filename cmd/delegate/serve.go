@@ -195,6 +195,9 @@ The server runs with dynamic config chosen for one host (docs/performance.md);
 			if u := srv.UIURL(); u != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "Temporal UI     %s\n", u)
 			}
+			if dynamicConfigFile != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "Dynamic config  %d settings from %s over the one-host defaults\n", len(cfg.DynamicConfig), dynamicConfigFile)
+			}
 			if noWorker {
 				<-ctx.Done()
 				return nil

@@ -87,7 +87,8 @@ type Pair struct {
 }
 
 // Result is what `delegate bench --json` prints: the embedded server's
-// figures at the top level, and every server's under Servers.
+// figures at the top level (the PostgreSQL one's with Only "postgres"),
+// and every server's under Servers.
 type Result struct {
 	ServerResult
 	Servers map[string]*ServerResult `json:"servers"`
@@ -184,6 +185,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fmt.Fprintf(cfg.Progress, format+"\n", a...)
 		}
 	}
+	switch {
+	case cfg.Only != "" && cfg.Only != "embedded" && cfg.Only != "postgres":
+		return nil, fmt.Errorf(`--only %q: "embedded" or "postgres"`, cfg.Only)
+	case cfg.Only == "postgres" && cfg.Postgres == "":
+		return nil, errors.New("--only postgres: needs --server postgres://USER@HOST:PORT/DB")
+	}
 	out := &Result{Servers: map[string]*ServerResult{}}
 	servers := []struct{ name, postgres, desc string }{{"embedded", "", "embedded go.temporal.io/server, in-memory SQLite"}}
 	if cfg.Postgres != "" {
@@ -193,7 +200,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.Only != "" && cfg.Only != sv.name {
 			continue
 		}
-		say("== %s: %s", sv.name, sv.desc)
+		say("measuring on the %s server (%s)", sv.name, sv.desc)
 		srv, err := devserver.Start(ctx, devserver.Config{Memory: sv.postgres == "", Postgres: sv.postgres, UIPort: -1,
 			SearchAttributes: workflows.SearchAttributeNames, LogLevel: "fatal", DynamicConfig: cfg.DynamicConfig})
 		if err != nil {
@@ -207,7 +214,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Settings["server"] = sv.desc
 		out.Servers[sv.name] = res
 	}
+	// The top level is the embedded server's, or with --only postgres the
+	// PostgreSQL one's (settings.server says which).
 	if r, ok := out.Servers["embedded"]; ok {
+		out.ServerResult = *r
+	} else if r, ok := out.Servers["postgres"]; ok {
 		out.ServerResult = *r
 	}
 	return out, nil
@@ -317,7 +328,7 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 			res.Waiting.Skipped = err.Error()
 		}
 	} else {
-		res.Waiting.Skipped = "no worker command or --waiting 0"
+		res.Waiting.Skipped = "--waiting 0"
 	}
 	res.Targets = targets(res)
 	return res, nil

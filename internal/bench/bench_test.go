@@ -36,4 +36,7 @@ func TestBenchOnPostgres(t *testing.T) {
 	if _, ok := res.Servers["embedded"]; ok {
 		t.Error(`Only "postgres" also measured the embedded server`)
 	}
+	if res.Settings["server"] != pg.Settings["server"] || res.HistoryEvents != pg.HistoryEvents {
+		t.Errorf("top level %v, want the PostgreSQL figures with Only \"postgres\"", res.Settings)
+	}
 }

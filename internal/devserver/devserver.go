@@ -18,8 +18,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
@@ -102,11 +105,60 @@ func LoadDynamicConfig(path string) (dynamicconfig.ConfigValueMap, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--dynamic-config: %w", err)
 	}
+	fail := func(err error) (dynamicconfig.ConfigValueMap, error) {
+		return nil, fmt.Errorf("--dynamic-config %s: %w", path, err)
+	}
+	// The shape first, with the keys as written (the server's loader
+	// lowercases them and names no key for a value of the wrong shape).
+	var top map[string]any
+	if err := yaml.Unmarshal(b, &top); err != nil {
+		var list []any
+		if yaml.Unmarshal(b, &list) == nil {
+			return fail(errors.New("want a map of setting names to lists of {value: V, constraints: {...}}, not a list"))
+		}
+		return fail(err)
+	}
+	written := map[string]string{}
+	for k, v := range top {
+		written[strings.ToLower(k)] = k
+		if _, ok := v.([]any); !ok {
+			return fail(fmt.Errorf("%s: want a list of {value: V} (for example \"%s:\\n  - value: 500\"), got %v", k, k, v))
+		}
+	}
 	lr := dynamicconfig.LoadYamlFile(b)
-	if problems := append(lr.Errors, lr.Warnings...); len(problems) > 0 {
-		return nil, fmt.Errorf("--dynamic-config %s: %w", path, errors.Join(problems...))
+	problems := append(lr.Errors, lr.Warnings...)
+	for k, cvs := range lr.Map {
+		for _, cv := range cvs {
+			if err := checkOneHostValue(k.String(), cv.Value); err != nil {
+				problems = append(problems, fmt.Errorf("key %q: %w", written[k.String()], err))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		msg := errors.Join(problems...).Error()
+		for low, orig := range written {
+			msg = strings.ReplaceAll(msg, `"`+low+`"`, `"`+orig+`"`)
+		}
+		return fail(errors.New(msg))
 	}
 	return lr.Map, nil
+}
+
+// checkOneHostValue refuses values of the one-host settings that the
+// server takes without a word and then fails on (a task queue with no
+// partition panics in matching; a queue read 0 times a second stalls).
+func checkOneHostValue(key string, v any) error {
+	n, ok := v.(int)
+	if !ok {
+		return nil
+	}
+	switch {
+	case strings.HasSuffix(key, "partitions") && n < 1:
+		return fmt.Errorf("value %d: a task queue needs at least 1 partition", n)
+	case strings.HasSuffix(key, "maxpollrps") && n < 1:
+		return fmt.Errorf("value %d: must be at least 1 (reads per second)", n)
+	}
+	return nil
 }
 
 // dynamicConfig is OneHostDynamicConfig with cfg.DynamicConfig over it.

@@ -94,18 +94,26 @@ func TestLoadDynamicConfig(t *testing.T) {
 	if got := c.GetValue(dynamicconfig.MakeKey("matching.numTaskqueueReadPartitions")); len(got) != 1 || got[0].Value != 1 {
 		t.Errorf("numTaskqueueReadPartitions = %v, want the default 1", got)
 	}
-	for name, text := range map[string]string{
-		"typo.yaml": "history.transferProcesorMaxPollRPS:\n  - value: 7\n",
-		"type.yaml": "history.transferProcessorMaxPollRPS:\n  - value: fast\n",
-		"yaml.yaml": "history.transferProcessorMaxPollRPS: [\n",
+	for name, tc := range map[string]struct{ text, want string }{
+		"typo.yaml":  {"history.transferProcesorMaxPollRPS:\n  - value: 7\n", `"history.transferProcesorMaxPollRPS"`},
+		"type.yaml":  {"history.transferProcessorMaxPollRPS:\n  - value: fast\n", "transferprocessormaxpollrps"},
+		"yaml.yaml":  {"history.transferProcessorMaxPollRPS: [\n", "yaml"},
+		"shape.yaml": {"history.transferProcessorMaxPollRPS: 500\n", "history.transferProcessorMaxPollRPS: want a list of {value: V}"},
+		"list.yaml":  {"- history.transferProcessorMaxPollRPS\n", "not a list"},
+		"zero.yaml":  {"matching.numTaskqueueReadPartitions:\n  - value: 0\n", `"matching.numTaskqueueReadPartitions": value 0: a task queue needs at least 1 partition`},
+		"rps.yaml":   {"history.transferProcessorMaxPollRPS:\n  - value: -5\n", "must be at least 1"},
 	} {
-		_, err := LoadDynamicConfig(write(name, text))
-		if err == nil || !strings.Contains(err.Error(), name) {
-			t.Errorf("%s: error = %v, want one naming the file", name, err)
+		_, err := LoadDynamicConfig(write(name, tc.text))
+		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tc.want)) {
+			t.Errorf("%s: error = %v, want one naming the file and saying %q", name, err, tc.want)
 		}
-		if name != "yaml.yaml" && (err == nil || !strings.Contains(strings.ToLower(err.Error()), "transferproces")) {
-			t.Errorf("%s: error = %v, want one naming the key", name, err)
-		}
+	}
+	if _, err := LoadDynamicConfig(write("typo.yaml", "history.transferProcesorMaxPollRPS:\n  - value: 7\n")); err == nil ||
+		!strings.Contains(err.Error(), `"history.transferProcesorMaxPollRPS"`) {
+		t.Errorf("a misspelt key is named as written: %v", err)
+	}
+	if m, err := LoadDynamicConfig(write("empty.yaml", "# nothing\n")); err != nil || len(m) != 0 {
+		t.Errorf("an empty file: %v, %v", m, err)
 	}
 	if _, err := LoadDynamicConfig(filepath.Join(dir, "missing.yaml")); err == nil {
 		t.Error("a missing file loaded")

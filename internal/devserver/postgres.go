@@ -33,6 +33,9 @@ func postgresConfigs(raw string) (store, visibility *config.SQL, err error) {
 	if db == "" || strings.Contains(db, "/") {
 		return nil, nil, fmt.Errorf("devserver: --server %q: the database name is missing (postgres://USER@HOST:PORT/DB)", redact(raw))
 	}
+	if u.User == nil || u.User.Username() == "" {
+		return nil, nil, fmt.Errorf("devserver: --server %q: the user is missing (postgres://USER@HOST:PORT/DB)", redact(raw))
+	}
 	pw, _ := u.User.Password()
 	store = &config.SQL{
 		PluginName: postgresplugin.PluginName, ConnectProtocol: "tcp", ConnectAddr: u.Host,
@@ -66,6 +69,11 @@ func redact(raw string) string {
 // postgresql/v12 schemas): what temporal-sql-tool create-database,
 // setup-schema -v 0.0 and update-schema do.
 func setupPostgres(store, visibility *config.SQL) error {
+	// The server's plugin reports only "no usable database connection
+	// found": ask PostgreSQL itself first, for its reason.
+	if err := ping(store); err != nil {
+		return fmt.Errorf("devserver: PostgreSQL at %s as %q: %w", store.ConnectAddr, store.User, err)
+	}
 	logger := log.NewNoopLogger()
 	for _, s := range []struct {
 		cfg  *config.SQL
@@ -92,6 +100,27 @@ func setupPostgres(store, visibility *config.SQL) error {
 		}
 	}
 	return nil
+}
+
+// ping connects to the server's maintenance database "postgres".
+func ping(c *config.SQL) error {
+	u := url.URL{Scheme: "postgres", Host: c.ConnectAddr, Path: "/postgres", RawQuery: "sslmode=disable&connect_timeout=10"}
+	if c.Password != "" {
+		u.User = url.UserPassword(c.User, c.Password)
+	} else {
+		u.User = url.User(c.User)
+	}
+	if m := c.ConnectAttributes["sslmode"]; m != "" {
+		u.RawQuery = "sslmode=" + url.QueryEscape(m) + "&connect_timeout=10"
+	}
+	db, err := sql.Open("postgres", u.String())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
 }
 
 // ensureNamespace registers the namespace on a server whose store does
@@ -157,4 +186,12 @@ func (s *Server) DatabaseBytes(ctx context.Context) (int64, error) {
 	var n int64
 	err = db.QueryRowContext(ctx, "SELECT pg_database_size($1) + pg_database_size($2)", store.DatabaseName, vis.DatabaseName).Scan(&n)
 	return n, err
+}
+
+// CheckPostgresURL reports whether raw is a URL Config.Postgres takes
+// (postgres://USER[:PASSWORD]@HOST:PORT/DB); the error never shows the
+// password.
+func CheckPostgresURL(raw string) error {
+	_, _, err := postgresConfigs(raw)
+	return err
 }

@@ -2,6 +2,7 @@ package devserver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -56,18 +57,31 @@ func TestPostgresServer(t *testing.T) {
 // A --server URL that is not postgres://USER@HOST:PORT/DB is refused with
 // the rule, and a password never shows in the error.
 func TestPostgresURLErrors(t *testing.T) {
-	for _, raw := range []string{"mysql://u@h:1/db", "postgres://u:secret@h/db", "postgres://u:secret@h:5432/", "postgres://u@h:5432/a/b"} {
+	for _, raw := range []string{"mysql://u@h:1/db", "postgres://u:secret@h/db", "postgres://u:secret@h:5432/", "postgres://u@h:5432/a/b", "postgres://:secret@h:1/db"} {
 		_, _, err := postgresConfigs(raw)
 		if err == nil {
 			t.Errorf("%s: accepted", raw)
 			continue
 		}
-		if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "postgres://USER@HOST:PORT/DB") {
+		if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "USER@HOST:PORT/DB") {
 			t.Errorf("%s: error %q", raw, err)
 		}
 	}
 	s, v, err := postgresConfigs("postgres://temporal:pw@127.0.0.1:5432/temporal?sslmode=disable")
 	if err != nil || s.DatabaseName != "temporal" || v.DatabaseName != "temporal_visibility" || s.Password != "pw" || s.ConnectAttributes["sslmode"] != "disable" {
 		t.Errorf("configs %+v %+v %v", s, v, err)
+	}
+}
+
+// A server that cannot be reached is reported with its address and
+// PostgreSQL's (or the network's) own reason.
+func TestPostgresUnreachable(t *testing.T) {
+	port, err := freePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(context.Background(), Config{Postgres: fmt.Sprintf("postgres://temporal@127.0.0.1:%d/temporal", port), UIPort: -1})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", port)) || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("error = %v, want the address and the connection refused", err)
 	}
 }
