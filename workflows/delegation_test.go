@@ -74,16 +74,22 @@ func sendIs(round int, taskID string) any {
 	})
 }
 
-func (s *DelegationSuite) outcome() contracts.Outcome {
-	s.True(s.env.IsWorkflowCompleted())
-	s.NoError(s.env.GetWorkflowError())
+func (s *DelegationSuite) outcome() contracts.Outcome { return outcomeOf(&s.Suite, s.env) }
+
+func (s *DelegationSuite) state() State { return stateOf(&s.Suite, s.env) }
+
+// outcomeOf is the Outcome of a completed test workflow.
+func outcomeOf(s *suite.Suite, env *testsuite.TestWorkflowEnvironment) contracts.Outcome {
+	s.True(env.IsWorkflowCompleted())
+	s.NoError(env.GetWorkflowError())
 	var o contracts.Outcome
-	s.NoError(s.env.GetWorkflowResult(&o))
+	s.NoError(env.GetWorkflowResult(&o))
 	return o
 }
 
-func (s *DelegationSuite) state() State {
-	v, err := s.env.QueryWorkflow(QueryState)
+// stateOf is Query "state" of a test workflow.
+func stateOf(s *suite.Suite, env *testsuite.TestWorkflowEnvironment) State {
+	v, err := env.QueryWorkflow(QueryState)
 	s.Require().NoError(err)
 	var st State
 	s.Require().NoError(v.Get(&st))

@@ -29,21 +29,9 @@ type LeanSuite struct {
 
 func (s *LeanSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
 
-func (s *LeanSuite) outcome() contracts.Outcome {
-	s.Require().True(s.env.IsWorkflowCompleted())
-	s.Require().NoError(s.env.GetWorkflowError())
-	var o contracts.Outcome
-	s.Require().NoError(s.env.GetWorkflowResult(&o))
-	return o
-}
+func (s *LeanSuite) outcome() contracts.Outcome { return outcomeOf(&s.Suite, s.env) }
 
-func (s *LeanSuite) state() State {
-	v, err := s.env.QueryWorkflow(QueryState)
-	s.Require().NoError(err)
-	var st State
-	s.Require().NoError(v.Get(&st))
-	return st
-}
+func (s *LeanSuite) state() State { return stateOf(&s.Suite, s.env) }
 
 func TestLean(t *testing.T) { suite.Run(t, new(LeanSuite)) }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -30,6 +31,10 @@ func newBenchCmd() *cobra.Command {
 				return err
 			}
 			cfg.WorkerCommand = []string{self, "worker"}
+			if agent := filepath.Join(filepath.Dir(self), "claims-agent"); fileExists(agent) {
+				// make build puts it next to delegate.
+				cfg.AgentCommand = []string{agent}
+			}
 			switch {
 			case cfg.Only != "" && cfg.Only != "embedded" && cfg.Only != "postgres":
 				return usageErr(fmt.Errorf(`--only %q: "embedded" or "postgres"`, cfg.Only))
@@ -102,6 +107,9 @@ func printBench(w io.Writer, r *bench.ServerResult) {
 		wt := r.Waiting
 		fmt.Fprintf(w, "waiting: %d delegations in input-required (parked at %.1f/s): worker RSS %.1f MB, heap %.1f MB; bench process (server) RSS %.1f MB\n",
 			wt.Count, wt.ParkedPerS, wt.WorkerRSSMB, wt.WorkerHeapMB, wt.ServerRSSMB)
+		if wt.AgentRSSMB > 0 {
+			fmt.Fprintf(w, "claims agent process RSS %.1f MB\n", wt.AgentRSSMB)
+		}
 		fmt.Fprintf(w, "answer p50 over %d: %.1f ms with %d waiting, %.1f ms with 10 waiting\n", wt.AnswerOps, wt.AnswerP50ms, wt.Count, wt.AnswerP50At10ms)
 		if wt.DBBytesPerWaiting > 0 {
 			fmt.Fprintf(w, "database: %.0f bytes per waiting delegation\n", wt.DBBytesPerWaiting)
@@ -121,4 +129,9 @@ func printBench(w io.Writer, r *bench.ServerResult) {
 		}
 		fmt.Fprintf(w, "  %-30s %8.2f  (%s)  %s\n", n, v.Value, v.Target, mark)
 	}
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }

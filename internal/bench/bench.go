@@ -58,6 +58,11 @@ type Config struct {
 	// address is appended as "--address ADDR"); the waiting measurement
 	// needs it. Empty: skipped.
 	WorkerCommand []string
+	// AgentCommand runs the claims agent as a process for the waiting
+	// measurement (argv, "-addr HOST:PORT" appended), so that the bench
+	// process's RSS is the server's without the agent's tasks. Empty: the
+	// agent in the bench process serves them.
+	AgentCommand []string
 	// Progress receives one line per step; nil: none.
 	Progress io.Writer
 	// DynamicConfig overrides devserver.OneHostDynamicConfig.
@@ -125,13 +130,16 @@ type Waiting struct {
 	WorkerRSSMB  float64 `json:"worker_rss_mb"`
 	WorkerHeapMB float64 `json:"worker_heap_mb"`
 	// ServerRSSMB is the bench process's RSS: the Temporal server runs in
-	// it (with the load generator and the claims agent).
+	// it (with the load generator, and the claims agent unless
+	// AgentRSSMB is set: the agent's process).
 	ServerRSSMB float64 `json:"server_rss_mb"`
+	AgentRSSMB  float64 `json:"agent_rss_mb,omitempty"`
 	// ParkedPerS is how fast the delegations reached input-required.
 	ParkedPerS float64 `json:"parked_per_s"`
 	// AnswerP50ms is the time to answer one waiting delegation (Update
 	// "provide-input" until completed), p50 over AnswerOps answers with
-	// Count waiting, and AnswerP50At10ms the same with 10 waiting.
+	// Count waiting (at most 50, one per delegation parked after the first
+	// 10), and AnswerP50At10ms the same over 50 with 10 waiting.
 	AnswerOps       int     `json:"answer_ops,omitempty"`
 	AnswerP50ms     float64 `json:"answer_p50_ms,omitempty"`
 	AnswerP50At10ms float64 `json:"answer_p50_ms_10_waiting,omitempty"`
@@ -476,6 +484,30 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 		return out, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	var agent *exec.Cmd
+	if len(cfg.AgentCommand) > 0 {
+		aln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return out, err
+		}
+		addr := aln.Addr().String()
+		aln.Close()
+		aargs := append(slices.Clone(cfg.AgentCommand), "-addr", addr)
+		agent = exec.CommandContext(ctx, aargs[0], aargs[1:]...)
+		agent.Stdout, agent.Stderr = io.Discard, io.Discard
+		if err := agent.Start(); err != nil {
+			return out, err
+		}
+		defer func() { _ = agent.Process.Kill(); _, _ = agent.Process.Wait() }()
+		base = "http://" + addr
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if _, err := (&cards.Fetcher{}).Fetch(ctx, base); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				return out, fmt.Errorf("the claims agent process at %s: %w", base, err)
+			}
+		}
+	}
 	dbBefore, dbErr := srv.DatabaseBytes(ctx)
 
 	var seq atomic.Int64
@@ -600,6 +632,11 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 	if self, err := rssMB(os.Getpid()); err == nil {
 		out.ServerRSSMB = round2(self)
 	}
+	if agent != nil {
+		if a, err := rssMB(agent.Process.Pid); err == nil {
+			out.AgentRSSMB = round2(a)
+		}
+	}
 	if dbErr == nil {
 		if after, err := srv.DatabaseBytes(ctx); err == nil && out.Count > 0 {
 			out.DBBytesPerWaiting = round2(float64(after-dbBefore) / float64(out.Count))
@@ -607,6 +644,7 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 	}
 	parked := int64(out.Count - 10)
 	ops := int(min(int64(answerOps), parked))
+	out.AnswerOps = ops
 	say("waiting: %d answers with %d waiting", ops, out.Count)
 	var atN []time.Duration
 	for i := range ops {
