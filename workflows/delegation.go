@@ -907,32 +907,47 @@ func (r *run) recheckCard(ctx workflow.Context) error {
 				return nil
 			}
 			if r.rediscover && !card.Trusted() {
-				// A required signature fails on the card the operator
-				// accepted: that ends the delegation, nothing sent.
-				r.s.Signature = card.Verification
-				r.s.Agent.Signature = card.Agent.Signature
-				r.untrusted = card.Verification
-				return errUntrusted
+				return r.untrustedAfterRediscover(card)
 			}
 		}
-		r.rediscover = false
-		r.changed = &CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: card.Agent.CardDigest, What: what}
 		prev := r.s.A2AState
-		r.setState(ctx, StateCardChanged)
-		r.flushSA(ctx)
-		workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, r.changed, r.wfID))
-		r.arm(ctx)
-		if err := workflow.Await(ctx, func() bool { return r.rediscover || r.interrupt() != nil }); err != nil {
+		if err := r.awaitRediscover(ctx, card.Agent.CardDigest, what); err != nil {
 			return err
-		}
-		if !r.rediscover {
-			if errors.Is(r.interrupt(), errDeadline) {
-				return errCardChanged
-			}
-			return r.interrupt()
 		}
 		r.setState(ctx, prev)
 	}
+}
+
+// untrustedAfterRediscover: a required signature fails on the card the
+// operator accepted; that ends the delegation, nothing sent.
+func (r *run) untrustedAfterRediscover(card activities.ResolvedCard) error {
+	r.s.Signature = card.Verification
+	r.s.Agent.Signature = card.Agent.Signature
+	r.untrusted = card.Verification
+	return errUntrusted
+}
+
+// awaitRediscover stops the delegation in "card-changed" (the card changed
+// to newDigest in a way that matters: what) until an operator sends Signal
+// "rediscover" (nil), the deadline (errCardChanged) or another stop. The
+// caller restores its state after.
+func (r *run) awaitRediscover(ctx workflow.Context, newDigest, what string) error {
+	r.rediscover = false
+	r.changed = &CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: newDigest, What: what}
+	r.setState(ctx, StateCardChanged)
+	r.flushSA(ctx)
+	workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, r.changed, r.wfID))
+	r.arm(ctx)
+	if err := workflow.Await(ctx, func() bool { return r.rediscover || r.interrupt() != nil }); err != nil {
+		return err
+	}
+	if !r.rediscover {
+		if errors.Is(r.interrupt(), errDeadline) {
+			return errCardChanged
+		}
+		return r.interrupt()
+	}
+	return nil
 }
 
 var (

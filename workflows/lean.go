@@ -73,27 +73,10 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 		}
 		// A follow-up on a card that changed in a way that matters.
 		if r.rediscover && !res.Card.Trusted() {
-			// A required signature fails on the card the operator
-			// accepted: that ends the delegation, nothing sent.
-			r.s.Signature = res.Card.Verification
-			r.s.Agent.Signature = res.Card.Agent.Signature
-			r.untrusted = res.Card.Verification
-			return a2aclient.Snapshot{}, errUntrusted
+			return a2aclient.Snapshot{}, r.untrustedAfterRediscover(res.Card)
 		}
-		r.rediscover = false
-		r.changed = &CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: res.Card.Agent.CardDigest, What: res.Change}
-		r.setState(ctx, StateCardChanged)
-		r.flushSA(ctx)
-		workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, r.changed, r.wfID))
-		r.arm(ctx)
-		if err := workflow.Await(ctx, func() bool { return r.rediscover || r.interrupt() != nil }); err != nil {
+		if err := r.awaitRediscover(ctx, res.Card.Agent.CardDigest, res.Change); err != nil {
 			return a2aclient.Snapshot{}, err
-		}
-		if !r.rediscover {
-			if errors.Is(r.interrupt(), errDeadline) {
-				return a2aclient.Snapshot{}, errCardChanged
-			}
-			return a2aclient.Snapshot{}, r.interrupt()
 		}
 		r.setState(ctx, prev)
 	}

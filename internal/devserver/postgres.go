@@ -104,16 +104,7 @@ func setupPostgres(store, visibility *config.SQL) error {
 
 // ping connects to the server's maintenance database "postgres".
 func ping(c *config.SQL) error {
-	u := url.URL{Scheme: "postgres", Host: c.ConnectAddr, Path: "/postgres", RawQuery: "sslmode=disable&connect_timeout=10"}
-	if c.Password != "" {
-		u.User = url.UserPassword(c.User, c.Password)
-	} else {
-		u.User = url.User(c.User)
-	}
-	if m := c.ConnectAttributes["sslmode"]; m != "" {
-		u.RawQuery = "sslmode=" + url.QueryEscape(m) + "&connect_timeout=10"
-	}
-	db, err := sql.Open("postgres", u.String())
+	db, err := sql.Open("postgres", pqDSN(c, "postgres"))
 	if err != nil {
 		return err
 	}
@@ -121,6 +112,22 @@ func ping(c *config.SQL) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return db.PingContext(ctx)
+}
+
+// pqDSN is the lib/pq URL (the driver the server's postgres12 plugin
+// registers) of database db on c's server; sslmode "disable" unless c's
+// connect attributes say otherwise, as the plugin does.
+func pqDSN(c *config.SQL, db string) string {
+	u := url.URL{Scheme: "postgres", Host: c.ConnectAddr, Path: "/" + db, User: url.User(c.User)}
+	if c.Password != "" {
+		u.User = url.UserPassword(c.User, c.Password)
+	}
+	mode := c.ConnectAttributes["sslmode"]
+	if mode == "" {
+		mode = "disable"
+	}
+	u.RawQuery = url.Values{"sslmode": {mode}, "connect_timeout": {"10"}}.Encode()
+	return u.String()
 }
 
 // ensureNamespace registers the namespace on a server whose store does
@@ -172,13 +179,7 @@ func (s *Server) DatabaseBytes(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	u, _ := url.Parse(s.cfg.Postgres)
-	q := u.Query()
-	if q.Get("sslmode") == "" {
-		q.Set("sslmode", "disable")
-	}
-	u.RawQuery = q.Encode()
-	db, err := sql.Open("postgres", u.String()) // lib/pq, registered by the server's postgres12 plugin
+	db, err := sql.Open("postgres", pqDSN(store, store.DatabaseName))
 	if err != nil {
 		return 0, err
 	}
