@@ -13,6 +13,35 @@ ADDR_FLAG=""
 if [ "$TEMPORAL_PORT" != 7233 ]; then ADDR_FLAG=" --address ${TEMPORAL_ADDRESS}"; fi
 mkdir -p .delegate
 
+# One `make run` per directory: a second one must not share the SQLite file
+# or touch the first one's logs. The lock is a directory (atomic mkdir)
+# holding the owner's pid; a lock whose owner is gone is taken over.
+lock=.delegate/run.lock
+if ! mkdir "$lock" 2>/dev/null; then
+  owner=$(cat "$lock/pid" 2>/dev/null || true)
+  if [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null; then
+    echo "make run: another make run (pid $owner) is serving from $(pwd)/.delegate; stop it first (Ctrl-C in its shell)." >&2
+    exit 1
+  fi
+  rm -rf "$lock"
+  mkdir "$lock"
+fi
+echo $$ > "$lock/pid"
+
+# Every port must be free before anything starts: a busy one belongs to
+# another server, which must not be mistaken for ours.
+port_busy() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+busy=""
+port_busy 127.0.0.1 "$TEMPORAL_PORT" && busy="$busy TEMPORAL_PORT=${TEMPORAL_PORT}"
+port_busy 127.0.0.1 "$UI_PORT" && busy="$busy UI_PORT=${UI_PORT}"
+port_busy "${AGENT_ADDR%:*}" "${AGENT_ADDR##*:}" && busy="$busy AGENT_ADDR=${AGENT_ADDR}"
+if [ -n "$busy" ]; then
+  rm -rf "$lock"
+  echo "make run: in use:${busy} (another make run or server?). Stop it, or choose free ports, e.g." >&2
+  echo "  TEMPORAL_PORT=7243 UI_PORT=8243 AGENT_ADDR=127.0.0.1:9998 make run" >&2
+  exit 1
+fi
+
 pids=()
 cleanup() {
   trap - INT TERM EXIT
@@ -20,21 +49,25 @@ cleanup() {
   echo "stopping..."
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  rm -rf "$lock"
 }
 trap cleanup INT TERM EXIT
 
 ./bin/delegate dev --port "$TEMPORAL_PORT" --ui-port "$UI_PORT" > .delegate/dev.log 2>&1 &
 pids+=($!)
-./bin/claims-agent --addr "$AGENT_ADDR" > .delegate/claims-agent.log 2>&1 &
+./bin/claims-agent --addr "$AGENT_ADDR" --state-dir .delegate/agent > .delegate/claims-agent.log 2>&1 &
 pids+=($!)
 
-# Wait (bounded) until the server answers and the agent serves its card.
+# Wait (bounded) until our own server says it serves (its first line of
+# output) and answers, and our agent serves its card.
 for i in $(seq 1 300); do
-  if ./bin/delegate list >/dev/null 2>&1 && (exec 3<>"/dev/tcp/${AGENT_ADDR%:*}/${AGENT_ADDR##*:}") 2>/dev/null; then
+  if grep -q '^Temporal server ' .delegate/dev.log && ./bin/delegate list >/dev/null 2>&1 &&
+     grep -q '^claims agent: ' .delegate/claims-agent.log; then
     break
   fi
-  if ! kill -0 "${pids[0]}" 2>/dev/null; then echo "delegate dev exited; see .delegate/dev.log"; cat .delegate/dev.log; exit 1; fi
-  if [ "$i" = 300 ]; then echo "timed out waiting for the server; see .delegate/*.log"; exit 1; fi
+  if ! kill -0 "${pids[0]}" 2>/dev/null; then echo "make run: delegate dev exited:" >&2; cat .delegate/dev.log >&2; exit 1; fi
+  if ! kill -0 "${pids[1]}" 2>/dev/null; then echo "make run: claims-agent exited:" >&2; cat .delegate/claims-agent.log >&2; exit 1; fi
+  if [ "$i" = 300 ]; then echo "make run: timed out waiting for the server; see .delegate/*.log" >&2; exit 1; fi
   sleep 0.2
 done
 

@@ -1,6 +1,7 @@
 // Command claims-agent serves the example A2A claims agent
 // (internal/claimsagent): the Agent Card at /.well-known/agent-card.json,
-// JSON-RPC at /a2a/jsonrpc and HTTP+JSON at /a2a/rest.
+// JSON-RPC at /a2a/jsonrpc and HTTP+JSON at /a2a/rest. Its scenarios are
+// in `claims-agent --help` and docs/claims-agent.md.
 package main
 
 import (
@@ -25,8 +26,16 @@ func main() {
 	signKey := flag.String("sign-key", "", "private JWK file: sign the served card and serve the public key at /.well-known/jwks.json")
 	kid := flag.String("kid", "", "key id of --sign-key (required with it)")
 	jku := flag.String("jku", "", "JWK Set URL to name in the signature's protected header")
+	stateDir := flag.String("state-dir", "", "keep tasks in files in this directory, so a restart carries on with them (default: in memory)")
+	stubborn := flag.Duration("stubborn-delay", 2*time.Minute, "how long a \"stubborn\" task works before it completes")
+	flag.Usage = usage
 	flag.Parse()
-	cfg := claimsagent.Config{WorkDelay: *delay}
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "claims-agent: unexpected argument %q\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	claimsagent.StubbornDelay = *stubborn
+	cfg := claimsagent.Config{WorkDelay: *delay, StateDir: *stateDir, AuthToken: os.Getenv("CLAIMS_AGENT_AUTH_TOKEN")}
 	if *signKey != "" {
 		if *kid == "" {
 			fmt.Fprintln(os.Stderr, "claims-agent: --kid is required with --sign-key")
@@ -52,10 +61,36 @@ func main() {
 		base = *publicURL
 	}
 	cfg.BaseURL, cfg.Logger = base, logger
-	agent := claimsagent.New(cfg)
+	agent, err := claimsagent.Open(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "claims-agent: --state-dir:", err)
+		os.Exit(1)
+	}
 	fmt.Printf("claims agent: card at %s/.well-known/agent-card.json\n", base)
 	if err := agent.Serve(ctx, ln); err != nil {
 		fmt.Fprintln(os.Stderr, "claims-agent:", err)
 		os.Exit(1)
 	}
+}
+
+func usage() {
+	out := flag.CommandLine.Output()
+	fmt.Fprint(out, `claims-agent: an example A2A 1.0 agent (a2a-go's server) that opens claims for lost parcels.
+
+It serves its Agent Card at /.well-known/agent-card.json (skill "open-claim"), JSON-RPC at
+/a2a/jsonrpc, HTTP+JSON at /a2a/rest and A2A 0.3 JSON-RPC at /a2a/v0.3/jsonrpc.
+
+Scenarios: the data field "scenario" of a delegation's message picks one
+(contracts/examples/ has a contract for each; docs/claims-agent.md says what to try):
+
+`)
+	for _, s := range claimsagent.Scenarios {
+		fmt.Fprintf(out, "  %-12s %s\n", s.Name, s.Does)
+	}
+	fmt.Fprint(out, `
+Environment: CLAIMS_AGENT_AUTH_TOKEN is the bearer token scenario "auth" waits for.
+
+Flags:
+`)
+	flag.PrintDefaults()
 }

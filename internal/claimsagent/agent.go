@@ -15,12 +15,15 @@
 // request's data part ("order_id") or its text ("order A-1001").
 //
 // Other scenarios, chosen by the data field "scenario" of the first message,
-// exist for tests: "instant" (completes at once), "fail" (FAILED with a
+// let every fault in docs/operations.md be tried (see Scenarios and
+// docs/claims-agent.md): "instant" (completes at once), "fail" (FAILED with a
 // reason), "wrong-kind" (completes with an artifact named "refund_issued"),
 // "slow" (stays WORKING until canceled), "stubborn" (refuses to be canceled
 // with TaskNotCancelable and completes after StubbornDelay), "mixed" (completes with one valid
 // claim_opened and seven artifacts that each break one contract rule; see
-// MixedArtifacts).
+// MixedArtifacts), "auth" (AUTH_REQUIRED until a follow-up carries the
+// bearer token Config.AuthToken), "hang" (like "instant", but the answer to
+// the first delivery of its message is held HangDelay).
 //
 // A follow-up whose taskId is unknown is refused with TaskNotFoundError, one
 // whose contextId does not match the task with InvalidParams (A2A 1.0
@@ -53,7 +56,25 @@ const (
 	ScenarioMixed      = "mixed"
 	ScenarioStubborn   = "stubborn"
 	ScenarioAuth       = "auth"
+	ScenarioHang       = "hang"
 )
+
+// Scenarios lists every scenario with what the agent does in it, in the
+// order `claims-agent --help` and docs/claims-agent.md give them.
+var Scenarios = []struct{ Name, Does string }{
+	{ScenarioLostParcel, "WORKING, then INPUT_REQUIRED asking for a photo of the box; any follow-up completes it with claim_opened (the default)"},
+	{ScenarioInstant, "completes at once with one claim_opened artifact"},
+	{ScenarioFail, "FAILED with the reason \"no shipment found for order ...\""},
+	{ScenarioWrongKind, "completes with an artifact named refund_issued (not allowed by the example contracts)"},
+	{ScenarioMixed, "completes with one valid claim_opened and seven artifacts that each break one contract rule"},
+	{ScenarioSlow, "stays WORKING until canceled (try cancel and the deadline)"},
+	{ScenarioStubborn, "refuses CancelTask (TaskNotCancelable) and completes after --stubborn-delay (try cancel: cancel_unconfirmed)"},
+	{ScenarioAuth, "AUTH_REQUIRED; a follow-up carrying \"Authorization: Bearer $CLAIMS_AGENT_AUTH_TOKEN\" lets it complete"},
+	{ScenarioHang, "creates the task and completes it, but answers the first delivery of the message only after 40 s (longer than the worker's 30 s send timeout: unknown_outcome)"},
+}
+
+// HangDelay is how long scenario "hang" holds its first answer.
+var HangDelay = 40 * time.Second
 
 // StubbornDelay is how long a "stubborn" task works before it completes.
 var StubbornDelay = 2 * time.Second
@@ -107,7 +128,7 @@ func (e *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield 
 		return
 	}
 	switch scenario {
-	case ScenarioInstant:
+	case ScenarioInstant, ScenarioHang:
 		e.complete(ec, order, ArtifactKind, yield)
 	case ScenarioFail:
 		msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart("no shipment found for order "+order))
@@ -224,8 +245,11 @@ func (e *executor) pause(ctx context.Context) bool {
 func (e *executor) Cancel(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		e.mu.Lock()
-		scenario := e.scenarios[ec.TaskID]
+		scenario, known := e.scenarios[ec.TaskID]
 		e.mu.Unlock()
+		if !known && ec.StoredTask != nil && len(ec.StoredTask.History) > 0 {
+			scenario, _ = readRequest(ec.StoredTask.History[0]) // a task from before a restart
+		}
 		if scenario == ScenarioStubborn {
 			yield(nil, a2a.ErrTaskNotCancelable)
 			return

@@ -64,6 +64,11 @@ type Config struct {
 	// without "Authorization: Bearer <RequireBearer>"; the card then
 	// declares an HTTP bearer security scheme (A2A 1.0 §4.5.3).
 	RequireBearer string
+	// StateDir, when set, keeps the agent's tasks and its message-id
+	// table in files under this directory (created when missing), so that
+	// an agent restarted on it carries on with the tasks it created; empty:
+	// in memory, lost at exit. See Open.
+	StateDir string
 }
 
 // JWKSPath is where the agent serves the public JWK Set of its signing key.
@@ -174,8 +179,20 @@ func (a *Agent) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(set)
 }
 
-// New builds the agent.
+// New builds the agent with its tasks in memory; it panics when
+// cfg.StateDir is set and cannot be opened (use Open for an error).
 func New(cfg Config) *Agent {
+	a, err := Open(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// Open builds the agent; with cfg.StateDir it loads the tasks stored there
+// and writes every change through. Errors: the state directory cannot be
+// created or read, or holds a file that is not a task.
+func Open(cfg Config) (*Agent, error) {
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	logger := cfg.Logger
 	if logger == nil {
@@ -184,8 +201,23 @@ func New(cfg Config) *Agent {
 	card := Card(base)
 	ex := newExecutor(cfg.WorkDelay)
 	ex.authToken = cfg.AuthToken
-	inner := a2asrv.NewHandler(ex, a2asrv.WithLogger(logger))
-	h := &dedupHandler{RequestHandler: inner, seen: map[string]*sendEntry{}, onCommit: cfg.OnCommit, exec: ex}
+	opts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(logger)}
+	h := &dedupHandler{seen: map[string]*sendEntry{}, onCommit: cfg.OnCommit, exec: ex}
+	if cfg.StateDir != "" {
+		store, seen, err := openFileStore(cfg.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, a2asrv.WithTaskStore(store))
+		h.store, h.tasks = store, map[a2a.TaskID]bool{}
+		for msg, tid := range seen {
+			done := make(chan struct{})
+			close(done)
+			h.seen[msg] = &sendEntry{done: done, taskID: tid}
+			h.tasks[tid] = true
+		}
+	}
+	h.RequestHandler = a2asrv.NewHandler(ex, opts...)
 	mux := http.NewServeMux()
 	a := &Agent{cfg: cfg, card: card, handler: h, mux: mux}
 	mux.HandleFunc("GET "+a2asrv.WellKnownAgentCardPath, a.serveCard)
@@ -197,7 +229,7 @@ func New(cfg Config) *Agent {
 		card.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}}
 		card.SecurityRequirements = a2a.SecurityRequirementsOptions{{"bearer": {}}}
 	}
-	return a
+	return a, nil
 }
 
 // Card returns the Agent Card of an agent reached at base.
@@ -246,7 +278,11 @@ func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	err := srv.Serve(ln)
+	if a.handler.store != nil {
+		_ = a.handler.store.Close()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
@@ -263,6 +299,7 @@ type dedupHandler struct {
 	tasks    map[a2a.TaskID]bool
 	onCommit func(string)
 	exec     *executor
+	store    *fileStore // nil: the table is kept in memory only
 }
 
 type sendEntry struct {
@@ -305,6 +342,9 @@ func (h *dedupHandler) settle(id string, e *sendEntry, taskID a2a.TaskID) {
 			h.tasks = map[a2a.TaskID]bool{}
 		}
 		h.tasks[taskID] = true
+		if h.store != nil {
+			h.store.remember(id, taskID)
+		}
 	}
 	close(e.done)
 }
@@ -344,7 +384,11 @@ func (h *dedupHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequ
 		}
 		return h.SendMessage(ctx, req)
 	}
-	res, err := h.RequestHandler.SendMessage(ctx, req)
+	execCtx := ctx
+	if scenario, _ := readRequest(req.Message); scenario == ScenarioHang {
+		execCtx = context.WithoutCancel(ctx) // the task is made even when the caller gives up
+	}
+	res, err := h.RequestHandler.SendMessage(execCtx, req)
 	var tid a2a.TaskID
 	if t, ok := res.(*a2a.Task); ok && err == nil {
 		tid = t.ID
@@ -352,6 +396,17 @@ func (h *dedupHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequ
 	h.settle(id, e, tid)
 	if tid != "" && h.onCommit != nil {
 		h.onCommit(string(tid))
+	}
+	if scenario, _ := readRequest(req.Message); scenario == ScenarioHang && req.Message.TaskID == "" {
+		// The task exists and is done; only the answer is late, so the
+		// caller cannot know whether its message arrived.
+		t := time.NewTimer(HangDelay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	return res, err
 }
