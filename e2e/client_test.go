@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +47,15 @@ func TestBackendClient(t *testing.T) {
 	if err := h2.WithNamespace(e.srv.Namespace()).Cancel(ctx, "no longer needed"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := h2.Outcome(ctx); err != nil || (out.Status != contracts.StatusCanceled && out.Status != contracts.StatusCancelUnconfirmed) {
-		t.Fatalf("canceled outcome = %+v, %v", out, err)
+	out2, err := h2.Outcome(ctx)
+	if err != nil || (out2.Status != contracts.StatusCanceled && out2.Status != contracts.StatusCancelUnconfirmed) {
+		t.Fatalf("canceled outcome = %+v, %v", out2, err)
+	}
+	// The reason is in the Outcome and the state, not only in history.
+	if out2.Error == nil || !strings.Contains(out2.Error.Message, "(reason: no longer needed)") {
+		t.Errorf("canceled outcome error = %+v, want the reason", out2.Error)
+	}
+	if s, err := h2.State(ctx); err != nil || s.CancelReason != "no longer needed" {
+		t.Errorf("state cancel_reason = %q, %v; want the reason", s.CancelReason, err)
 	}
 }

@@ -12,10 +12,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/a2adelegate/delegate/activities"
@@ -163,6 +165,26 @@ func TestLostParcelEndToEnd(t *testing.T) {
 	}
 	if s.Question.Text != claimsagent.Question {
 		t.Errorf("question = %q, want %q", s.Question.Text, claimsagent.Question)
+	}
+
+	// The UI's list and first page say what the delegation is: its static
+	// summary and details (user metadata of the start event).
+	desc, err := e.c.DescribeWorkflowExecution(ctx, d.LocalWorkflowID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary, details string
+	if md := desc.GetExecutionConfig().GetUserMetadata(); md != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(md.GetSummary(), &summary)
+		_ = converter.GetDefaultDataConverter().FromPayload(md.GetDetails(), &details)
+	}
+	if !strings.Contains(summary, d.Purpose) || !strings.Contains(summary, d.Skill) {
+		t.Errorf("static summary = %q, want the purpose and the skill", summary)
+	}
+	for _, want := range []string{"Purpose: open a claim for a lost parcel", "Skill: open\\-claim", "Allowed outputs: claim\\_opened", d.Deadline.UTC().Format(time.RFC3339)} {
+		if !strings.Contains(details, want) {
+			t.Errorf("static details lack %q:\n%s", want, details)
+		}
 	}
 
 	// A second delegation under the running id is refused.

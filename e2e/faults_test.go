@@ -205,7 +205,7 @@ func TestFaultCancelWhileRemoteKeepsWorking(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "working")
-	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "test"); err != nil {
+	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "customer called back"); err != nil {
 		t.Fatal(err)
 	}
 	var out contracts.Outcome
@@ -215,6 +215,9 @@ func TestFaultCancelWhileRemoteKeepsWorking(t *testing.T) {
 	if out.Status != contracts.StatusCancelUnconfirmed || len(out.Outputs) != 0 || len(out.LateResults) != 1 ||
 		out.LateResults[0].Name != claimsagent.ArtifactKind {
 		t.Fatalf("outcome = %+v, want cancel_unconfirmed with one late result and no output", out)
+	}
+	if !strings.Contains(out.Error.Message, "(reason: customer called back)") {
+		t.Errorf("error = %q, want the cancel's reason", out.Error.Message)
 	}
 }
 

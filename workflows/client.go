@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,6 +14,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -52,6 +55,10 @@ func Start(ctx context.Context, c client.Client, d contracts.Delegation) (client
 		// The workflow itself ends at the deadline; the run timeout is a
 		// backstop a day later.
 		WorkflowRunTimeout: time.Until(d.Deadline) + 24*time.Hour,
+		// What the delegation is, on the UI's list and its first page
+		// (user metadata of the start event; no event of its own).
+		StaticSummary: StaticSummary(d),
+		StaticDetails: StaticDetails(d),
 		// Set at start, so the workflow spends no event on them.
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SearchA2APurpose.ValueSet(truncate(d.Purpose, maxKeyword)),
@@ -67,6 +74,43 @@ func Start(ctx context.Context, c client.Client, d contracts.Delegation) (client
 		return nil, err
 	}
 	return run, nil
+}
+
+// maxSummary bounds the static summary (one line in the UI's list).
+const maxSummary = 200
+
+// StaticSummary is the one-line summary a delegation is started with
+// (Temporal's StartWorkflowOptions.StaticSummary, shown in the UI's
+// workflow list and page): the purpose, the skill and the agent's host,
+// at most 200 bytes.
+func StaticSummary(d contracts.Delegation) string {
+	host := d.AgentCardURL
+	if u, err := url.Parse(d.AgentCardURL); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	return truncate(fmt.Sprintf("%s · %s at %s", d.Purpose, d.Skill, host), maxSummary)
+}
+
+// StaticDetails is the markdown a delegation is started with
+// (StartWorkflowOptions.StaticDetails, the UI's Summary & Details): the
+// purpose, agent, skill, deadline, allowed outputs and write authority,
+// each escaped (escapeMarkdown) and cut, and how an operator acts on it.
+// The message itself is not in it.
+func StaticDetails(d contracts.Delegation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**Delegation** %s\n\n", escapeMarkdown(truncate(d.LocalWorkflowID, 300)))
+	fmt.Fprintf(&b, "- Purpose: %s\n", escapeMarkdown(truncate(d.Purpose, 500)))
+	fmt.Fprintf(&b, "- Agent card: %s\n", escapeMarkdown(truncate(d.AgentCardURL, 500)))
+	fmt.Fprintf(&b, "- Skill: %s\n", escapeMarkdown(truncate(d.Skill, 200)))
+	fmt.Fprintf(&b, "- Deadline: %s\n", d.Deadline.UTC().Format(time.RFC3339))
+	outs := make([]string, 0, len(d.AllowedOutputs))
+	for _, o := range d.AllowedOutputs {
+		outs = append(outs, escapeMarkdown(truncate(o, 200)))
+	}
+	fmt.Fprintf(&b, "- Allowed outputs: %s\n", truncate(strings.Join(outs, ", "), 1000))
+	fmt.Fprintf(&b, "- Write authority: %s\n\n", escapeMarkdown(d.WriteAuthority))
+	b.WriteString("The current state and any question are under Current Details (User Metadata); Queries → `state` gives it all.\n")
+	return b.String()
 }
 
 // Answer gives an operator's answer through Update "provide-input" and
@@ -100,9 +144,29 @@ func QueryStateOf(ctx context.Context, c client.Client, workflowID string) (Stat
 }
 
 // Cancel requests cancellation of a delegation in namespace. The workflow
-// cancels the remote task and ends with status "canceled". The reason is
-// recorded in the WorkflowExecutionCancelRequested event.
+// cancels the remote task and ends with status "canceled". A reason is sent
+// first as Signal "cancel-reason" (the workflow shows it in State.CancelReason
+// and the Outcome's error message) and recorded in the
+// WorkflowExecutionCancelRequested event.
 func Cancel(ctx context.Context, c client.Client, namespace, workflowID, reason string) error {
+	if strings.TrimSpace(reason) != "" {
+		// The workflow cannot read a cancel request's reason; it reads
+		// this signal when the cancel arrives.
+		input, err := converter.GetDefaultDataConverter().ToPayloads(map[string]string{"reason": reason})
+		if err != nil {
+			return err
+		}
+		if _, err := c.WorkflowService().SignalWorkflowExecution(ctx, &workflowservice.SignalWorkflowExecutionRequest{
+			Namespace:         namespace,
+			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: workflowID},
+			SignalName:        CancelReason,
+			Input:             input,
+			Identity:          "delegate-cli",
+			RequestId:         uuid.NewString(),
+		}); err != nil {
+			return err
+		}
+	}
 	_, err := c.WorkflowService().RequestCancelWorkflowExecution(ctx, &workflowservice.RequestCancelWorkflowExecutionRequest{
 		Namespace:         namespace,
 		WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: workflowID},

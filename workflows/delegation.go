@@ -78,6 +78,10 @@ type State struct {
 	LateResults []contracts.Artifact `json:"late_results,omitempty"`
 	// CancelError is why CancelTask failed (TaskNotCancelable, ...).
 	CancelError string `json:"cancel_error,omitempty"`
+	// CancelReason is the reason given with a cancel (`delegate cancel
+	// --reason`, Signal "cancel-reason" sent before the cancel request), at
+	// most 1000 bytes.
+	CancelReason string `json:"cancel_reason,omitempty"`
 	// Retrying is set while a call that failed transiently (card fetch,
 	// send) is being retried; it shows the last error.
 	Retrying *Retrying `json:"retrying,omitempty"`
@@ -1307,12 +1311,17 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 		return r.outcome(contracts.StatusUnknownOutcome, &contracts.ErrorInfo{Category: contracts.CategoryUnknownOutcome,
 			Message: fmt.Sprintf("abandoned by an operator after the unknown outcome of round %d (messageId %s): %s", last.Round, last.MessageID, last.Error)})
 	case temporal.IsCanceledError(err) || ctx.Err() != nil:
+		r.readCancelReason(ctx)
 		state := r.s.A2AState
+		why := ""
+		if r.s.CancelReason != "" {
+			why = " (reason: " + r.s.CancelReason + ")"
+		}
 		if r.afterCancel(ctx, LateResultWindow) {
 			return r.outcome(contracts.StatusCanceled, &contracts.ErrorInfo{Category: contracts.CategoryCanceled,
-				Message: "the delegation was canceled locally in state " + state})
+				Message: "the delegation was canceled locally in state " + state + why})
 		}
-		msg := fmt.Sprintf("canceled locally in state %s; the agent did not confirm (last remote state %s)", state, r.s.A2AState)
+		msg := fmt.Sprintf("canceled locally in state %s%s; the agent did not confirm (last remote state %s)", state, why, r.s.A2AState)
 		if r.s.CancelError != "" {
 			msg += ": " + r.s.CancelError
 		}

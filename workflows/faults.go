@@ -26,6 +26,11 @@ const (
 	// nothing more is sent, the remote task is canceled, the status is
 	// authorization_denied. Payload {"reason": "..."} (optional).
 	Revoke = "revoke"
+	// CancelReason is the Signal `delegate cancel --reason` sends just
+	// before it requests cancellation: {"reason": "..."}. Temporal keeps a
+	// cancel request's own reason in history only, where the workflow
+	// cannot read it; this one is shown in the state and the Outcome.
+	CancelReason = "cancel-reason"
 	// Reconcile is the Signal that makes the workflow read the remote task
 	// once now (GetTask) and record what it saw. Payload: none.
 	Reconcile = "reconcile"
@@ -442,6 +447,9 @@ func getTaskOptions() workflow.ActivityOptions {
 // signals are the delegation's signal channels.
 type signals struct {
 	input, rediscover, resolve, revoke, reconcile workflow.ReceiveChannel
+	// cancelReason is read only when the delegation is canceled
+	// (readCancelReason).
+	cancelReason workflow.ReceiveChannel
 }
 
 // listen runs the one goroutine of a delegation besides its main one: it
@@ -456,11 +464,12 @@ func (r *run) listen(ctx workflow.Context) {
 		return workflow.GetSignalChannelWithOptions(ctx, name, workflow.SignalChannelOptions{Description: desc})
 	}
 	r.sig = signals{
-		input:      sig(ProvideInput, `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name"}; for AUTH_REQUIRED {"credential_ref": "name"}.`),
-		rediscover: sig(Rediscover, "Accept the agent's new card after a change that stopped the delegation (state card-changed): it is negotiated again and used. Payload: none."),
-		resolve:    sig(ResolveUnknown, `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`),
-		revoke:     sig(Revoke, `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`),
-		reconcile:  sig(Reconcile, "Read the remote task once now (GetTask) and record what was seen. Payload: none."),
+		input:        sig(ProvideInput, `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name"}; for AUTH_REQUIRED {"credential_ref": "name"}.`),
+		rediscover:   sig(Rediscover, "Accept the agent's new card after a change that stopped the delegation (state card-changed): it is negotiated again and used. Payload: none."),
+		resolve:      sig(ResolveUnknown, `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`),
+		revoke:       sig(Revoke, `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`),
+		reconcile:    sig(Reconcile, "Read the remote task once now (GetTask) and record what was seen. Payload: none."),
+		cancelReason: sig(CancelReason, `The reason of a cancel requested next (delegate cancel --reason): {"reason": "..."}; shown in the state and the Outcome. It cancels nothing by itself.`),
 	}
 	r.flush = workflow.NewBufferedChannel(ctx, 1)
 	workflow.Go(ctx, func(g workflow.Context) {
@@ -568,6 +577,32 @@ func (r *run) onResolve(g workflow.Context, raw converter.RawValue) {
 	}
 	if r.resolution == nil {
 		r.resolution = &res
+	}
+}
+
+// readCancelReason takes the reason of the cancel being handled from
+// Signal "cancel-reason" (sent before the cancel request, so already
+// delivered): the last readable one wins; an unreadable one is recorded
+// under ignored_signals. Reads only what is buffered: no command.
+func (r *run) readCancelReason(g workflow.Context) {
+	if r.sig.cancelReason == nil {
+		return
+	}
+	for {
+		var raw converter.RawValue
+		if !r.sig.cancelReason.ReceiveAsync(&raw) {
+			return
+		}
+		var p struct {
+			Reason string `json:"reason"`
+		}
+		if err := decodePayload(raw, &p, true); err != nil {
+			r.ignore(g, CancelReason, err, raw)
+			continue
+		}
+		if reason := strings.TrimSpace(p.Reason); reason != "" {
+			r.s.CancelReason = truncate(reason, 1000)
+		}
 	}
 }
 

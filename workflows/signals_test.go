@@ -118,3 +118,44 @@ func (s *DelegationSuite) TestSlowReconcileDoesNotHoldTheDeadline() {
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.True(s.env.Now().Before(t0.Add(time.Hour+5*time.Minute)), "ended at %s, deadline %s", s.env.Now(), t0.Add(time.Hour))
 }
+
+// A cancel's reason (Signal cancel-reason, then the cancel) is in the
+// state and the Outcome; a payload that does not read is recorded and
+// the cancel stands; the last readable reason wins.
+func (s *DelegationSuite) TestCancelReasonShown() {
+	for name, tc := range map[string]struct {
+		payloads []any
+		want     string
+		ignored  int
+	}{
+		"reason":              {payloads: []any{map[string]string{"reason": "customer withdrew"}}, want: "customer withdrew"},
+		"bare string":         {payloads: []any{"customer withdrew"}, ignored: 1},
+		"bad then good":       {payloads: []any{42, map[string]string{"reason": "second"}}, want: "second", ignored: 1},
+		"unknown field":       {payloads: []any{map[string]string{"why": "x"}}, ignored: 1},
+		"1 MB reason is cut":  {payloads: []any{map[string]string{"reason": strings.Repeat("R", 1<<20)}}, want: strings.Repeat("R", 1000) + "…"},
+		"no signal at all":    {},
+		"blank reason is not": {payloads: []any{map[string]string{"reason": "   "}}},
+	} {
+		s.Run(name, func() {
+			s.SetupTest()
+			s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+			s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Maybe()
+			s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+			for _, p := range tc.payloads {
+				s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(CancelReason, p) }, time.Minute)
+			}
+			s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, time.Minute+time.Second)
+			s.env.ExecuteWorkflow(WorkflowType, contract())
+			o := s.outcome()
+			s.Equal(contracts.StatusCanceled, o.Status)
+			st := s.state()
+			s.Equal(tc.want, st.CancelReason)
+			if tc.want != "" {
+				s.Contains(o.Error.Message, "(reason: "+tc.want+")")
+			} else {
+				s.NotContains(o.Error.Message, "reason:")
+			}
+			s.Len(st.IgnoredSignals, tc.ignored)
+		})
+	}
+}

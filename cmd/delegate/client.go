@@ -306,6 +306,7 @@ func printState(w io.Writer, s workflows.State) {
 		row("card signature", s.Agent.Signature+reasonSuffix(s.Signature.Reason))
 	}
 	row("failure", s.Failure)
+	row("cancel reason", s.CancelReason)
 	if u := s.Unknown; u != nil {
 		row("unknown outcome", fmt.Sprintf("round %d, messageId %s, since %s: %s", u.Round, u.MessageID, u.Since.UTC().Format(time.RFC3339), u.Error))
 		row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]", s.LocalWorkflowID))
