@@ -71,6 +71,10 @@ type ResolvedCard struct {
 	Agent contracts.AgentInfo `json:"agent"`
 	// SkillFound reports whether the card offers the skill.
 	SkillFound bool `json:"skill_found"`
+	// Skills are the ids of the skills the card offers, when it does not
+	// offer the contract's (the first 20, each cut to 100 bytes), so the
+	// refusal can name them.
+	Skills []string `json:"skills,omitempty"`
 	// Interface is the selected interface; InterfaceError says why there
 	// is none.
 	Interface      cards.Interface `json:"interface"`
@@ -118,6 +122,14 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 	}
 	skill, ok := cards.FindSkill(card.Parsed, in.Skill)
 	out.SkillFound = ok
+	if !ok {
+		for _, sk := range card.Parsed.Skills {
+			if len(out.Skills) == 20 {
+				break
+			}
+			out.Skills = append(out.Skills, contracts.CutText(sk.ID, 100))
+		}
+	}
 	out.InputModes = skill.InputModes
 	if len(out.InputModes) == 0 {
 		out.InputModes = card.Parsed.DefaultInputModes

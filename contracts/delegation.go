@@ -434,12 +434,19 @@ func strictDecode(data []byte, v any, kinds map[string]string, required []string
 	}
 	var present map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &present); err != nil {
-		return &FieldError{Field: "(document)", Rule: "malformed JSON: " + err.Error()}
+		return &FieldError{Field: "(document)", Rule: "malformed JSON" + where(data, trimmed, err) + ": " + err.Error()}
 	}
 	if present == nil {
 		return &FieldError{Field: "(document)", Rule: "must be a JSON object"}
 	}
 	if errs := checkKeys(trimmed, reflect.TypeOf(v).Elem()); len(errs) > 0 {
+		// A typo'd name is an unknown field and, often, a missing one:
+		// say both at once.
+		for _, f := range required {
+			if _, ok := present[f]; !ok {
+				errs = append(errs, &FieldError{Field: f, Rule: "required"})
+			}
+		}
 		return errors.Join(errs...)
 	}
 	for f, kind := range kinds {
@@ -460,6 +467,40 @@ func strictDecode(data []byte, v any, kinds map[string]string, required []string
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// JSONErrorAt locates a JSON syntax or type error (encoding/json's
+// *SyntaxError or *UnmarshalTypeError) in data as " at line L, column C"
+// (1-based; column in bytes), or "" for another error.
+func JSONErrorAt(data []byte, err error) string { return where(data, data, err) }
+
+// where locates a JSON syntax or type error in data (the document as
+// given; trimmed is the part that was decoded) as " at line L, column C"
+// (1-based, column in bytes), or "" when the error has no offset.
+func where(data, trimmed []byte, err error) string {
+	var off int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	}
+	if off < 0 {
+		return ""
+	}
+	if i := bytes.Index(data, trimmed); i >= 0 {
+		off += int64(i)
+	}
+	off = min(off, int64(len(data)))
+	before := data[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1)
+	if syn != nil && col > 0 {
+		col-- // a syntax error's offset is just past the offending byte
+	}
+	return fmt.Sprintf(" at line %d, column %d", line, col+1)
 }
 
 func decodeError(err error) error {

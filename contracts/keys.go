@@ -66,7 +66,11 @@ func walkValue(dec *json.Decoder, t reflect.Type, path string, errs *[]error) {
 			if known {
 				ft, ok := fields[key]
 				if !ok {
-					*errs = append(*errs, &FieldError{Field: p, Rule: "unknown field (names are case-sensitive)"})
+					rule := "unknown field (names are case-sensitive)"
+					if near := nearest(key, fields); near != "" {
+						rule += fmt.Sprintf("; did you mean %q?", near)
+					}
+					*errs = append(*errs, &FieldError{Field: p, Rule: rule})
 				}
 				child = ft
 			}
@@ -83,4 +87,44 @@ func walkValue(dec *json.Decoder, t reflect.Type, path string, errs *[]error) {
 		}
 		_, _ = dec.Token() // ']'
 	}
+}
+
+// nearest returns the known field name closest to key (case-insensitive
+// edit distance at most 2, or a third of the name), or "".
+func nearest(key string, fields map[string]reflect.Type) string {
+	best, bestD := "", -1
+	for name := range fields {
+		d := editDistance(strings.ToLower(key), strings.ToLower(name))
+		if d > max(2, len(name)/3) {
+			continue
+		}
+		if bestD < 0 || d < bestD || (d == bestD && name < best) {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 1 << 30 // not a typo of a field name
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

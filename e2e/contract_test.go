@@ -93,3 +93,27 @@ func TestInputModesCheckedBeforeSending(t *testing.T) {
 		t.Errorf("agent task count = %d, want 0", n)
 	}
 }
+
+// A skill the card does not offer is refused before anything is sent, and
+// the refusal names the skills the card does offer.
+func TestWrongSkillNamesTheOffered(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := lostParcel("wrong-skill-1", e.base)
+	d.Skill = "open-clam"
+	run, err := workflows.Start(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out contracts.Outcome
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Error == nil || !strings.Contains(out.Error.Message, `offers no skill "open-clam"; it offers "open-claim"`) {
+		t.Fatalf("outcome = %s %+v, want the refusal naming the offered skill", out.Status, out.Error)
+	}
+	if e.agent.MessageCount() != 0 {
+		t.Errorf("agent got %d messages, want none", e.agent.MessageCount())
+	}
+}

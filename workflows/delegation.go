@@ -516,7 +516,7 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 	}
 	if !card.SkillFound {
 		return r.outcome(contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: fmt.Sprintf("nothing sent: the card of %q offers no skill %q", card.Agent.Name, r.d.Skill)})
+			Message: fmt.Sprintf("nothing sent: the card of %q offers no skill %q%s", card.Agent.Name, r.d.Skill, offered(card.Skills))})
 	}
 	if card.InterfaceError != "" {
 		return r.outcome(contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,

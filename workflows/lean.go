@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -132,6 +134,19 @@ func (r *run) applyChecks(ctx workflow.Context, in activities.CheckAndSendInput,
 }
 
 // refusal is the outcome of a first send refused because of the card.
+// offered lists the skills a card offers, for a refusal naming the one
+// it does not.
+func offered(skills []string) string {
+	if len(skills) == 0 {
+		return "; it offers none"
+	}
+	q := make([]string, len(skills))
+	for i, s := range skills {
+		q[i] = strconv.Quote(s)
+	}
+	return "; it offers " + strings.Join(q, ", ")
+}
+
 func (r *run) refusal(res activities.CheckAndSendResult) error {
 	c := res.Card
 	switch {
@@ -140,7 +155,7 @@ func (r *run) refusal(res activities.CheckAndSendResult) error {
 			Message: "nothing sent: a verified card signature is required; the card is " + c.Verification.Status + reasonSuffix(c.Verification.Reason)}}
 	case !c.SkillFound:
 		return &refusedError{contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: fmt.Sprintf("nothing sent: the card of %q offers no skill %q", c.Agent.Name, r.d.Skill)}}
+			Message: fmt.Sprintf("nothing sent: the card of %q offers no skill %q%s", c.Agent.Name, r.d.Skill, offered(c.Skills))}}
 	case c.InterfaceError != "":
 		return &refusedError{contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
 			Message: "nothing sent: " + c.InterfaceError}}

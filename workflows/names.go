@@ -9,7 +9,13 @@
 package workflows
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/a2adelegate/delegate/a2aclient"
 )
 
 // Names fixed by the public contract.
@@ -52,3 +58,26 @@ const (
 	// for Signal "rediscover".
 	StateCardChanged = "card-changed"
 )
+
+// A2AStates lists every value the search attribute A2AState takes: the
+// local phases, the remote task states (A2A 1.0 §4.1.3, written lower case
+// with hyphens: a2aclient.State*), "message" (the agent answered with a
+// Message, no Task), "unknown" (a state that could not be read), and the
+// waits for an operator "card-changed" and "unknown_outcome".
+var A2AStates = []string{
+	PhaseResolving, PhaseSending,
+	a2aclient.StateSubmitted, a2aclient.StateWorking, a2aclient.StateInputRequired, a2aclient.StateAuthRequired,
+	a2aclient.StateCompleted, a2aclient.StateFailed, a2aclient.StateRejected, a2aclient.StateCanceled,
+	a2aclient.StateMessage, a2aclient.StateUnknown,
+	StateCardChanged, StateUnknownOutcome, PhaseEnded,
+}
+
+// CheckA2AState returns an error naming every valid value when s is not
+// one of A2AStates (for filters typed by a person: a typo must not list
+// nothing and succeed).
+func CheckA2AState(s string) error {
+	if slices.Contains(A2AStates, s) {
+		return nil
+	}
+	return fmt.Errorf("%q is not an A2AState; one of: %s", s, strings.Join(A2AStates, ", "))
+}

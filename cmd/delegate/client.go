@@ -366,8 +366,9 @@ question is pending, is refused at once with the reason.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a := contracts.Answer{Text: text, AnsweredBy: by, CredentialRef: credRef}
 			if data != "" {
-				if !json.Valid([]byte(data)) {
-					return usageErr(errors.New("--data: not valid JSON"))
+				var v any
+				if err := json.Unmarshal([]byte(data), &v); err != nil {
+					return usageErr(fmt.Errorf("--data: not valid JSON%s: %v", contracts.JSONErrorAt([]byte(data), err), err))
 				}
 				a.Data = json.RawMessage(data)
 			}
@@ -445,6 +446,11 @@ func newListCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if state != "" {
+				if err := workflows.CheckA2AState(state); err != nil {
+					return usageErr(fmt.Errorf("--state: %w", err))
+				}
+			}
 			c, err := cf.dial(ctx)
 			if err != nil {
 				return err
@@ -452,9 +458,6 @@ func newListCmd() *cobra.Command {
 			defer c.Close()
 			q := fmt.Sprintf("WorkflowType = %q", workflows.WorkflowType)
 			if state != "" {
-				if strings.ContainsAny(state, `"\`) {
-					return usageErr(errors.New("--state: quotes and backslashes are not allowed"))
-				}
 				q += fmt.Sprintf(" AND A2AState = %q", state)
 			}
 			rows, err := listDelegations(ctx, c, cf.namespace, q)

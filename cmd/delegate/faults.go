@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/a2adelegate/delegate/activities"
@@ -115,31 +116,46 @@ func newRediscoverCmd() *cobra.Command {
 func newReconcileCmd() *cobra.Command {
 	var cf clientFlags
 	var in activities.ReconcileInput
-	var schedule time.Duration
+	var schedule string
 	var wait time.Duration
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "reconcile [--older-than D] [--state S] [--schedule 15m]",
+		Use:   "reconcile [--older-than D] [--state S] [--schedule 15m|off]",
 		Short: "Make open delegations read their remote task once now (Signal \"reconcile\") and show what changed",
 		Long: `Find the open delegations through visibility (optionally only those started more
 than --older-than ago, or whose A2AState is --state), send each the Signal
 "reconcile" (the workflow calls GetTask once and records what it saw), and print
 a table of what changed. With --schedule, create (or replace) a Temporal Schedule
-"delegate-reconcile" that does the same every interval.`,
+"delegate-reconcile" that does the same every interval; --schedule off removes it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if in.OlderThan < 0 {
+				return usageErr(errors.New("--older-than must not be negative"))
+			}
+			if in.State != "" {
+				if err := workflows.CheckA2AState(in.State); err != nil {
+					return usageErr(fmt.Errorf("--state: %w", err))
+				}
+			}
+			var every time.Duration
+			if schedule != "" && schedule != "off" {
+				var err error
+				if every, err = time.ParseDuration(schedule); err != nil || every < time.Minute {
+					return usageErr(fmt.Errorf("--schedule %q: an interval of at least 1m (e.g. 15m), or off", schedule))
+				}
+			}
 			c, err := cf.dial(ctx)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
 			in.Namespace = cf.namespace
-			if schedule < 0 || in.OlderThan < 0 {
-				return usageErr(errors.New("--schedule and --older-than must not be negative"))
+			if schedule == "off" {
+				return removeReconcileSchedule(ctx, cmd, c)
 			}
-			if schedule > 0 {
-				return createReconcileSchedule(ctx, cmd, c, in, schedule)
+			if every > 0 {
+				return createReconcileSchedule(ctx, cmd, c, in, every)
 			}
 			ids, err := activities.ListOpen(ctx, c, in, time.Now())
 			if err != nil {
@@ -195,16 +211,29 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 	cf.add(cmd)
 	cmd.Flags().DurationVar(&in.OlderThan, "older-than", 0, "only delegations started more than this long ago")
 	cmd.Flags().StringVar(&in.State, "state", "", `only delegations whose A2AState is S (e.g. "working")`)
-	cmd.Flags().DurationVar(&schedule, "schedule", 0, "create a Temporal Schedule that reconciles every interval (e.g. 15m)")
+	cmd.Flags().StringVar(&schedule, "schedule", "", `create a Temporal Schedule that reconciles every interval (e.g. 15m); "off" removes it`)
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for each delegation's answer")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
-func createReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.Client, in activities.ReconcileInput, every time.Duration) error {
-	if every < time.Minute {
-		return usageErr(errors.New("--schedule: at least 1m"))
+// removeReconcileSchedule deletes Schedule delegate-reconcile; none is not
+// an error.
+func removeReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.Client) error {
+	err := c.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID).Delete(ctx)
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: there is none\n", workflows.ReconcileScheduleID)
+	case err != nil:
+		return temporalErr(fmt.Errorf("removing schedule %s: %w", workflows.ReconcileScheduleID, err))
+	default:
+		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s removed\n", workflows.ReconcileScheduleID)
 	}
+	return nil
+}
+
+func createReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.Client, in activities.ReconcileInput, every time.Duration) error {
 	h := c.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID)
 	_ = h.Delete(ctx) // replace an earlier schedule
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{

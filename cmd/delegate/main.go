@@ -7,8 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,7 +20,7 @@ import (
 // Exit codes, documented in `delegate --help`.
 const (
 	exitOK          = 0
-	exitNotComplete = 1 // the delegation ended with a status other than completed
+	exitNotComplete = 1 // start --wait: not completed; cancel/revoke: ended otherwise first; card fetch: card unusable
 	exitUsage       = 2 // bad flags or input (a contract or an answer that does not validate)
 	exitTemporal    = 3 // Temporal or network error, or a refused operation
 )
@@ -36,18 +39,64 @@ func temporalErr(err error) error { return &exitError{code: exitTemporal, err: e
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs one command line (without the program name) and returns its
+// exit code; errors go to stderr prefixed "delegate: ". The tests run the
+// CLI through it, in process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return
+		return exitOK
 	}
-	fmt.Fprintln(os.Stderr, "delegate:", err)
+	fmt.Fprintln(stderr, "delegate:", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
-		os.Exit(ee.code)
+		return ee.code
 	}
-	os.Exit(exitUsage)
+	return exitUsage
+}
+
+// version is "delegate VERSION (temporal server V, temporal sdk V, a2a-go
+// V, go V)", from the module versions built in (runtime/debug).
+func version() string {
+	mod := func(path string) string {
+		bi, ok := debug.ReadBuildInfo()
+		if !ok {
+			return "unknown"
+		}
+		if path == "" {
+			v := bi.Main.Version
+			for _, st := range bi.Settings {
+				switch {
+				case st.Key == "vcs.revision" && len(st.Value) >= 12:
+					v += " commit " + st.Value[:12]
+				case st.Key == "vcs.modified" && st.Value == "true":
+					v += " (modified)"
+				}
+			}
+			return v
+		}
+		for _, d := range bi.Deps {
+			if d.Path == path {
+				if d.Replace != nil {
+					return d.Replace.Version
+				}
+				return d.Version
+			}
+		}
+		return "not built in"
+	}
+	return fmt.Sprintf("%s (Temporal server %s, Temporal Go SDK %s, Temporal UI server %s, a2a-go %s, %s)", mod(""),
+		mod("go.temporal.io/server"), mod("go.temporal.io/sdk"), mod("github.com/temporalio/ui-server/v2"),
+		mod("github.com/a2aproject/a2a-go/v2"), runtime.Version())
 }
 
 func newRoot() *cobra.Command {
@@ -60,12 +109,17 @@ operators answer the remote agent's questions from the Temporal UI or this CLI.
 
 Exit codes:
   0  success (for "start --wait": the delegation completed)
-  1  the delegation ended with a status other than completed
+  1  "start --wait": the delegation ended with a status other than completed;
+     "cancel", "revoke": it ended otherwise before the stop took effect;
+     "card fetch": the card was fetched but cannot be used (no usable interface,
+     or a verified signature is required and missing)
   2  bad flags or input (a contract or an answer that does not validate)
   3  Temporal or network error, or an operation the server refused`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("delegate {{.Version}}\n")
 	root.AddCommand(newDevCmd(), newWorkerCmd(), newStartCmd(), newStatusCmd(), newAnswerCmd(), newCancelCmd(), newListCmd(), newCardCmd(),
 		newResolveCmd(), newRevokeCmd(), newReconcileCmd(), newRediscoverCmd(), newBenchCmd())
 	return root

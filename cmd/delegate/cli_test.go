@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cli runs one delegate command line in process (as main does) and
+// returns its stdout, stderr and exit code.
+func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code = run(ctx, args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// wantExit fails the test unless the command exited with code and its
+// stderr holds every one of want.
+func wantExit(t *testing.T, code int, want []string, args ...string) {
+	t.Helper()
+	_, stderr, got := cli(t, args...)
+	if got != code {
+		t.Errorf("delegate %s: exit %d, want %d; stderr: %s", strings.Join(args, " "), got, code, stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("delegate %s: stderr %q lacks %q", strings.Join(args, " "), stderr, w)
+		}
+	}
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A filter typed wrong is refused with the valid values, before any
+// server is dialed (the address below has nothing listening).
+func TestUnknownStateRefused(t *testing.T) {
+	for _, cmd := range [][]string{{"list"}, {"reconcile"}} {
+		args := append(cmd, "--state", "input_required", "--address", "127.0.0.1:1")
+		wantExit(t, exitUsage, []string{`"input_required" is not an A2AState`, "input-required", "unknown_outcome"}, args...)
+	}
+	wantExit(t, exitUsage, []string{`--schedule "5s"`, "or off"}, "reconcile", "--schedule", "5s", "--address", "127.0.0.1:1")
+}
+
+// --data that is not JSON says where it breaks.
+func TestAnswerDataNotJSON(t *testing.T) {
+	wantExit(t, exitUsage, []string{"--data: not valid JSON at line 1, column 10"}, "answer", "x", "--text", "a", "--data", `{"a": [1,}`, "--address", "127.0.0.1:1")
+}
+
+// A malformed contract names the line and column; a typo'd field names
+// the field it was probably meant to be, and that field as missing, in one
+// message.
+func TestContractErrorsSayWhere(t *testing.T) {
+	bad := writeFile(t, "bad.json", "{\n  \"local_workflow_id\": \"x\",\n  \"purpose\": \"p\",,\n}\n")
+	wantExit(t, exitUsage, []string{"malformed JSON at line 3, column 18"}, "start", "--contract", bad, "--address", "127.0.0.1:1")
+	typo := writeFile(t, "typo.json", `{"local_workflow_id": "x", "agent_card_url": "http://127.0.0.1:9/.well-known/agent-card.json",
+ "skil": "open-claim", "purpose": "p", "message": {"text": "hi"}, "allowed_outputs": ["claim_opened"],
+ "deadline": "2099-01-01T00:00:00Z", "write_authority": "none"}`)
+	wantExit(t, exitUsage, []string{`skil: unknown field (names are case-sensitive); did you mean "skill"?`, "skill: required"}, "start", "--contract", typo, "--address", "127.0.0.1:1")
+}
+
+// --version names the versions built in.
+func TestVersion(t *testing.T) {
+	out, _, code := cli(t, "--version")
+	if code != 0 || !strings.HasPrefix(out, "delegate ") || !strings.Contains(out, "Temporal server v1.32.1") || !strings.Contains(out, "a2a-go v2.3.1") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}
