@@ -79,6 +79,9 @@ try {
   });
   const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await page.goto(`http://127.0.0.1:${uiPort}/namespaces/default/workflows/${id}`, { waitUntil: 'domcontentloaded' });
+  // The page says what the delegation is: its static summary (purpose,
+  // skill, agent) and details, set at start.
+  await page.getByText(`open a claim for a lost parcel · open-claim at 127.0.0.1:${agentPort}`).first().waitFor({ timeout: 60000 });
   await page.getByRole('button', { name: 'More Actions' }).click({ timeout: 60000 });
   await page.screenshot({ path: join(results, 'ui-1-waiting.png') });
   await page.getByRole('menuitem', { name: 'Send a Signal' }).click();

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"google.golang.org/grpc/codes"
 
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
@@ -569,6 +570,16 @@ func statusName(s enums.WorkflowExecutionStatus) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }
 
+// retryablePoll reports whether a failed long poll may simply be tried
+// again.
+func retryablePoll(err error) bool {
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.Canceled, codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
 func orNone(s string) string {
 	if s == "" {
 		return "none"
@@ -589,6 +600,13 @@ func reportEnd(ctx context.Context, w io.Writer, c client.Client, id string, wai
 	defer cancel()
 	var out contracts.Outcome
 	err := c.GetWorkflow(wctx, id, "").Get(wctx, &out)
+	// A long poll the server ends early (gRPC Canceled or Unavailable
+	// while our context is live: seen on the embedded server while the
+	// workflow's history grows) is not an answer: poll again.
+	for err != nil && wctx.Err() == nil && retryablePoll(err) {
+		time.Sleep(200 * time.Millisecond)
+		err = c.GetWorkflow(wctx, id, "").Get(wctx, &out)
+	}
 	switch {
 	case err != nil && wctx.Err() != nil:
 		fmt.Fprintf(w, "still stopping after %s; see: delegate status %s\n", wait, id)

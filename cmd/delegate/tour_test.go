@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2adelegate/delegate/internal/claimsagent"
+)
+
+// tourStep is what one command line of the README's tour must do.
+type tourStep struct {
+	line string         // as written in README.md
+	want *regexp.Regexp // in its stdout
+	poll bool           // run again (up to a minute) until want shows
+}
+
+// The README's tour, in order. The test fails when the README's command
+// lines and this list differ, so the two cannot drift apart.
+var tour = []tourStep{
+	{`./bin/delegate list --state input-required`, regexp.MustCompile(`lost-parcel-YYYYMMDD-HHMMSS\s+Claims Agent\s+input-required`), true},
+	{`./bin/delegate status lost-parcel-YYYYMMDD-HHMMSS`, regexp.MustCompile(`question:\s+"Please send a photo`), true},
+	{`./bin/delegate answer lost-parcel-YYYYMMDD-HHMMSS --text "photo attached: box.jpg" --by alice`, regexp.MustCompile(`answer accepted for round 1`), false},
+	{`./bin/delegate status lost-parcel-YYYYMMDD-HHMMSS`, regexp.MustCompile(`(?s)status:\s+completed.*output:\s+claim_opened .*"order_id":"A-1001"`), true},
+	{`./bin/delegate start --contract contracts/examples/instant.json --wait`, regexp.MustCompile(`"status": "completed"`), false},
+	{`./bin/delegate start --contract contracts/examples/slow.json`, regexp.MustCompile(`claims-slow-example`), false},
+	{`./bin/delegate cancel claims-slow-example --reason "no longer needed"`, regexp.MustCompile(`ended canceled`), false},
+	{`./bin/delegate status claims-slow-example`, regexp.MustCompile(`(?s)cancel reason:\s+no longer needed.*status:\s+canceled`), false},
+}
+
+// TestReadmeTour runs every command line of the README's tour, as written
+// (placeholders filled in), through the CLI against `delegate dev` and the
+// claims agent, both in this process, and checks what each prints. It
+// runs the tour twice: the second time as a newcomer who runs it again
+// (the example ids are reused once their delegations ended).
+func TestReadmeTour(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := tourLines(t, string(readme))
+	var want []string
+	for _, s := range tour {
+		want = append(want, s.line)
+	}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("README.md's tour runs\n  %s\nthis test checks\n  %s\n(update the tour table with the README)", strings.Join(lines, "\n  "), strings.Join(want, "\n  "))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	port := freeTCPPort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	var devOut lockedBuffer
+	devDone := make(chan int, 1)
+	go func() {
+		devDone <- run(ctx, []string{"dev", "--memory", "--port", strconv.Itoa(port), "--ui-port", "-1", "--poll-initial", "100ms"}, &devOut, &devOut)
+	}()
+	t.Cleanup(func() { cancel(); <-devDone })
+	t.Setenv("TEMPORAL_ADDRESS", addr)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	agent, err := claimsagent.Open(claimsagent.Config{BaseURL: base, WorkDelay: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = agent.Serve(ctx, ln) }()
+
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, _, code := cli(t, "list"); code == 0 {
+			break
+		}
+		select {
+		case code := <-devDone:
+			t.Fatalf("delegate dev exited %d: %s", code, devOut.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delegate dev not serving at %s: %s", addr, devOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	dir := t.TempDir()
+	// example rewrites a contract of contracts/examples as make run does:
+	// this test's agent, a deadline an hour away, and optionally an id.
+	example := func(name, id string) string {
+		b, err := os.ReadFile(filepath.Join("../../contracts/examples", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := strings.Replace(string(b), "http://127.0.0.1:9999", base, 1)
+		s = regexp.MustCompile(`"deadline": "[^"]*"`).ReplaceAllString(s, `"deadline": "`+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"`)
+		if id != "" {
+			s = regexp.MustCompile(`"local_workflow_id": "[^"]*"`).ReplaceAllString(s, `"local_workflow_id": "`+id+`"`)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	for round := 1; round <= 2; round++ {
+		// What make run does: the sample delegation with a fresh id.
+		id := fmt.Sprintf("lost-parcel-tour-%d", round)
+		if _, stderr, code := cli(t, "start", "--contract", example("lost-parcel.json", id)); code != 0 {
+			t.Fatalf("starting the sample: exit %d: %s", code, stderr)
+		}
+		for _, step := range tour {
+			args := shellWords(t, strings.ReplaceAll(step.line, "lost-parcel-YYYYMMDD-HHMMSS", id))[1:]
+			for i, a := range args {
+				if strings.HasPrefix(a, "contracts/examples/") {
+					args[i] = example(strings.TrimPrefix(a, "contracts/examples/"), "")
+				}
+			}
+			want := regexp.MustCompile(strings.ReplaceAll(step.want.String(), "lost-parcel-YYYYMMDD-HHMMSS", regexp.QuoteMeta(id)))
+			until := time.Now().Add(time.Minute)
+			for {
+				out, stderr, code := cli(t, args...)
+				if code == 0 && want.MatchString(out) {
+					break
+				}
+				if !step.poll || time.Now().After(until) {
+					t.Fatalf("tour %d: %s\nexit %d, want 0 and output matching %s\nstdout:\n%s\nstderr:\n%s", round, step.line, code, want, out, stderr)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+
+	// Beyond the tour: the reconcile schedule is created, removed, and
+	// removing it again says there is none.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reconcile", "--schedule", "15m"}, "schedule delegate-reconcile: reconcile every 15m0s"},
+		{[]string{"reconcile", "--schedule", "off"}, "schedule delegate-reconcile removed"},
+		{[]string{"reconcile", "--schedule", "off"}, "schedule delegate-reconcile: there is none"},
+	} {
+		out, stderr, code := cli(t, c.args...)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("delegate %s: exit %d, stdout %q (want %q), stderr %q", strings.Join(c.args, " "), code, out, c.want, stderr)
+		}
+	}
+}
+
+// tourLines returns the ./bin/delegate command lines of the ```sh blocks
+// in README.md's "A five-minute tour" section, in order.
+func tourLines(t *testing.T, readme string) []string {
+	t.Helper()
+	start := strings.Index(readme, "\n## A five-minute tour")
+	if start < 0 {
+		t.Fatal(`README.md has no "## A five-minute tour" section`)
+	}
+	section := readme[start+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	var lines []string
+	in := false
+	for _, l := range strings.Split(section, "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "```sh"):
+			in = true
+		case strings.HasPrefix(l, "```"):
+			in = false
+		case in && strings.HasPrefix(l, "./bin/delegate "):
+			lines = append(lines, l)
+		case in && l != "":
+			t.Errorf("README.md tour: %q is not a ./bin/delegate command line; the tour test cannot run it", l)
+		}
+	}
+	return lines
+}
+
+// shellWords splits a command line as sh would for plain words and
+// "double" or 'single' quoted ones (no expansions).
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case r == '$' || r == '`' || r == '|' || r == '>' || r == '<' || r == ';' || r == '&':
+			t.Fatalf("command line %q uses shell syntax (%c) the tour test does not run", line, r)
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("command line %q: unclosed quote", line)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// lockedBuffer is a bytes.Buffer safe for the dev server's concurrent
+// writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
