@@ -57,6 +57,7 @@ const agent = start(bin('claims-agent'), ['--addr', `127.0.0.1:${agentPort}`, '-
 const cli = (...args) => execFileSync(bin('delegate'), [...args, '--address', address], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 let browser;
+let page;
 try {
   await waitFor('the server', 120000, async () => [cli('list').includes('ID'), 'not yet']);
   const id = `ui-${Date.now()}`;
@@ -77,11 +78,18 @@ try {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
-  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   await page.goto(`http://127.0.0.1:${uiPort}/namespaces/default/workflows/${id}`, { waitUntil: 'domcontentloaded' });
   // The page says what the delegation is: its static summary (purpose,
-  // skill, agent) and details, set at start.
-  await page.getByText(`open a claim for a lost parcel · open-claim at 127.0.0.1:${agentPort}`).first().waitFor({ timeout: 60000 });
+  // skill, agent) and details, set at start, under User Metadata.
+  // The UI renders user metadata markdown in sandboxed frames.
+  await page.getByText('User Metadata').first().click({ timeout: 60000 });
+  const framesText = async () => (await Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')))).join('\n');
+  const summary = `open a claim for a lost parcel · open-claim at 127.0.0.1:${agentPort}`;
+  await waitFor('the static summary and details', 30000, async () => {
+    const text = await framesText();
+    return [text.includes(summary) && text.includes('Allowed outputs: claim_opened'), text.slice(0, 500)];
+  });
   await page.getByRole('button', { name: 'More Actions' }).click({ timeout: 60000 });
   await page.screenshot({ path: join(results, 'ui-1-waiting.png') });
   await page.getByRole('menuitem', { name: 'Send a Signal' }).click();
@@ -113,6 +121,10 @@ try {
   console.log('1 passed, 0 failed');
 } catch (e) {
   console.error('FAIL:', e.message);
+  if (page) {
+    await page.screenshot({ path: join(results, 'ui-failure.png') }).catch(() => {});
+    console.error('--- page text (head) ---\n' + (await page.locator('body').innerText().catch(() => '')).slice(0, 3000));
+  }
   console.error('--- delegate dev log (tail) ---\n' + dev.log().slice(-3000));
   console.error('--- claims agent log (tail) ---\n' + agent.log().slice(-1000));
   console.log('0 passed, 1 failed');
