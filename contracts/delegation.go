@@ -434,6 +434,9 @@ func strictDecode(data []byte, v any, kinds map[string]string, required []string
 	}
 	var present map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &present); err != nil {
+		if at, ok := trailingComma(data, trimmed, err); ok {
+			return &FieldError{Field: "(document)", Rule: "malformed JSON" + at + ": a trailing comma (JSON allows none before } or ])"}
+		}
 		return &FieldError{Field: "(document)", Rule: "malformed JSON" + where(data, trimmed, err) + ": " + err.Error()}
 	}
 	if present == nil {
@@ -473,6 +476,27 @@ func strictDecode(data []byte, v any, kinds map[string]string, required []string
 // *SyntaxError or *UnmarshalTypeError) in data as " at line L, column C"
 // (1-based; column in bytes), or "" for another error.
 func JSONErrorAt(data []byte, err error) string { return where(data, data, err) }
+
+// trailingComma recognizes a syntax error at a } or ] that follows a
+// comma, and locates the comma.
+func trailingComma(data, trimmed []byte, err error) (string, bool) {
+	var syn *json.SyntaxError
+	if !errors.As(err, &syn) || syn.Offset < 1 || syn.Offset > int64(len(trimmed)) {
+		return "", false
+	}
+	at := syn.Offset - 1
+	if c := trimmed[at]; c != '}' && c != ']' {
+		return "", false
+	}
+	i := at - 1
+	for i >= 0 && strings.ContainsRune(" \t\r\n", rune(trimmed[i])) {
+		i--
+	}
+	if i < 0 || trimmed[i] != ',' {
+		return "", false
+	}
+	return where(data, trimmed, &json.SyntaxError{Offset: i + 1}), true
+}
 
 // where locates a JSON syntax or type error in data (the document as
 // given; trimmed is the part that was decoded) as " at line L, column C"

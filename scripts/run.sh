@@ -104,5 +104,8 @@ or in another shell:
 Waiting for delegations: ./bin/delegate list${ADDR_FLAG} --state input-required
 Press Ctrl-C to stop.
 MSG
+if [ -n "$ADDR_FLAG" ]; then
+  echo "(Other ports than the defaults: in another shell, export TEMPORAL_ADDRESS=${TEMPORAL_ADDRESS} and the README's commands reach this server.)"
+fi
 
 wait "${pids[0]}"

@@ -66,6 +66,8 @@ func TestAnswerDataNotJSON(t *testing.T) {
 func TestContractErrorsSayWhere(t *testing.T) {
 	bad := writeFile(t, "bad.json", "{\n  \"local_workflow_id\": \"x\",\n  \"purpose\": \"p\",,\n}\n")
 	wantExit(t, exitUsage, []string{"malformed JSON at line 3, column 18"}, "start", "--contract", bad, "--address", "127.0.0.1:1")
+	comma := writeFile(t, "comma.json", "{\n  \"local_workflow_id\": \"x\",\n  \"allowed_outputs\": [\"a\",],\n}\n")
+	wantExit(t, exitUsage, []string{"malformed JSON at line 3, column 26: a trailing comma"}, "start", "--contract", comma, "--address", "127.0.0.1:1")
 	typo := writeFile(t, "typo.json", `{"local_workflow_id": "x", "agent_card_url": "http://127.0.0.1:9/.well-known/agent-card.json",
  "skil": "open-claim", "purpose": "p", "message": {"text": "hi"}, "allowed_outputs": ["claim_opened"],
  "deadline": "2099-01-01T00:00:00Z", "write_authority": "none"}`)

@@ -31,28 +31,60 @@ import (
 
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
-	address   string
+	conn dclient.Connection
+	tls  bool
+	// namespace is the resolved namespace, set by dial.
 	namespace string
 }
 
+// add adds the connection flags, named as the Temporal CLI's; each falls
+// back to its environment variable and the profile file
+// (dclient.Connection, go.temporal.io/sdk/contrib/envconfig).
 func (f *clientFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	cmd.Flags().StringVar(&f.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
+	fs := cmd.Flags()
+	fs.StringVar(&f.conn.Address, "address", "", "Temporal frontend host:port (env TEMPORAL_ADDRESS; default "+dclient.DefaultAddress+")")
+	fs.StringVar(&f.conn.Namespace, "namespace", "", "Temporal namespace (env TEMPORAL_NAMESPACE; default "+dclient.DefaultNamespace+")")
+	fs.StringVar(&f.conn.APIKey, "api-key", "", "API key, sent as a bearer token; turns TLS on (env TEMPORAL_API_KEY, which keeps it out of the process list)")
+	fs.BoolVar(&f.tls, "tls", false, "use TLS (env TEMPORAL_TLS); implied by --api-key and the --tls-* flags")
+	fs.StringVar(&f.conn.TLSCertPath, "tls-cert-path", "", "client certificate for mutual TLS, PEM (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
+	fs.StringVar(&f.conn.TLSKeyPath, "tls-key-path", "", "key of --tls-cert-path, PEM (env TEMPORAL_TLS_CLIENT_KEY_PATH)")
+	fs.StringVar(&f.conn.TLSCAPath, "tls-ca-path", "", "CA certificate that signs the server's, PEM; default: the system roots (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
+	fs.StringVar(&f.conn.TLSServerName, "tls-server-name", "", "name to check the server's certificate against (env TEMPORAL_TLS_SERVER_NAME)")
+	fs.StringVar(&f.conn.Profile, "profile", "", "profile of the Temporal config file (env TEMPORAL_PROFILE; default \"default\")")
+	fs.StringVar(&f.conn.ConfigFile, "config-file", "", "Temporal config file, TOML (env TEMPORAL_CONFIG_FILE; default the user config dir's temporalio/temporal.toml)")
 }
 
-func (f *clientFlags) dial(ctx context.Context) (client.Client, error) {
-	if strings.TrimSpace(f.address) == "" {
-		return nil, usageErr(errors.New("--address: empty; give host:port of the Temporal frontend"))
+// options resolves the flags, the environment and the profile into client
+// options (bad input: exit 2).
+func (f *clientFlags) options(cmd *cobra.Command) (client.Options, error) {
+	conn := f.conn
+	if cmd.Flags().Changed("tls") {
+		conn.TLS = &f.tls
 	}
-	if strings.TrimSpace(f.namespace) == "" {
-		return nil, usageErr(errors.New("--namespace: empty"))
-	}
-	c, err := client.DialContext(ctx, client.Options{
-		HostPort: f.address, Namespace: f.namespace,
-		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	})
+	o, err := conn.Options()
 	if err != nil {
-		return nil, temporalErr(fmt.Errorf("connecting to Temporal at %s: %w", f.address, err))
+		return o, usageErr(err)
+	}
+	f.namespace = o.Namespace
+	return o, nil
+}
+
+func (f *clientFlags) dial(cmd *cobra.Command) (client.Client, error) {
+	o, err := f.options(cmd)
+	if err != nil {
+		return nil, err
+	}
+	o.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := client.DialContext(cmd.Context(), o)
+	if err != nil {
+		hint := ""
+		if strings.Contains(err.Error(), "connection refused") {
+			hint = " (is the server running there? give its address with --address or TEMPORAL_ADDRESS)"
+		}
+		return nil, temporalErr(fmt.Errorf("connecting to Temporal at %s: %w%s", dclient.Describe(o), err, hint))
+	}
+	if o.HostPort != dclient.DefaultAddress {
+		addressFlag = " --address " + o.HostPort
 	}
 	return c, nil
 }
@@ -68,7 +100,7 @@ func oneID(cmd *cobra.Command, args []string) error {
 // with dials Temporal, runs fn and closes the client.
 func (f *clientFlags) with(cmd *cobra.Command, fn func(ctx context.Context, c client.Client) error) error {
 	ctx := cmd.Context()
-	c, err := f.dial(ctx)
+	c, err := f.dial(cmd)
 	if err != nil {
 		return err
 	}
@@ -109,7 +141,7 @@ the exit code is 0 only when the status is "completed".`,
 				return usageErr(fmt.Errorf("contract %s:\n%w", contractPath, err))
 			}
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
+			c, err := cf.dial(cmd)
 			if err != nil {
 				return err
 			}
@@ -169,6 +201,7 @@ func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle) error {
 	}()
 	start := time.Now()
 	printed := 0
+	lastRetry := ""
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	show := func() {
@@ -179,10 +212,15 @@ func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle) error {
 		for ; printed < len(s.Transitions); printed++ {
 			tr := s.Transitions[printed]
 			line := fmt.Sprintf("[%7.1fs] %s", tr.At.Sub(s.StartedAt).Seconds(), tr.State)
-			if tr.State == "input-required" && s.Question != nil {
-				line += fmt.Sprintf(" — the agent asks: %q; answer with: delegate answer %s --text \"...\"", s.Question.Text, h.ID())
+			if (tr.State == "input-required" || tr.State == "auth-required") && s.Question != nil {
+				line += fmt.Sprintf(" — the agent asks: %q; answer with: %s", s.Question.Text, answerHint(s))
 			}
-			fmt.Fprintln(w, line)
+			fmt.Fprintln(w, clean(line))
+		}
+		// A send or read that keeps failing says why, once per error.
+		if rt := s.Retrying; rt != nil && rt.LastError != lastRetry {
+			lastRetry = rt.LastError
+			fmt.Fprintln(w, clean(fmt.Sprintf("[%7.1fs] retrying %s (attempt %d, next at %s): %s", time.Since(start).Seconds(), rt.Op, rt.Attempts, rt.Next.UTC().Format(time.RFC3339), rt.LastError)))
 		}
 	}
 	for {
@@ -308,6 +346,7 @@ func printState(w io.Writer, s workflows.State) {
 	}
 	row("failure", s.Failure)
 	row("cancel reason", s.CancelReason)
+	row("cancel refused", s.CancelError)
 	if u := s.Unknown; u != nil {
 		row("unknown outcome", fmt.Sprintf("round %d, messageId %s, since %s: %s", u.Round, u.MessageID, u.Since.UTC().Format(time.RFC3339), u.Error))
 		row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]", s.LocalWorkflowID))
@@ -323,7 +362,7 @@ func printState(w io.Writer, s workflows.State) {
 	}
 	if q := s.Question; q != nil {
 		row("question", fmt.Sprintf("%q (since %s)", q.Text, q.Since.UTC().Format(time.RFC3339)))
-		row("answer with", fmt.Sprintf("delegate answer %s --text \"...\" --by NAME", s.LocalWorkflowID))
+		row("answer with", answerHint(s))
 	}
 	if o := s.Outcome; o != nil {
 		row("status", string(o.Status))
@@ -380,7 +419,7 @@ question is pending, is refused at once with the reason.`,
 				return usageErr(err)
 			}
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
+			c, err := cf.dial(cmd)
 			if err != nil {
 				return err
 			}
@@ -452,7 +491,7 @@ func newListCmd() *cobra.Command {
 					return usageErr(fmt.Errorf("--state: %w", err))
 				}
 			}
-			c, err := cf.dial(ctx)
+			c, err := cf.dial(cmd)
 			if err != nil {
 				return err
 			}
@@ -569,6 +608,21 @@ func keyword(data []byte) string {
 func statusName(s enums.WorkflowExecutionStatus) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }
+
+// answerHint is the command line that answers s's question: a credential
+// reference for AUTH_REQUIRED, text otherwise; with the --address this
+// command used when it is not the default.
+func answerHint(s workflows.State) string {
+	how := `--text "..." --by NAME`
+	if s.A2AState == "auth-required" {
+		how = "--credential-ref NAME --by NAME"
+	}
+	return fmt.Sprintf("delegate answer %s %s%s", s.LocalWorkflowID, how, addressFlag)
+}
+
+// addressFlag is " --address HOST:PORT" when the CLI dialed a non-default
+// address, for the command lines it suggests.
+var addressFlag string
 
 // retryablePoll reports whether a failed long poll may simply be tried
 // again.

@@ -33,7 +33,7 @@ the agent created (checked with GetTask first), or abandon (status unknown_outco
 				return usageErr(err)
 			}
 			ctx := cmd.Context()
-			c, err := cf.dial(ctx)
+			c, err := cf.dial(cmd)
 			if err != nil {
 				return err
 			}
@@ -145,7 +145,7 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 					return usageErr(fmt.Errorf("--schedule %q: an interval of at least 1m (e.g. 15m), or off", schedule))
 				}
 			}
-			c, err := cf.dial(ctx)
+			c, err := cf.dial(cmd)
 			if err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/cards"
+	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/internal/bench"
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/internal/metrics"
@@ -49,10 +50,11 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.pollMax, "poll-max", 30*time.Second, "longest GetTask polling interval")
 }
 
-// clientOptions are the Temporal client options of the worker, with the
-// SDK metrics on --metrics-addr when set.
-func (f *workerFlags) clientOptions(ctx context.Context, addr, ns string, logger *slog.Logger) (client.Options, error) {
-	o := client.Options{HostPort: addr, Namespace: ns, Logger: sdklog.NewStructuredLogger(logger)}
+// clientOptions are the Temporal client options of the worker (o: where
+// and how to connect), with its logger and the SDK metrics on
+// --metrics-addr when set.
+func (f *workerFlags) clientOptions(ctx context.Context, o client.Options, logger *slog.Logger) (client.Options, error) {
+	o.Logger = sdklog.NewStructuredLogger(logger)
 	if f.metricsAddr != "" {
 		h, _, err := metrics.Serve(ctx, f.metricsAddr)
 		if err != nil {
@@ -131,14 +133,19 @@ func newWorkerCmd() *cobra.Command {
 				return usageErr(fmt.Errorf("--log-format %q: text or json", logFormat))
 			}
 			logger := newLogger()
-			opts, err := wf.clientOptions(ctx, cf.address, cf.namespace, logger)
+			conn, err := cf.options(cmd)
+			if err != nil {
+				return err
+			}
+			opts, err := wf.clientOptions(ctx, conn, logger)
 			if err != nil {
 				return err
 			}
 			c, err := client.DialContext(ctx, opts)
 			if err != nil {
-				return temporalErr(fmt.Errorf("connecting to Temporal at %s: %w", cf.address, err))
+				return temporalErr(fmt.Errorf("connecting to Temporal at %s: %w", dclient.Describe(opts), err))
 			}
+			logger.Info("connected to Temporal", "server", dclient.Describe(opts))
 			defer c.Close()
 			return runWorker(ctx, c, wf, logger)
 		},
@@ -202,7 +209,11 @@ The server runs with dynamic config chosen for one host (docs/performance.md);
 				<-ctx.Done()
 				return nil
 			}
-			opts, err := wf.clientOptions(ctx, srv.FrontendAddr(), srv.Namespace(), logger)
+			own, err := srv.ClientOptions()
+			if err != nil {
+				return temporalErr(err)
+			}
+			opts, err := wf.clientOptions(ctx, own, logger)
 			if err != nil {
 				return err
 			}

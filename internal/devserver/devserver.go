@@ -11,6 +11,8 @@ package devserver
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -67,6 +69,24 @@ type Config struct {
 	// DynamicConfig overrides OneHostDynamicConfig key by key (Temporal's
 	// dynamic config; see LoadDynamicConfig for a YAML file).
 	DynamicConfig dynamicconfig.ConfigValueMap
+	// TLS, when set, makes the frontend accept TLS only (mutual TLS with
+	// RequireClientAuth); the server's own clients (its system worker,
+	// the namespace and search-attribute setup) connect with ClientCert.
+	// The UI is not supported with TLS (set UIPort -1).
+	TLS *TLS
+}
+
+// TLS is the frontend's TLS (Temporal server config.RootTLS.Frontend):
+// PEM files.
+type TLS struct {
+	CertFile, KeyFile string // the server certificate
+	CAFile            string // trusted for client certificates, and by the server's own clients
+	// RequireClientAuth: clients must present a certificate CAFile signed
+	// (mutual TLS).
+	RequireClientAuth bool
+	// ClientCertFile and ClientKeyFile are what the server's own clients
+	// present (required with RequireClientAuth).
+	ClientCertFile, ClientKeyFile string
 }
 
 // OneHostDynamicConfig is the dynamic config every embedded server runs
@@ -211,6 +231,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.LogLevel == "" {
 		cfg.LogLevel = "error"
 	}
+	if cfg.TLS != nil && cfg.UIPort >= 0 {
+		return nil, errors.New("devserver: the UI is not supported with TLS (set UIPort -1)")
+	}
 	var err error
 	if cfg.Port == 0 {
 		if cfg.Port, err = freePort(cfg.IP); err != nil {
@@ -335,12 +358,24 @@ func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error
 		return config.Service{RPC: rpc}
 	}
 	front := net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))
+	var rootTLS config.RootTLS
+	if t := cfg.TLS; t != nil {
+		clientTLS := config.ClientTLS{ServerName: "localhost", RootCAFiles: []string{t.CAFile}}
+		rootTLS = config.RootTLS{
+			Frontend: config.GroupTLS{
+				Server: config.ServerTLS{CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFiles: []string{t.CAFile}, RequireClientAuth: t.RequireClientAuth},
+				Client: clientTLS,
+			},
+			SystemWorker: config.WorkerTLS{CertFile: t.ClientCertFile, KeyFile: t.ClientKeyFile, Client: clientTLS},
+		}
+	}
 	return &config.Config{
 		Global: config.Global{
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: "127.0.0.1"},
 			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
 				ListenAddress: net.JoinHostPort(cfg.IP, strconv.Itoa(metricsPort)), HandlerPath: "/metrics",
 			}},
+			TLS: rootTLS,
 		},
 		Persistence: config.Persistence{
 			DefaultStore: "default", VisibilityStore: "visibility", NumHistoryShards: 1,
@@ -372,12 +407,46 @@ func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error
 	}, nil
 }
 
+// ClientOptions are the Temporal client options that reach this server's
+// frontend in its namespace: with Config.TLS, TLS trusting CAFile (server
+// name "localhost") and the client certificate. Errors: a TLS file cannot
+// be read.
+func (s *Server) ClientOptions() (client.Options, error) {
+	o := client.Options{HostPort: s.frontendAddr, Namespace: s.cfg.Namespace, Logger: quietLogger{}}
+	t := s.cfg.TLS
+	if t == nil {
+		return o, nil
+	}
+	ca, err := os.ReadFile(t.CAFile)
+	if err != nil {
+		return o, fmt.Errorf("devserver: TLS CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return o, fmt.Errorf("devserver: TLS CA %s: no PEM certificate", t.CAFile)
+	}
+	tc := &tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12}
+	if t.ClientCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.ClientCertFile, t.ClientKeyFile)
+		if err != nil {
+			return o, fmt.Errorf("devserver: TLS client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	o.ConnectionOptions.TLS = tc
+	return o, nil
+}
+
 // ensureSearchAttributes waits for the frontend and registers any custom
 // search attribute that is missing (a database created by an older run).
 func (s *Server) ensureSearchAttributes(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: s.frontendAddr, Namespace: s.cfg.Namespace, Logger: quietLogger{}})
+	opts, err := s.ClientOptions()
+	if err != nil {
+		return err
+	}
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("devserver: dialing the frontend: %w", err)
 	}

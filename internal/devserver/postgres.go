@@ -135,7 +135,12 @@ func pqDSN(c *config.SQL, db string) string {
 func (s *Server) ensureNamespace(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: s.frontendAddr, Logger: quietLogger{}})
+	opts, err := s.ClientOptions()
+	if err != nil {
+		return err
+	}
+	opts.Namespace = ""
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("devserver: dialing the frontend: %w", err)
 	}

@@ -1,0 +1,137 @@
+package client
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+
+	sdkclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+)
+
+// Connection says how to reach a Temporal server the way the Temporal CLI
+// and SDKs take it (go.temporal.io/sdk/contrib/envconfig): a profile from
+// the TOML config file (TEMPORAL_CONFIG_FILE, default
+// $XDG_CONFIG_HOME/temporalio/temporal.toml; profile TEMPORAL_PROFILE or
+// "default"), then the environment (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+// TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH,
+// TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH,
+// TEMPORAL_TLS_SERVER_NAME, ...), then the fields set here (the CLI's
+// flags of the same names as the Temporal CLI's). Empty fields leave what
+// the file and the environment say; with nothing set at all the address is
+// 127.0.0.1:7233 and the namespace "default".
+//
+// An API key turns TLS on (Temporal Cloud); so do a client certificate,
+// a CA or a server name. The API key is a secret: it is never in an error
+// of this package.
+type Connection struct {
+	Address, Namespace string
+	// APIKey is sent as "Authorization: Bearer" on every call.
+	APIKey string
+	// TLSCertPath and TLSKeyPath are a client certificate for mutual TLS
+	// (PEM files); TLSCAPath the CA that signs the server's certificate
+	// (default: the system roots); TLSServerName overrides the name the
+	// server's certificate is checked against.
+	TLSCertPath, TLSKeyPath, TLSCAPath, TLSServerName string
+	// TLS forces TLS on (true) or off (false); nil: decided by the rest.
+	TLS *bool
+	// Profile names the profile of the config file (default
+	// TEMPORAL_PROFILE, then "default"); ConfigFile the file (default
+	// TEMPORAL_CONFIG_FILE, then the user config dir's).
+	Profile, ConfigFile string
+}
+
+// Defaults of a Connection with nothing set anywhere.
+const (
+	DefaultAddress   = "127.0.0.1:7233"
+	DefaultNamespace = "default"
+)
+
+// Options resolves the connection into Temporal client options (HostPort,
+// Namespace, Credentials, ConnectionOptions.TLS). Errors: the config file
+// cannot be read or parsed, a named profile is missing, a TLS setting is
+// incomplete (a certificate without its key) or its files cannot be read.
+func (c Connection) Options() (sdkclient.Options, error) {
+	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{
+		ConfigFilePath: c.ConfigFile, ConfigFileProfile: c.Profile,
+	})
+	if err != nil {
+		return sdkclient.Options{}, fmt.Errorf("temporal connection: %w", err)
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&prof.Address, c.Address)
+	set(&prof.Namespace, c.Namespace)
+	set(&prof.APIKey, c.APIKey)
+	if c.TLSCertPath != "" || c.TLSKeyPath != "" || c.TLSCAPath != "" || c.TLSServerName != "" || c.TLS != nil {
+		if prof.TLS == nil {
+			prof.TLS = &envconfig.ClientConfigTLS{}
+		}
+		t := prof.TLS
+		if c.TLSCertPath != "" {
+			t.ClientCertPath, t.ClientCertData = c.TLSCertPath, nil
+		}
+		if c.TLSKeyPath != "" {
+			t.ClientKeyPath, t.ClientKeyData = c.TLSKeyPath, nil
+		}
+		if c.TLSCAPath != "" {
+			t.ServerCACertPath, t.ServerCACertData = c.TLSCAPath, nil
+		}
+		set(&t.ServerName, c.TLSServerName)
+		if c.TLS != nil {
+			t.Disabled = !*c.TLS
+		}
+	}
+	if strings.TrimSpace(prof.Address) == "" {
+		prof.Address = DefaultAddress
+	}
+	if strings.TrimSpace(prof.Namespace) == "" {
+		prof.Namespace = DefaultNamespace
+	}
+	if t := prof.TLS; t != nil && !t.Disabled {
+		if (t.ClientCertPath != "" || len(t.ClientCertData) > 0) != (t.ClientKeyPath != "" || len(t.ClientKeyData) > 0) {
+			return sdkclient.Options{}, errors.New("temporal connection: a TLS client certificate needs its key and the key its certificate (--tls-cert-path with --tls-key-path)")
+		}
+	}
+	o, err := prof.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	if err != nil {
+		return sdkclient.Options{}, fmt.Errorf("temporal connection: %w", redact(err, prof.APIKey))
+	}
+	if o.ConnectionOptions.TLS != nil && o.ConnectionOptions.TLS.MinVersion == 0 {
+		o.ConnectionOptions.TLS.MinVersion = tls.VersionTLS12
+	}
+	return o, nil
+}
+
+// Describe is the connection for messages: address, namespace, and how it
+// authenticates, never the key.
+func Describe(o sdkclient.Options) string {
+	var how []string
+	if o.ConnectionOptions.TLS != nil {
+		if len(o.ConnectionOptions.TLS.Certificates) > 0 || o.ConnectionOptions.TLS.GetClientCertificate != nil {
+			how = append(how, "mTLS")
+		} else {
+			how = append(how, "TLS")
+		}
+	}
+	if o.Credentials != nil {
+		how = append(how, "API key")
+	}
+	s := fmt.Sprintf("%s (namespace %s", o.HostPort, o.Namespace)
+	if len(how) > 0 {
+		s += ", " + strings.Join(how, ", ")
+	}
+	return s + ")"
+}
+
+// redact removes secret from err's text.
+func redact(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), secret, "[redacted]"))
+}
