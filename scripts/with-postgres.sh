@@ -55,8 +55,9 @@ echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}
 # foreground command); the server is removed after it ends.
 eval "$@" &
 child=$!
-trap 'kill -TERM $child 2>/dev/null' TERM
-trap 'kill -INT $child 2>/dev/null' INT
+# The command may run as a child of the eval's subshell: signal both.
+trap 'pkill -TERM -P $child 2>/dev/null; kill -TERM $child 2>/dev/null' TERM
+trap 'pkill -INT -P $child 2>/dev/null; kill -INT $child 2>/dev/null' INT
 rc=0
 wait $child || rc=$?
 while kill -0 $child 2>/dev/null; do wait $child || rc=$?; done
