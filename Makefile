@@ -48,9 +48,11 @@ BENCH_ARGS ?=
 bench-postgres: build
 	./scripts/with-postgres.sh ./$(BIN)/delegate bench --server '"$$DELEGATE_POSTGRES_URL"' $(BENCH_ARGS)
 
-# The tests that need PostgreSQL, on a temporary server (Debian's postgresql).
+# The tests that need PostgreSQL, on a temporary server (Debian's postgresql):
+# the production path (Temporal on PostgreSQL with mTLS on its frontend, two
+# `delegate worker` processes, one killed), the server and the bench on it.
 test-postgres:
-	./scripts/with-postgres.sh DELEGATE_REQUIRE_POSTGRES=1 $(GO) test -count=1 -timeout 15m -run Postgres ./internal/devserver ./internal/bench
+	./scripts/with-postgres.sh DELEGATE_REQUIRE_POSTGRES=1 $(GO) test -count=1 -timeout 20m -run Postgres ./internal/devserver ./internal/bench ./e2e
 
 # The operator's flow in the Temporal UI, in headless Chromium (Debian's
 # chromium package; playwright-core from npm, no browser download).
