@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Delegation is the local contract for one piece of delegated work. Its JSON
@@ -518,13 +519,16 @@ func where(data, trimmed []byte, err error) string {
 		off += int64(i)
 	}
 	off = min(off, int64(len(data)))
+	if syn != nil && off > 0 {
+		off-- // a syntax error's offset is just past the offending byte
+	}
 	before := data[:off]
 	line := bytes.Count(before, []byte("\n")) + 1
-	col := int(off) - (bytes.LastIndexByte(before, '\n') + 1)
-	if syn != nil && col > 0 {
-		col-- // a syntax error's offset is just past the offending byte
-	}
-	return fmt.Sprintf(" at line %d, column %d", line, col+1)
+	lineStart := bytes.LastIndexByte(before, '\n') + 1
+	// Columns count characters, as editors do (a tab is one); a byte
+	// order mark is not one.
+	col := utf8.RuneCount(bytes.TrimPrefix(before[lineStart:], []byte("\xef\xbb\xbf"))) + 1
+	return fmt.Sprintf(" at line %d, column %d", line, col)
 }
 
 func decodeError(err error) error {

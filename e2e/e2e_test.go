@@ -181,7 +181,7 @@ func TestLostParcelEndToEnd(t *testing.T) {
 	if !strings.Contains(summary, d.Purpose) || !strings.Contains(summary, d.Skill) {
 		t.Errorf("static summary = %q, want the purpose and the skill", summary)
 	}
-	for _, want := range []string{"Purpose: open a claim for a lost parcel", "Skill: open\\-claim", "Allowed outputs: claim\\_opened", d.Deadline.UTC().Format(time.RFC3339)} {
+	for _, want := range []string{"Purpose: ` open a claim for a lost parcel `", "Skill: ` open-claim `", "Allowed outputs: ` claim_opened `", d.Deadline.UTC().Format(time.RFC3339)} {
 		if !strings.Contains(details, want) {
 			t.Errorf("static details lack %q:\n%s", want, details)
 		}

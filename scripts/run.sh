@@ -14,19 +14,23 @@ if [ "$TEMPORAL_PORT" != 7233 ]; then ADDR_FLAG=" --address ${TEMPORAL_ADDRESS}"
 mkdir -p .delegate
 
 # One `make run` per directory: a second one must not share the SQLite file
-# or touch the first one's logs. The lock is a directory (atomic mkdir)
-# holding the owner's pid; a lock whose owner is gone is taken over.
+# or touch the first one's logs. The lock is flock(1) on .delegate/run.lock,
+# held by this script and the servers it starts (inherited descriptor 9),
+# so it goes away with them however they end; `delegate dev` also locks
+# its database file itself.
 lock=.delegate/run.lock
-if ! mkdir "$lock" 2>/dev/null; then
-  owner=$(cat "$lock/pid" 2>/dev/null || true)
-  if [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null; then
-    echo "make run: another make run (pid $owner) is serving from $(pwd)/.delegate; stop it first (Ctrl-C in its shell)." >&2
+[ -d "$lock" ] && rm -rf "$lock" # a lock directory left by an older version of this script
+if command -v flock >/dev/null 2>&1; then
+  exec 9>>"$lock"
+  if ! flock -n 9; then
+    owner=$(cat "$lock" 2>/dev/null || true)
+    echo "make run: another make run${owner:+ (pid $owner)} is serving from $(pwd)/.delegate; stop it first (Ctrl-C in its shell)." >&2
     exit 1
   fi
-  rm -rf "$lock"
-  mkdir "$lock"
+  echo $$ > "$lock"
+else
+  echo "make run: flock(1) not found (util-linux): a second make run in this directory is not detected (delegate dev still refuses a database in use)." >&2
 fi
-echo $$ > "$lock/pid"
 
 # Every port must be free before anything starts: a busy one belongs to
 # another server, which must not be mistaken for ours.
@@ -36,7 +40,6 @@ port_busy 127.0.0.1 "$TEMPORAL_PORT" && busy="$busy TEMPORAL_PORT=${TEMPORAL_POR
 port_busy 127.0.0.1 "$UI_PORT" && busy="$busy UI_PORT=${UI_PORT}"
 port_busy "${AGENT_ADDR%:*}" "${AGENT_ADDR##*:}" && busy="$busy AGENT_ADDR=${AGENT_ADDR}"
 if [ -n "$busy" ]; then
-  rm -rf "$lock"
   echo "make run: in use:${busy} (another make run or server?). Stop it, or choose free ports, e.g." >&2
   echo "  TEMPORAL_PORT=7243 UI_PORT=8243 AGENT_ADDR=127.0.0.1:9998 make run" >&2
   exit 1
@@ -49,7 +52,6 @@ cleanup() {
   echo "stopping..."
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$lock"
 }
 trap cleanup INT TERM EXIT
 

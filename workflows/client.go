@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	commonpb "go.temporal.io/api/common/v1"
@@ -82,13 +83,13 @@ const maxSummary = 200
 // StaticSummary is the one-line summary a delegation is started with
 // (Temporal's StartWorkflowOptions.StaticSummary, shown in the UI's
 // workflow list and page): the purpose, the skill and the agent's host,
-// at most 200 bytes.
+// at most 200 bytes, as inert markdown (escapeMarkdown: one code span).
 func StaticSummary(d contracts.Delegation) string {
 	host := d.AgentCardURL
 	if u, err := url.Parse(d.AgentCardURL); err == nil && u.Host != "" {
 		host = u.Host
 	}
-	return truncate(fmt.Sprintf("%s · %s at %s", d.Purpose, d.Skill, host), maxSummary)
+	return escapeMarkdown(truncate(fmt.Sprintf("%s · %s at %s", d.Purpose, d.Skill, host), maxSummary))
 }
 
 // StaticDetails is the markdown a delegation is started with
@@ -112,6 +113,9 @@ func StaticDetails(d contracts.Delegation) string {
 	b.WriteString("The current state and any question are under Current Details (User Metadata); Queries → `state` gives it all.\n")
 	return b.String()
 }
+
+// MaxCancelReason bounds a cancel's reason, in bytes.
+const MaxCancelReason = 1000
 
 // Answer gives an operator's answer through Update "provide-input" and
 // waits until the workflow accepted it. A refused answer (empty, or no
@@ -149,6 +153,14 @@ func QueryStateOf(ctx context.Context, c client.Client, workflowID string) (Stat
 // and the Outcome's error message) and recorded in the
 // WorkflowExecutionCancelRequested event.
 func Cancel(ctx context.Context, c client.Client, namespace, workflowID, reason string) error {
+	// Checked before anything is sent: a reason signalled for a cancel that
+	// then fails would be taken by the next cancel.
+	if !utf8.ValidString(reason) {
+		return &contracts.FieldError{Field: "reason", Rule: "must be valid UTF-8"}
+	}
+	if len(reason) > MaxCancelReason {
+		return &contracts.FieldError{Field: "reason", Rule: fmt.Sprintf("%d bytes is over the %d-byte limit", len(reason), MaxCancelReason)}
+	}
 	if strings.TrimSpace(reason) != "" {
 		// The workflow cannot read a cancel request's reason; it reads
 		// this signal when the cancel arrives.

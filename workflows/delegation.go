@@ -1441,18 +1441,33 @@ func truncate(s string, n int) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
-// escapeMarkdown makes untrusted text inert in the Temporal UI's markdown:
-// markup characters are backslash-escaped, so remote text cannot add
-// links, images or HTML.
+// escapeMarkdown makes untrusted text inert in the Temporal UI's markdown
+// (which renders links, HTML, images and autolinks): the text becomes one
+// inline code span (CommonMark §6.1), whose content is never interpreted,
+// on one line (line breaks and tabs become spaces, so no blank line can
+// end the span), fenced by more backticks than any run of backticks in it.
+// Empty text stays empty.
 func escapeMarkdown(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if strings.ContainsRune("\\`*_{}[]()<>#+-.!|~&", c) {
-			b.WriteByte('\\')
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' || r == '\v' || r == '\f' || r == 0x85 || r == 0x2028 || r == 0x2029 {
+			return ' '
 		}
-		b.WriteRune(c)
+		return r
+	}, s)
+	if strings.TrimSpace(s) == "" {
+		return ""
 	}
-	return b.String()
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	return fence + " " + s + " " + fence
 }
 
 func questionDetails(d contracts.Delegation, s *State, wfID string) string {

@@ -463,6 +463,9 @@ func newCancelCmd() *cobra.Command {
 					return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", args[0], statusName(st), args[0]))
 				}
 				if err := dclient.Get(c, args[0]).WithNamespace(cf.namespace).Cancel(ctx, reason); err != nil {
+					if errors.Is(err, contracts.ErrInvalidContract) {
+						return usageErr(fmt.Errorf("--%w", err))
+					}
 					return temporalErr(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "cancel requested for %s\n", args[0])

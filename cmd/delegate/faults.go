@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -139,7 +140,9 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 				}
 			}
 			var every time.Duration
-			if schedule != "" && schedule != "off" {
+			if strings.EqualFold(schedule, "off") {
+				schedule = "off"
+			} else if cmd.Flags().Changed("schedule") {
 				var err error
 				if every, err = time.ParseDuration(schedule); err != nil || every < time.Minute {
 					return usageErr(fmt.Errorf("--schedule %q: an interval of at least 1m (e.g. 15m), or off", schedule))

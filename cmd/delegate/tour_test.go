@@ -144,14 +144,29 @@ func TestReadmeTour(t *testing.T) {
 		}
 	}
 
-	// Beyond the tour: the reconcile schedule is created, removed, and
+	// Beyond the tour: a cancel reason that cannot be sent is refused
+	// before anything is sent (it would otherwise wait for the next cancel).
+	if _, stderr, code := cli(t, "start", "--contract", example("slow.json", "")); code != 0 {
+		t.Fatalf("start slow: %s", stderr)
+	}
+	if _, stderr, code := cli(t, "cancel", "claims-slow-example", "--reason", "bad \xff utf8"); code != exitUsage || !strings.Contains(stderr, "--reason: must be valid UTF-8") {
+		t.Errorf("cancel with an invalid reason: exit %d, %s", code, stderr)
+	}
+	if out, stderr, code := cli(t, "cancel", "claims-slow-example"); code != 0 || !strings.Contains(out, "ended canceled") {
+		t.Errorf("cancel: exit %d, %s %s", code, out, stderr)
+	}
+	if out, _, _ := cli(t, "status", "claims-slow-example"); strings.Contains(out, "cancel reason") {
+		t.Errorf("a refused reason was used by the next cancel:\n%s", out)
+	}
+
+	// The reconcile schedule is created, removed (off in any case), and
 	// removing it again says there is none.
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"reconcile", "--schedule", "15m"}, "schedule delegate-reconcile: reconcile every 15m0s"},
-		{[]string{"reconcile", "--schedule", "off"}, "schedule delegate-reconcile removed"},
+		{[]string{"reconcile", "--schedule", "OFF"}, "schedule delegate-reconcile removed"},
 		{[]string{"reconcile", "--schedule", "off"}, "schedule delegate-reconcile: there is none"},
 	} {
 		out, stderr, code := cli(t, c.args...)

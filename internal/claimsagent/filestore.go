@@ -1,16 +1,15 @@
 package claimsagent
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
@@ -20,70 +19,75 @@ import (
 // task as a JSON file under dir/tasks, so that an agent restarted on the
 // same directory still knows the tasks it created: a follow-up to a task
 // waiting in INPUT_REQUIRED, GetTask and CancelTask go on as before the
-// restart. It also journals which message id created or continued which
-// task (dir/messages.jsonl), so that a message resent after a restart is
-// still not executed twice (A2A 1.0 §3.3.1).
+// restart, and a message sent again is not executed twice (A2A 1.0
+// §3.3.1): the user messages in the stored tasks' histories say which
+// message id created or continued which task. A task is written when it is
+// created, before the agent answers, so even an agent killed mid-send knows
+// the task after a restart.
 //
 // The tasks are served from a2a-go's in-memory store, loaded from the files
 // at start; each Create and Update is written through (file per task,
-// replaced atomically with a rename). An execution that was running when the
-// agent stopped is not resumed: its task keeps the last state written.
+// replaced atomically with a rename). One agent at a time: the directory is
+// locked (flock on dir/lock) while the store is open. An execution that
+// was running when the agent stopped is not resumed: its task keeps the
+// last state written.
 type fileStore struct {
 	*taskstore.InMemory
-	dir string
+	dir  string
+	lock *os.File
 
-	mu      sync.Mutex // orders the writes of one store
-	journal *os.File
+	mu sync.Mutex // orders the writes of one store
 }
 
 // openFileStore opens (creating it when missing) the state directory dir,
-// loads the tasks stored there, and returns the message journal's entries
-// (message id → task id) for the idempotency table.
+// locks it, loads the tasks stored there, and returns the message ids of
+// their histories (message id → task id) for the idempotency table.
+// Errors: the directory cannot be created, read or locked (another agent
+// uses it), or a file under dir/tasks is not a task with an id.
 func openFileStore(dir string) (*fileStore, map[string]a2a.TaskID, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "tasks"), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("state dir: %w", err)
 	}
-	s := &fileStore{InMemory: taskstore.NewInMemory(nil), dir: dir}
-	files, err := filepath.Glob(filepath.Join(dir, "tasks", "*.json"))
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
+		return nil, nil, fmt.Errorf("state dir: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = lock.Close()
+		return nil, nil, fmt.Errorf("state dir %s is in use by another claims agent (%v)", dir, err)
+	}
+	s := &fileStore{InMemory: taskstore.NewInMemory(nil), dir: dir, lock: lock}
+	fail := func(err error) (*fileStore, map[string]a2a.TaskID, error) {
+		_ = s.Close()
 		return nil, nil, err
 	}
+	files, err := filepath.Glob(filepath.Join(dir, "tasks", "*.json"))
+	if err != nil {
+		return fail(err)
+	}
+	seen := map[string]a2a.TaskID{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, nil, fmt.Errorf("state dir: %w", err)
+			return fail(fmt.Errorf("state dir: %w", err))
 		}
 		var t a2a.Task
 		if err := json.Unmarshal(b, &t); err != nil {
-			return nil, nil, fmt.Errorf("state dir: %s: %w", f, err)
+			return fail(fmt.Errorf("state dir: %s: %w", f, err))
+		}
+		if t.ID == "" {
+			return fail(fmt.Errorf("state dir: %s: not a task (no id)", f))
 		}
 		if _, err := s.InMemory.Create(context.Background(), &t); err != nil {
-			return nil, nil, fmt.Errorf("state dir: %s: %w", f, err)
+			return fail(fmt.Errorf("state dir: %s: %w", f, err))
 		}
-	}
-	seen := map[string]a2a.TaskID{}
-	jpath := filepath.Join(dir, "messages.jsonl")
-	if f, err := os.Open(jpath); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var e journalEntry
-			if json.Unmarshal(sc.Bytes(), &e) == nil && e.MessageID != "" && e.TaskID != "" {
-				seen[e.MessageID] = a2a.TaskID(e.TaskID)
+		for _, m := range t.History {
+			if m != nil && m.Role == a2a.MessageRoleUser && m.ID != "" {
+				seen[m.ID] = t.ID
 			}
 		}
-		_ = f.Close()
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, fmt.Errorf("state dir: %w", err)
-	}
-	if s.journal, err = os.OpenFile(jpath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
-		return nil, nil, fmt.Errorf("state dir: %w", err)
 	}
 	return s, seen, nil
-}
-
-type journalEntry struct {
-	MessageID string `json:"message_id"`
-	TaskID    string `json:"task_id"`
 }
 
 // Create implements taskstore.Store.
@@ -124,13 +128,5 @@ func (s *fileStore) write(t *a2a.Task) error {
 	return os.Rename(tmp, final)
 }
 
-// remember journals that message id created or continued task id.
-func (s *fileStore) remember(messageID string, taskID a2a.TaskID) {
-	b, _ := json.Marshal(journalEntry{MessageID: messageID, TaskID: string(taskID)})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, _ = s.journal.Write(append(b, '\n'))
-}
-
-// Close closes the journal.
-func (s *fileStore) Close() error { return s.journal.Close() }
+// Close releases the directory's lock.
+func (s *fileStore) Close() error { return s.lock.Close() }

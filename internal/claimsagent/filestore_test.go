@@ -82,12 +82,28 @@ func TestStateDirRefusesBadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(dir, "tasks", "x.json")
-	if err := os.WriteFile(bad, []byte("{not json"), 0o600); err != nil {
-		t.Fatal(err)
+	for _, body := range []string{"{not json", "{}", "null"} {
+		if err := os.WriteFile(bad, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(Config{BaseURL: "http://127.0.0.1:1", StateDir: dir})
+		if err == nil || !strings.Contains(err.Error(), bad) {
+			t.Fatalf("%s: Open() error = %v, want one naming %s", body, err, bad)
+		}
 	}
+}
+
+// Two agents never share a state directory.
+func TestStateDirLocked(t *testing.T) {
+	dir := t.TempDir()
+	_, _, stop := startIn(t, dir, "")
 	_, err := Open(Config{BaseURL: "http://127.0.0.1:1", StateDir: dir})
-	if err == nil || !strings.Contains(err.Error(), bad) {
-		t.Fatalf("Open() error = %v, want one naming %s", err, bad)
+	if err == nil || !strings.Contains(err.Error(), "in use by another claims agent") {
+		t.Fatalf("second Open() error = %v, want the directory in use", err)
+	}
+	stop()
+	if _, err := Open(Config{BaseURL: "http://127.0.0.1:1", StateDir: dir}); err != nil {
+		t.Fatalf("Open() after the first stopped: %v", err)
 	}
 }
 

@@ -269,16 +269,22 @@ func (a *Agent) TaskCount() int { return a.handler.taskCount() }
 // accepted.
 func (a *Agent) MessageCount() int { return a.handler.messageCount() }
 
-// Serve serves the agent on ln until ctx is done, then shuts down.
+// Serve serves the agent on ln until ctx is done, then shuts down: calls
+// in flight get up to 5 s to finish before Serve returns.
 func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: a, ReadHeaderTimeout: 10 * time.Second}
+	shut := make(chan struct{})
 	go func() {
+		defer close(shut)
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
 	err := srv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		<-shut // Serve returns at once; Shutdown waits for the calls in flight
+	}
 	if a.handler.store != nil {
 		_ = a.handler.store.Close()
 	}
@@ -342,9 +348,6 @@ func (h *dedupHandler) settle(id string, e *sendEntry, taskID a2a.TaskID) {
 			h.tasks = map[a2a.TaskID]bool{}
 		}
 		h.tasks[taskID] = true
-		if h.store != nil {
-			h.store.remember(id, taskID)
-		}
 	}
 	close(e.done)
 }

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -200,6 +201,7 @@ type Server struct {
 	ui           *uiserver.Server
 	frontendAddr string
 	uiAddr       string
+	dbLock       *os.File // held while the server runs on a SQLite file
 }
 
 // FrontendAddr is host:port of the frontend gRPC endpoint.
@@ -235,6 +237,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, errors.New("devserver: the UI is not supported with TLS (set UIPort -1)")
 	}
 	var err error
+	var dbLock *os.File
+	started := false
 	if cfg.Port == 0 {
 		if cfg.Port, err = freePort(cfg.IP); err != nil {
 			return nil, err
@@ -260,6 +264,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		if err := os.MkdirAll(filepath.Dir(cfg.DBPath), 0o755); err != nil {
 			return nil, fmt.Errorf("devserver: --db directory: %w", err)
 		}
+		// One server per database file: two would corrupt each other's
+		// state. The lock goes with the process, however it ends.
+		if dbLock, err = os.OpenFile(cfg.DBPath+".lock", os.O_CREATE|os.O_RDWR, 0o600); err != nil {
+			return nil, fmt.Errorf("devserver: --db lock: %w", err)
+		}
+		if err := syscall.Flock(int(dbLock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			_ = dbLock.Close()
+			return nil, fmt.Errorf("devserver: %s is in use by another server (another delegate dev?); stop it or give another --db", cfg.DBPath)
+		}
+		defer func() {
+			if !started {
+				_ = dbLock.Close()
+			}
+		}()
 		if _, err := os.Stat(cfg.DBPath); errors.Is(err, os.ErrNotExist) {
 			if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
 				return nil, fmt.Errorf("devserver: setting up the SQLite schema in %s: %w", cfg.DBPath, err)
@@ -297,7 +315,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("devserver: starting Temporal: %w", err)
 	}
-	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))}
+	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)), dbLock: dbLock}
+	started = true // from here s.Stop releases the lock
 	if cfg.Postgres != "" {
 		if err := s.ensureNamespace(ctx); err != nil {
 			s.Stop()
@@ -518,6 +537,9 @@ func (s *Server) Stop() {
 	}
 	if s.temporal != nil {
 		_ = s.temporal.Stop()
+	}
+	if s.dbLock != nil {
+		_ = s.dbLock.Close()
 	}
 }
 

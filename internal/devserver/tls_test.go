@@ -2,6 +2,7 @@ package devserver
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +65,24 @@ func TestFrontendMutualTLS(t *testing.T) {
 	if err := call(noCert); err == nil {
 		t.Error("TLS without a client certificate was served")
 	}
+}
+
+// Two servers never share a SQLite file: the second is refused before it
+// touches it, and the file is free again once the first stops.
+func TestDatabaseFileLocked(t *testing.T) {
+	db := t.TempDir() + "/temporal.db"
+	ctx := context.Background()
+	first, err := Start(ctx, Config{DBPath: db, UIPort: -1, LogLevel: "fatal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Start(ctx, Config{DBPath: db, UIPort: -1, LogLevel: "fatal"}); err == nil || !strings.Contains(err.Error(), "in use by another server") {
+		t.Fatalf("second Start() error = %v, want the file in use", err)
+	}
+	first.Stop()
+	again, err := Start(ctx, Config{DBPath: db, UIPort: -1, LogLevel: "fatal"})
+	if err != nil {
+		t.Fatalf("Start() after Stop: %v", err)
+	}
+	again.Stop()
 }
