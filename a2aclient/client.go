@@ -25,6 +25,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	sdk "github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
@@ -64,7 +65,10 @@ func Dial(ctx context.Context, iface cards.Interface, opts Options) (*Client, er
 		maxBytes = DefaultMaxResponseBytes
 	}
 	rec := *hc
-	rec.Transport = &wireTransport{base: transportOf(hc), version: iface.Version, maxBytes: maxBytes}
+	// otelhttp injects the caller's trace context (W3C traceparent) when
+	// tracing is on (internal/tracing installs a propagator); otherwise it
+	// adds nothing to the request.
+	rec.Transport = otelhttp.NewTransport(&wireTransport{base: transportOf(hc), version: iface.Version, maxBytes: maxBytes})
 	fopts := []sdk.FactoryOption{
 		sdk.WithDefaultsDisabled(),
 		sdk.WithJSONRPCTransport(&rec),

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -105,6 +106,21 @@ func (c Connection) Options() (sdkclient.Options, error) {
 		o.ConnectionOptions.TLS.MinVersion = tls.VersionTLS12
 	}
 	return o, nil
+}
+
+// Dial connects to Temporal as conn says (Options), with the SDK's
+// default logger. Errors: those of Options, or the dial's, which name the
+// address, never the API key.
+func Dial(ctx context.Context, conn Connection) (sdkclient.Client, error) {
+	o, err := conn.Options()
+	if err != nil {
+		return nil, err
+	}
+	c, err := sdkclient.DialContext(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Temporal at %s: %w", Describe(o), err)
+	}
+	return c, nil
 }
 
 // Describe is the connection for messages: address, namespace, and how it

@@ -7,8 +7,6 @@ import (
 	"log"
 	"time"
 
-	sdkclient "go.temporal.io/sdk/client"
-
 	"github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -19,7 +17,9 @@ import (
 // TestBackendClient in package e2e runs this flow against a real server.
 func Example() {
 	ctx := context.Background()
-	c, err := sdkclient.Dial(sdkclient.Options{HostPort: "127.0.0.1:7233"})
+	// Where and how to connect: the Temporal config file's profile and the
+	// TEMPORAL_* environment (address, namespace, TLS, API key), or fields.
+	c, err := client.Dial(ctx, client.Connection{})
 	if err != nil {
 		log.Fatal(err)
 	}

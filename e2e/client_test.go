@@ -16,7 +16,15 @@ func TestBackendClient(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	h, err := client.Start(ctx, e.c, lostParcel("backend-1", e.base))
+	// A backend connects as the Temporal CLI does: here TEMPORAL_ADDRESS.
+	t.Setenv("TEMPORAL_CONFIG_FILE", t.TempDir()+"/none.toml")
+	t.Setenv("TEMPORAL_ADDRESS", e.srv.FrontendAddr())
+	bc, err := client.Dial(ctx, client.Connection{Namespace: e.srv.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	h, err := client.Start(ctx, bc, lostParcel("backend-1", e.base))
 	if err != nil {
 		t.Fatal(err)
 	}

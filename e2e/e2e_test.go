@@ -18,6 +18,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/a2adelegate/delegate/activities"
@@ -51,6 +52,8 @@ type options struct {
 	acts func(a *activities.Activities, base string)
 	// noWorker: the test starts the worker itself (env.startWorker).
 	noWorker bool
+	// interceptors of the Temporal client (the worker's and the test's).
+	interceptors []interceptor.ClientInterceptor
 }
 
 func setup(t *testing.T, opts ...func(*options)) *env {
@@ -84,7 +87,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	agent := claimsagent.New(o.agent)
 	go func() { _ = agent.Serve(ctx, ln) }()
 
-	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace()})
+	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace(), Interceptors: o.interceptors})
 	if err != nil {
 		t.Fatalf("client.Dial() error = %v", err)
 	}

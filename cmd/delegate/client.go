@@ -75,6 +75,9 @@ func (f *clientFlags) dial(cmd *cobra.Command) (client.Client, error) {
 		return nil, err
 	}
 	o.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err := addTracing(cmd.Context(), &o, "delegate-cli"); err != nil {
+		return nil, err
+	}
 	c, err := client.DialContext(cmd.Context(), o)
 	if err != nil {
 		hint := ""

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -53,6 +54,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	if flushTraces != nil {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = flushTraces(fctx)
+		cancel()
+		flushTraces = nil
+	}
 	if err == nil {
 		return exitOK
 	}

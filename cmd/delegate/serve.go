@@ -24,6 +24,7 @@ import (
 	"github.com/a2adelegate/delegate/internal/bench"
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/internal/metrics"
+	"github.com/a2adelegate/delegate/internal/tracing"
 	"github.com/a2adelegate/delegate/workflows"
 )
 
@@ -55,6 +56,12 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 // --metrics-addr when set.
 func (f *workerFlags) clientOptions(ctx context.Context, o client.Options, logger *slog.Logger) (client.Options, error) {
 	o.Logger = sdklog.NewStructuredLogger(logger)
+	if err := addTracing(ctx, &o, "delegate-worker"); err != nil {
+		return o, err
+	}
+	if tracing.Enabled() {
+		logger.Info("traces exported over OTLP (OTEL_* environment)")
+	}
 	if f.metricsAddr != "" {
 		h, _, err := metrics.Serve(ctx, f.metricsAddr)
 		if err != nil {
@@ -280,5 +287,32 @@ func serveDebug(ctx context.Context, addr string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	go func() { _ = srv.Serve(ln) }()
+	return nil
+}
+
+// flushTraces, set when tracing is on, flushes and stops the exporter;
+// run calls it before the CLI exits.
+var flushTraces func(context.Context) error
+
+// addTracing, when the OTEL_* environment asks for traces
+// (tracing.Enabled), installs the OTLP exporter once per process and adds
+// the Temporal tracing interceptor to o. Errors: the exporter cannot be
+// made (bad input: exit 2).
+func addTracing(ctx context.Context, o *client.Options, service string) error {
+	if !tracing.Enabled() {
+		return nil
+	}
+	if flushTraces == nil {
+		shutdown, err := tracing.Setup(ctx, service)
+		if err != nil {
+			return usageErr(err)
+		}
+		flushTraces = shutdown
+	}
+	ic, err := tracing.Interceptor()
+	if err != nil {
+		return usageErr(err)
+	}
+	o.Interceptors = append(o.Interceptors, ic)
 	return nil
 }

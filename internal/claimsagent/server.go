@@ -86,6 +86,32 @@ type Agent struct {
 	CardRequests atomic.Int64
 	// Unauthorized counts calls refused for a missing or wrong token.
 	Unauthorized atomic.Int64
+
+	tpMu         sync.Mutex
+	traceParents []string
+}
+
+// TraceParents returns the W3C traceparent headers the agent's interfaces
+// received, oldest first (the last 1000).
+func (a *Agent) TraceParents() []string {
+	a.tpMu.Lock()
+	defer a.tpMu.Unlock()
+	return append([]string(nil), a.traceParents...)
+}
+
+// recordTrace notes the traceparent of a call to an interface.
+func (a *Agent) recordTrace(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tp := r.Header.Get("traceparent"); tp != "" && len(tp) <= 256 {
+			a.tpMu.Lock()
+			a.traceParents = append(a.traceParents, tp)
+			if len(a.traceParents) > 1000 {
+				a.traceParents = a.traceParents[len(a.traceParents)-1000:]
+			}
+			a.tpMu.Unlock()
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // SetInputModes changes the inputModes of the skill in the served card
@@ -222,9 +248,9 @@ func Open(cfg Config) (*Agent, error) {
 	a := &Agent{cfg: cfg, card: card, handler: h, mux: mux}
 	mux.HandleFunc("GET "+a2asrv.WellKnownAgentCardPath, a.serveCard)
 	mux.HandleFunc("GET "+JWKSPath, a.serveJWKS)
-	mux.Handle(JSONRPCPath, a.auth(a2asrv.NewJSONRPCHandler(h)))
-	mux.Handle(RESTPath+"/", a.auth(http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h))))
-	mux.Handle(LegacyJSONRPCPath, a.auth(a2av0.NewJSONRPCHandler(h)))
+	mux.Handle(JSONRPCPath, a.recordTrace(a.auth(a2asrv.NewJSONRPCHandler(h))))
+	mux.Handle(RESTPath+"/", a.recordTrace(a.auth(http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h)))))
+	mux.Handle(LegacyJSONRPCPath, a.recordTrace(a.auth(a2av0.NewJSONRPCHandler(h))))
 	if cfg.RequireBearer != "" {
 		card.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}}
 		card.SecurityRequirements = a2a.SecurityRequirementsOptions{{"bearer": {}}}
