@@ -102,14 +102,7 @@ func TestWrongSkillNamesTheOffered(t *testing.T) {
 	defer cancel()
 	d := lostParcel("wrong-skill-1", e.base)
 	d.Skill = "open-clam"
-	run, err := workflows.Start(ctx, e.c, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out contracts.Outcome
-	if err := run.Get(ctx, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := e.outcomeOf(t, ctx, d)
 	if out.Error == nil || !strings.Contains(out.Error.Message, `offers no skill "open-clam"; it offers "open-claim"`) {
 		t.Fatalf("outcome = %s %+v, want the refusal naming the offered skill", out.Status, out.Error)
 	}

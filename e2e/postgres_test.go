@@ -20,22 +20,9 @@ import (
 	"github.com/a2adelegate/delegate/internal/claimsagent"
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/internal/testcerts"
+	"github.com/a2adelegate/delegate/internal/testutil"
 	"github.com/a2adelegate/delegate/workflows"
 )
-
-// postgresURL is the PostgreSQL server of `make test-postgres`
-// (scripts/with-postgres.sh); without it the test is skipped, unless
-// DELEGATE_REQUIRE_POSTGRES=1 makes that a failure.
-func postgresURL(t *testing.T) string {
-	u := os.Getenv("DELEGATE_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("DELEGATE_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("DELEGATE_POSTGRES_URL is not set (run make test-postgres)")
-		}
-		t.Skip("no PostgreSQL server: make test-postgres runs this")
-	}
-	return u
-}
 
 // workerProc is one `delegate worker` process.
 type workerProc struct {
@@ -51,7 +38,7 @@ type workerProc struct {
 // completing exactly once (the agent's task and message counts); and the
 // visibility query A2AState = "input-required" answered by PostgreSQL.
 func TestPostgresProductionPath(t *testing.T) {
-	base := postgresURL(t)
+	base := testutil.PostgresURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/internal/testcerts"
+	"github.com/a2adelegate/delegate/internal/testutil"
 	"github.com/a2adelegate/delegate/workflows"
 )
 
@@ -56,7 +57,7 @@ func TestDialingCommandsTakeTLS(t *testing.T) {
 	// The worker, connected with the flags, serves the commands below
 	// and runs until stopped (exit 0).
 	wctx, wcancel := context.WithCancel(ctx)
-	var wout lockedBuffer
+	var wout testutil.LockedBuffer
 	wdone := make(chan int, 1)
 	go func() { wdone <- run(wctx, append([]string{"worker"}, flags...), &wout, &wout) }()
 	defer func() {

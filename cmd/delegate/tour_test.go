@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -11,11 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2adelegate/delegate/internal/claimsagent"
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // tourStep is what one command line of the README's tour must do.
@@ -61,7 +60,7 @@ func TestReadmeTour(t *testing.T) {
 	defer cancel()
 	port := freeTCPPort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	var devOut lockedBuffer
+	var devOut testutil.LockedBuffer
 	devDone := make(chan int, 1)
 	go func() {
 		devDone <- run(ctx, []string{"dev", "--memory", "--port", strconv.Itoa(port), "--ui-port", "-1", "--poll-initial", "100ms"}, &devOut, &devOut)
@@ -252,23 +251,4 @@ func freeTCPPort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// lockedBuffer is a bytes.Buffer safe for the dev server's concurrent
-// writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

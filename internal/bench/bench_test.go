@@ -2,21 +2,16 @@ package bench
 
 import (
 	"context"
-	"os"
 	"testing"
+
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // The bench runs on a Temporal server on PostgreSQL (make test-postgres,
 // scripts/with-postgres.sh): the same measurements, a few operations each,
 // and a delegation costs the same history there.
 func TestBenchOnPostgres(t *testing.T) {
-	url := os.Getenv("DELEGATE_POSTGRES_URL")
-	if url == "" {
-		if os.Getenv("DELEGATE_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("DELEGATE_POSTGRES_URL is not set (run make test-postgres)")
-		}
-		t.Skip("no PostgreSQL server: make test-postgres runs this")
-	}
+	url := testutil.PostgresURL(t)
 	res, err := Run(context.Background(), Config{N: 6, Concurrency: 3, Latency: 3, Postgres: url + "_bench", Only: "postgres"})
 	if err != nil {
 		t.Fatal(err)

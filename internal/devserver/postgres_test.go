@@ -3,33 +3,20 @@ package devserver
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
-)
 
-// postgresURL is the PostgreSQL server of `make test-postgres`
-// (scripts/with-postgres.sh); without it the PostgreSQL tests are skipped,
-// unless DELEGATE_REQUIRE_POSTGRES=1 makes that a failure.
-func postgresURL(t *testing.T) string {
-	u := os.Getenv("DELEGATE_POSTGRES_URL")
-	if u == "" {
-		if os.Getenv("DELEGATE_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("DELEGATE_POSTGRES_URL is not set (run make test-postgres)")
-		}
-		t.Skip("no PostgreSQL server: make test-postgres runs this")
-	}
-	return u
-}
+	"github.com/a2adelegate/delegate/internal/testutil"
+)
 
 // On a new PostgreSQL database the server sets up both schemas with its
 // own schema tool, registers the namespace and the search attributes; a
 // second start on the same database finds them and starts too.
 func TestPostgresServer(t *testing.T) {
-	base := postgresURL(t)
+	base := testutil.PostgresURL(t)
 	ctx := context.Background()
 	url := strings.TrimSuffix(base, "/temporal") + "/devserver_test"
 	for i := range 2 {

@@ -25,6 +25,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/google/uuid"
 	"github.com/gowebpki/jcs"
+
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // requireAgent skips the test when the agent cannot run, unless
@@ -68,24 +70,7 @@ type wire struct {
 type exchange struct {
 	method, url, reqBody string
 	status               int
-	resp                 lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	resp                 testutil.LockedBuffer
 }
 
 type teeBody struct {
