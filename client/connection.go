@@ -5,6 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 
 	sdkclient "go.temporal.io/sdk/client"
@@ -54,11 +57,28 @@ const (
 // cannot be read or parsed, a named profile is missing, a TLS setting is
 // incomplete (a certificate without its key) or its files cannot be read.
 func (c Connection) Options() (sdkclient.Options, error) {
+	env := nonEmptyEnv{}
+	// A config file named by flag or environment must be there: a typo
+	// would otherwise connect to the defaults (another cluster).
+	file := c.ConfigFile
+	if file == "" {
+		file, _ = env.LookupEnv("TEMPORAL_CONFIG_FILE")
+	}
+	if file != "" {
+		if _, err := os.Stat(file); err != nil {
+			return sdkclient.Options{}, fmt.Errorf("temporal connection: config file: %w", err)
+		}
+	}
+	if v, ok := env.LookupEnv("TEMPORAL_TLS"); ok {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return sdkclient.Options{}, fmt.Errorf("temporal connection: TEMPORAL_TLS=%q: want true or false", v)
+		}
+	}
 	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{
-		ConfigFilePath: c.ConfigFile, ConfigFileProfile: c.Profile,
+		ConfigFilePath: file, ConfigFileProfile: c.Profile, ConfigFileStrict: true, EnvLookup: env,
 	})
 	if err != nil {
-		return sdkclient.Options{}, fmt.Errorf("temporal connection: %w", err)
+		return sdkclient.Options{}, fmt.Errorf("temporal connection: %w", inert(err))
 	}
 	set := func(dst *string, v string) {
 		if v != "" {
@@ -96,6 +116,15 @@ func (c Connection) Options() (sdkclient.Options, error) {
 	if t := prof.TLS; t != nil && !t.Disabled {
 		if (t.ClientCertPath != "" || len(t.ClientCertData) > 0) != (t.ClientKeyPath != "" || len(t.ClientKeyData) > 0) {
 			return sdkclient.Options{}, errors.New("temporal connection: a TLS client certificate needs its key and the key its certificate (--tls-cert-path with --tls-key-path)")
+		}
+		if t.DisableHostVerification {
+			return sdkclient.Options{}, errors.New("temporal connection: TEMPORAL_TLS_DISABLE_HOST_VERIFICATION (disable_host_verification) would accept any server certificate; delegate refuses it: give the server's CA with --tls-ca-path and its name with --tls-server-name")
+		}
+	}
+	if t := prof.TLS; t != nil && t.Disabled {
+		tlsSet := t.ClientCertPath != "" || len(t.ClientCertData) > 0 || t.ServerCACertPath != "" || len(t.ServerCACertData) > 0 || t.ServerName != ""
+		if prof.APIKey != "" || tlsSet {
+			return sdkclient.Options{}, errors.New("temporal connection: TLS is off (--tls=false or TEMPORAL_TLS=false) but an API key or TLS settings are given: the key would travel in clear, the certificates would be ignored; drop one or the other")
 		}
 	}
 	o, err := prof.ToClientOptions(envconfig.ToClientOptionsRequest{})
@@ -142,6 +171,39 @@ func Describe(o sdkclient.Options) string {
 		s += ", " + strings.Join(how, ", ")
 	}
 	return s + ")"
+}
+
+// nonEmptyEnv is the process environment for envconfig, where a variable
+// set to "" counts as unset: compose and Kubernetes files write ${VAR} for
+// variables they do not always give, and an empty TEMPORAL_ADDRESS must not
+// override a profile's address.
+type nonEmptyEnv struct{}
+
+func (nonEmptyEnv) Environ() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && v != "" && k != "" {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func (nonEmptyEnv) LookupEnv(key string) (string, bool) {
+	v, ok := os.LookupEnv(key)
+	return v, ok && v != ""
+}
+
+// quoted matches the quoted excerpts a TOML parse error repeats from the
+// file, which may be a secret.
+var quoted = regexp.MustCompile(`"[^"]*"`)
+
+// inert removes the file's own text from a config parse error.
+func inert(err error) error {
+	if !strings.Contains(err.Error(), "failed parsing config") {
+		return err
+	}
+	return errors.New(quoted.ReplaceAllString(err.Error(), `"…"`))
 }
 
 // redact removes secret from err's text.

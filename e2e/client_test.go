@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // TestBackendClient runs the flow of client.Example against the embedded
@@ -17,7 +18,7 @@ func TestBackendClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// A backend connects as the Temporal CLI does: here TEMPORAL_ADDRESS.
-	t.Setenv("TEMPORAL_CONFIG_FILE", t.TempDir()+"/none.toml")
+	t.Setenv("TEMPORAL_CONFIG_FILE", testutil.EmptyFile(t))
 	t.Setenv("TEMPORAL_ADDRESS", e.srv.FrontendAddr())
 	bc, err := client.Dial(ctx, client.Connection{Namespace: e.srv.Namespace()})
 	if err != nil {

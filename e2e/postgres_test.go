@@ -87,7 +87,7 @@ func TestPostgresProductionPath(t *testing.T) {
 		cmd := exec.Command(bin, "worker", "--address", srv.FrontendAddr(), "--namespace", srv.Namespace(),
 			"--tls-cert-path", certs.ClientCert, "--tls-key-path", certs.ClientKey, "--tls-ca-path", certs.CA,
 			"--tls-server-name", "localhost", "--poll-initial", "100ms", "--poll-max", "1s")
-		cmd.Env = append(os.Environ(), "TEMPORAL_CONFIG_FILE="+filepath.Join(dir, "none.toml"))
+		cmd.Env = append(os.Environ(), "TEMPORAL_CONFIG_FILE="+testutil.EmptyFile(t))
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

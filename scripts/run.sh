@@ -63,8 +63,8 @@ pids+=($!)
 # Wait (bounded) until our own server says it serves (its first line of
 # output) and answers, and our agent serves its card.
 for i in $(seq 1 300); do
-  if grep -q '^Temporal server ' .delegate/dev.log && ./bin/delegate list >/dev/null 2>&1 &&
-     grep -q '^claims agent: ' .delegate/claims-agent.log; then
+  if grep -qs '^Temporal server ' .delegate/dev.log && ./bin/delegate list >/dev/null 2>&1 &&
+     grep -qs '^claims agent: ' .delegate/claims-agent.log; then
     break
   fi
   if ! kill -0 "${pids[0]}" 2>/dev/null; then echo "make run: delegate dev exited:" >&2; cat .delegate/dev.log >&2; exit 1; fi

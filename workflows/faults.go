@@ -320,9 +320,14 @@ func (r *run) reconcile(ctx workflow.Context) {
 	err := workflow.ExecuteActivity(actx, acts.GetTask, activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
 	if err != nil {
 		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) {
+		switch {
+		case temporal.IsCanceledError(err) || ctx.Err() != nil:
+			// The read was never scheduled: the delegation is stopping
+			// and follows its remote task itself until it ends.
+			rec.Error = "not read: a cancel of this delegation is in progress"
+		case errors.As(err, &appErr):
 			rec.Error = truncate(appErr.Message(), 500)
-		} else {
+		default:
 			rec.Error = truncate(err.Error(), 500)
 		}
 	} else {

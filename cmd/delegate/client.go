@@ -42,8 +42,8 @@ type clientFlags struct {
 // (dclient.Connection, go.temporal.io/sdk/contrib/envconfig).
 func (f *clientFlags) add(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.conn.Address, "address", "", "Temporal frontend host:port (env TEMPORAL_ADDRESS; default "+dclient.DefaultAddress+")")
-	fs.StringVar(&f.conn.Namespace, "namespace", "", "Temporal namespace (env TEMPORAL_NAMESPACE; default "+dclient.DefaultNamespace+")")
+	fs.StringVar(&f.conn.Address, "address", "", "Temporal frontend host:port (env TEMPORAL_ADDRESS; otherwise "+dclient.DefaultAddress+")")
+	fs.StringVar(&f.conn.Namespace, "namespace", "", "Temporal namespace (env TEMPORAL_NAMESPACE; otherwise \""+dclient.DefaultNamespace+"\")")
 	fs.StringVar(&f.conn.APIKey, "api-key", "", "API key, sent as a bearer token; turns TLS on (env TEMPORAL_API_KEY, which keeps it out of the process list)")
 	fs.BoolVar(&f.tls, "tls", false, "use TLS (env TEMPORAL_TLS); implied by --api-key and the --tls-* flags")
 	fs.StringVar(&f.conn.TLSCertPath, "tls-cert-path", "", "client certificate for mutual TLS, PEM (env TEMPORAL_TLS_CLIENT_CERT_PATH)")
@@ -66,6 +66,14 @@ func (f *clientFlags) options(cmd *cobra.Command) (client.Options, error) {
 		return o, usageErr(err)
 	}
 	f.namespace = o.Namespace
+	// The command lines this CLI suggests repeat the connection flags
+	// given (never --api-key: a secret is not printed).
+	connFlags = ""
+	for _, name := range []string{"address", "namespace", "profile", "config-file", "tls", "tls-cert-path", "tls-key-path", "tls-ca-path", "tls-server-name"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			connFlags += " --" + name + "=" + strconv.Quote(fl.Value.String())
+		}
+	}
 	return o, nil
 }
 
@@ -75,19 +83,12 @@ func (f *clientFlags) dial(cmd *cobra.Command) (client.Client, error) {
 		return nil, err
 	}
 	o.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err := addTracing(cmd.Context(), &o, "delegate-cli"); err != nil {
+	if err := addTracing(cmd.Context(), &o, "delegate-cli", slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))); err != nil {
 		return nil, err
 	}
 	c, err := client.DialContext(cmd.Context(), o)
 	if err != nil {
-		hint := ""
-		if strings.Contains(err.Error(), "connection refused") {
-			hint = " (is the server running there? give its address with --address or TEMPORAL_ADDRESS)"
-		}
-		return nil, temporalErr(fmt.Errorf("connecting to Temporal at %s: %w%s", dclient.Describe(o), err, hint))
-	}
-	if o.HostPort != dclient.DefaultAddress {
-		addressFlag = " --address " + o.HostPort
+		return nil, temporalErr(fmt.Errorf("connecting to Temporal at %s: %w%s", dclient.Describe(o), err, dialHint(err, o)))
 	}
 	return c, nil
 }
@@ -352,7 +353,7 @@ func printState(w io.Writer, s workflows.State) {
 	row("cancel refused", s.CancelError)
 	if u := s.Unknown; u != nil {
 		row("unknown outcome", fmt.Sprintf("round %d, messageId %s, since %s: %s", u.Round, u.MessageID, u.Since.UTC().Format(time.RFC3339), u.Error))
-		row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]", s.LocalWorkflowID))
+		row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]%s", s.LocalWorkflowID, connFlags))
 	}
 	for _, a := range s.Answers {
 		if a.Refused != "" {
@@ -371,6 +372,19 @@ func printState(w io.Writer, s workflows.State) {
 		row("status", string(o.Status))
 		for _, out := range o.Outputs {
 			row("output", fmt.Sprintf("%s %s %s", out.Kind, out.ArtifactID, compact(out.Data, out.Text)))
+		}
+		for _, lr := range o.LateResults {
+			var data json.RawMessage
+			var text string
+			for _, p := range lr.Parts {
+				if len(p.Data) > 0 && data == nil {
+					data = p.Data
+				}
+				if p.Text != "" && text == "" {
+					text = p.Text
+				}
+			}
+			row("late result", fmt.Sprintf("%s %s %s (not an output)", lr.Name, lr.ArtifactID, compact(data, text)))
 		}
 		for _, r := range o.RejectedArtifacts {
 			row("rejected", fmt.Sprintf("%s: %s", r.ArtifactID, r.Reason))
@@ -525,7 +539,7 @@ func newListCmd() *cobra.Command {
 		},
 	}
 	cf.add(cmd)
-	cmd.Flags().StringVar(&state, "state", "", `only delegations whose A2AState is S (e.g. "input-required")`)
+	cmd.Flags().StringVar(&state, "state", "", "only delegations whose A2AState is S: "+strings.Join(workflows.A2AStates, ", "))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -623,12 +637,28 @@ func answerHint(s workflows.State) string {
 	if s.A2AState == "auth-required" {
 		how = "--credential-ref NAME --by NAME"
 	}
-	return fmt.Sprintf("delegate answer %s %s%s", s.LocalWorkflowID, how, addressFlag)
+	return fmt.Sprintf("delegate answer %s %s%s", s.LocalWorkflowID, how, connFlags)
 }
 
-// addressFlag is " --address HOST:PORT" when the CLI dialed a non-default
-// address, for the command lines it suggests.
-var addressFlag string
+// connFlags are the connection flags this command was given, for the
+// command lines it suggests.
+var connFlags string
+
+// dialHint explains the usual causes of a failed dial.
+func dialHint(err error, o client.Options) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "connection refused"):
+		return " (is the server running there? its address comes from --address, TEMPORAL_ADDRESS or the profile)"
+	case o.ConnectionOptions.TLS == nil && (strings.Contains(msg, "server preface") || strings.Contains(msg, "EOF")):
+		return " (does the server take TLS only? give --tls, or --tls-cert-path and --tls-key-path for mutual TLS)"
+	case o.ConnectionOptions.TLS != nil && len(o.ConnectionOptions.TLS.Certificates) == 0 && (strings.Contains(msg, "broken pipe") || strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate")):
+		return " (does the server require a client certificate? give --tls-cert-path and --tls-key-path)"
+	case strings.Contains(msg, "x509:"):
+		return " (the server's certificate: give its CA with --tls-ca-path and the name it is issued for with --tls-server-name)"
+	}
+	return ""
+}
 
 // retryablePoll reports whether a failed long poll may simply be tried
 // again.

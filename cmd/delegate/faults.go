@@ -213,7 +213,7 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 	}
 	cf.add(cmd)
 	cmd.Flags().DurationVar(&in.OlderThan, "older-than", 0, "only delegations started more than this long ago")
-	cmd.Flags().StringVar(&in.State, "state", "", `only delegations whose A2AState is S (e.g. "working")`)
+	cmd.Flags().StringVar(&in.State, "state", "", "only delegations whose A2AState is S: "+strings.Join(workflows.A2AStates, ", "))
 	cmd.Flags().StringVar(&schedule, "schedule", "", `create a Temporal Schedule that reconciles every interval (e.g. 15m); "off" removes it`)
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for each delegation's answer")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -55,8 +55,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if flushTraces != nil {
-		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = flushTraces(fctx)
+		// A collector that is down must not hold the command long.
+		fctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if ferr := flushTraces(fctx); ferr != nil {
+			fmt.Fprintln(stderr, "delegate: traces not exported:", ferr)
+		}
 		cancel()
 		flushTraces = nil
 	}

@@ -56,7 +56,7 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 // --metrics-addr when set.
 func (f *workerFlags) clientOptions(ctx context.Context, o client.Options, logger *slog.Logger) (client.Options, error) {
 	o.Logger = sdklog.NewStructuredLogger(logger)
-	if err := addTracing(ctx, &o, "delegate-worker"); err != nil {
+	if err := addTracing(ctx, &o, "delegate-worker", logger); err != nil {
 		return o, err
 	}
 	if tracing.Enabled() {
@@ -133,7 +133,16 @@ func newWorkerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the delegate worker against an external Temporal server",
-		Args:  cobra.NoArgs,
+		Long: `Run the delegate worker: it polls task queue "delegate" and runs the Delegation
+workflow and its activities (every call to an agent). Run two or more; any one can
+continue any delegation (docs/deployment.md).
+
+Connection: the Temporal config file's profile (--profile, --config-file), then the
+TEMPORAL_* environment, then the flags below (the Temporal CLI's names).
+Agents: --trust, --policy and --credentials (files read by the worker only).
+Traces: exported over OTLP when the OTEL_* environment asks (OTEL_EXPORTER_OTLP_ENDPOINT);
+off otherwise.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if logFormat != "text" && logFormat != "json" {
@@ -298,12 +307,12 @@ var flushTraces func(context.Context) error
 // (tracing.Enabled), installs the OTLP exporter once per process and adds
 // the Temporal tracing interceptor to o. Errors: the exporter cannot be
 // made (bad input: exit 2).
-func addTracing(ctx context.Context, o *client.Options, service string) error {
+func addTracing(ctx context.Context, o *client.Options, service string, logger *slog.Logger) error {
 	if !tracing.Enabled() {
 		return nil
 	}
 	if flushTraces == nil {
-		shutdown, err := tracing.Setup(ctx, service)
+		shutdown, err := tracing.Setup(ctx, service, logger)
 		if err != nil {
 			return usageErr(err)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func TestDialingCommandsTakeTLS(t *testing.T) {
 	}
 	defer srv.Stop()
 	// Keep a user's own Temporal config out of the test.
-	t.Setenv("TEMPORAL_CONFIG_FILE", filepath.Join(t.TempDir(), "none.toml"))
+	t.Setenv("TEMPORAL_CONFIG_FILE", writeFile(t, "empty.toml", ""))
 	t.Setenv("TEMPORAL_ADDRESS", srv.FrontendAddr())
 
 	flags := []string{"--tls-cert-path", certs.ClientCert, "--tls-key-path", certs.ClientKey, "--tls-ca-path", certs.CA, "--tls-server-name", "localhost"}
@@ -118,7 +117,7 @@ func TestDialingCommandsTakeTLS(t *testing.T) {
 
 // An API key never shows in what the CLI prints, even when the dial fails.
 func TestAPIKeyNeverPrinted(t *testing.T) {
-	t.Setenv("TEMPORAL_CONFIG_FILE", filepath.Join(t.TempDir(), "none.toml"))
+	t.Setenv("TEMPORAL_CONFIG_FILE", writeFile(t, "empty.toml", ""))
 	const secret = "sk-test-0123456789abcdef"
 	for _, args := range [][]string{
 		{"list", "--address", "127.0.0.1:1", "--api-key", secret},
@@ -134,4 +133,42 @@ func TestAPIKeyNeverPrinted(t *testing.T) {
 		t.Errorf("TEMPORAL_API_KEY printed: %q", out+stderr)
 	}
 
+}
+
+// Connection settings that would weaken TLS or silently connect elsewhere
+// are refused before anything is dialed (exit 2), naming the setting.
+func TestConnectionRefusesUnsafeOrMistyped(t *testing.T) {
+	empty := writeFile(t, "empty.toml", "")
+	t.Setenv("TEMPORAL_CONFIG_FILE", empty)
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"host verification off", map[string]string{"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION": "true"}, []string{"--tls"}, "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"},
+		{"API key without TLS", map[string]string{"TEMPORAL_API_KEY": "k-123"}, []string{"--tls=false"}, "the key would travel in clear"},
+		{"certificates without TLS", nil, []string{"--tls=false", "--tls-ca-path", empty}, "TLS is off"},
+		{"config file missing", nil, []string{"--config-file", "/nonexistent/temporal.toml"}, "config file"},
+		{"TEMPORAL_TLS not a boolean", map[string]string{"TEMPORAL_TLS": "yes please"}, nil, "TEMPORAL_TLS"},
+		{"misspelt key", nil, []string{"--config-file", writeFile(t, "typo.toml", "[profile.default]\naddres = \"127.0.0.1:1\"\n")}, "addres"},
+		{"parse error hides the file's text", nil, []string{"--config-file", writeFile(t, "bad.toml", "[profile.default]\napi_key = SECRETKEY-abc\n")}, "failed parsing config"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			_, stderr, code := cli(t, append([]string{"list", "--address", "127.0.0.1:1"}, c.args...)...)
+			if code != exitUsage || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "SECRETKEY") || strings.Contains(stderr, "k-123") {
+				t.Errorf("exit %d, stderr %q; want exit 2 naming %q, no secret", code, stderr, c.want)
+			}
+		})
+	}
+	// A variable set but empty counts as unset: the profile's address stands.
+	prof := writeFile(t, "p.toml", "[profile.default]\naddress = \"127.0.0.1:2\"\n")
+	t.Setenv("TEMPORAL_CONFIG_FILE", prof)
+	t.Setenv("TEMPORAL_ADDRESS", "")
+	if _, stderr, _ := cli(t, "list"); !strings.Contains(stderr, "127.0.0.1:2") {
+		t.Errorf("empty TEMPORAL_ADDRESS overrode the profile: %s", stderr)
+	}
 }

@@ -46,3 +46,15 @@ func PostgresURL(t testing.TB) string {
 	}
 	return u
 }
+
+// EmptyFile is a new empty file (for example a Temporal config file that
+// keeps a user's own out of a test).
+func EmptyFile(t testing.TB) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "empty-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	return f.Name()
+}

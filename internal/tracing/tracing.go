@@ -9,6 +9,7 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -33,14 +34,18 @@ func Enabled() bool {
 	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
 		return false
 	}
-	switch exp := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER"))); exp {
-	case "otlp":
-		return true
-	case "":
+	exp := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")))
+	if exp == "" {
 		return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
-	default:
-		return false
 	}
+	// A list (the specification allows "otlp,console"): otlp is the one
+	// exporter this build has.
+	for _, e := range strings.Split(exp, ",") {
+		if strings.TrimSpace(e) == "otlp" {
+			return true
+		}
+	}
+	return false
 }
 
 // Setup installs a global tracer provider that exports over OTLP, gRPC or
@@ -48,9 +53,13 @@ func Enabled() bool {
 // OTEL_EXPORTER_OTLP_PROTOCOL say (default http/protobuf, the
 // specification's), the exporter reading its other OTEL_EXPORTER_OTLP_*
 // settings itself; service is the service.name unless OTEL_SERVICE_NAME
-// says otherwise. It returns the function that flushes and stops it.
+// says otherwise; export errors are logged to logger. It returns the
+// function that flushes and stops it.
 // Errors: an unknown protocol, or the exporter cannot be made.
-func Setup(ctx context.Context, service string) (shutdown func(context.Context) error, err error) {
+func Setup(ctx context.Context, service string, logger *slog.Logger) (shutdown func(context.Context) error, err error) {
+	// Export errors go to logger (the SDK's default writes plain lines to
+	// stderr, in the middle of JSON logs).
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("traces not exported", "error", err.Error()) }))
 	proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
 	if proto == "" {
 		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")

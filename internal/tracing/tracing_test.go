@@ -15,6 +15,7 @@ func TestEnabled(t *testing.T) {
 		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}, false},
 		{map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}, false},
 		{map[string]string{"OTEL_TRACES_EXPORTER": "console"}, false},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp,console"}, true},
 	} {
 		for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED"} {
 			t.Setenv(k, tc.env[k])
