@@ -362,8 +362,11 @@ func classify(op string, err error, rec *record) error {
 		ce.Category = contracts.CategoryTransient
 	case status >= 400, errors.Is(err, ErrResponseTooLarge):
 		ce.Category = contracts.CategoryProtocol
-	case errors.As(err, new(*BodyReadError)) && ce.Written && op == "SendMessage":
-		// The agent took the message; its reply was lost.
+	case errors.As(err, new(*BodyReadError)) && op == "SendMessage":
+		// The agent answered with a status, so it took the message; its
+		// reply was lost. (Not conditioned on httptrace's WroteRequest: a
+		// server may answer before the client has finished writing the
+		// body, and the callback then comes after the cut reply.)
 		ce.Category = contracts.CategoryUnknownOutcome
 	case errors.As(err, new(*BodyReadError)):
 		ce.Category = contracts.CategoryTransient
