@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/testutil"
+	"github.com/a2adelegate/delegate/workflows"
 )
 
 // TestBackendClient runs the flow of client.Example against the embedded
@@ -66,5 +69,36 @@ func TestBackendClient(t *testing.T) {
 	}
 	if s, err := h2.State(ctx); err != nil || s.CancelReason != "no longer needed" {
 		t.Errorf("state cancel_reason = %q, %v; want the reason", s.CancelReason, err)
+	}
+
+	// The operator's other moves through the same API: resolve and
+	// rediscover are refused when there is nothing to resolve or accept,
+	// reconcile reads the task, revoke ends the delegation.
+	h3, err := client.Start(ctx, bc, lostParcel("backend-3", e.base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the question", time.Minute, func() (bool, string) {
+		s, err := h3.State(ctx)
+		return err == nil && s.Question != nil, fmt.Sprint(err)
+	})
+	if _, err := h3.Resolve(ctx, workflows.Resolution{Action: workflows.ActionResend}); err == nil {
+		t.Error("Resolve with no unknown outcome pending was accepted")
+	}
+	if err := h3.Rediscover(ctx); !errors.Is(err, client.ErrNotCardChanged) {
+		t.Errorf("Rediscover while input-required = %v, want ErrNotCardChanged", err)
+	}
+	if err := h3.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reconciliation", time.Minute, func() (bool, string) {
+		s, err := h3.State(ctx)
+		return err == nil && len(s.Reconciliations) == 1 && s.Reconciliations[0].Seen == "input-required", fmt.Sprint(err)
+	})
+	if err := h3.Revoke(ctx, "policy changed"); err != nil {
+		t.Fatal(err)
+	}
+	if out3, err := h3.Outcome(ctx); err != nil || out3.Status != contracts.StatusAuthorizationDenied || !strings.Contains(out3.Error.Message, "policy changed") {
+		t.Errorf("revoked outcome = %+v, %v", out3, err)
 	}
 }

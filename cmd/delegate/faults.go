@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/a2adelegate/delegate/activities"
+	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/workflows"
 )
@@ -41,15 +42,7 @@ the agent created (checked with GetTask first), or abandon (status unknown_outco
 			defer c.Close()
 			uctx, cancel := context.WithTimeout(ctx, queryTimeout)
 			defer cancel()
-			h, err := c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
-				WorkflowID: args[0], UpdateName: workflows.ResolveUnknown, Args: []any{res},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			})
-			if err == nil {
-				var action string
-				err = h.Get(uctx, &action)
-			}
-			if err != nil {
+			if _, err := dclient.Get(c, args[0]).Resolve(uctx, res); err != nil {
 				return temporalErr(fmt.Errorf("resolve refused: %w", err))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s accepted for %s\n", res.Action, args[0])
@@ -73,7 +66,7 @@ func newRevokeCmd() *cobra.Command {
 		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
-				if err := c.SignalWorkflow(ctx, args[0], "", workflows.Revoke, map[string]string{"reason": reason}); err != nil {
+				if err := dclient.Get(c, args[0]).Revoke(ctx, reason); err != nil {
 					return temporalErr(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "revoke sent to %s\n", args[0])
@@ -95,14 +88,10 @@ func newRediscoverCmd() *cobra.Command {
 		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
-				s, err := queryState(ctx, c, args[0])
-				if err != nil {
-					return err
+				if _, err := queryState(ctx, c, args[0]); err != nil {
+					return err // says why a query got no answer (no worker?)
 				}
-				if s.A2AState != workflows.StateCardChanged {
-					return temporalErr(fmt.Errorf("%s is not waiting on a card change (state %q)", args[0], s.A2AState))
-				}
-				if err := c.SignalWorkflow(ctx, args[0], "", workflows.Rediscover, nil); err != nil {
+				if err := dclient.Get(c, args[0]).Rediscover(ctx); err != nil {
 					return temporalErr(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "rediscover sent to %s\n", args[0])
@@ -175,7 +164,7 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 					continue
 				}
 				n := len(before.Reconciliations)
-				if err := c.SignalWorkflow(ctx, id, "", workflows.Reconcile, nil); err != nil {
+				if err := dclient.Get(c, id).Reconcile(ctx); err != nil {
 					rows = append(rows, row{id: id, before: before.A2AState, note: err.Error()})
 					continue
 				}
