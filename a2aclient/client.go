@@ -26,6 +26,7 @@ import (
 	sdk "github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
 
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
@@ -65,10 +66,13 @@ func Dial(ctx context.Context, iface cards.Interface, opts Options) (*Client, er
 		maxBytes = DefaultMaxResponseBytes
 	}
 	rec := *hc
-	// otelhttp injects the caller's trace context (W3C traceparent) when
-	// tracing is on (internal/tracing installs a propagator); otherwise it
-	// adds nothing to the request.
-	rec.Transport = otelhttp.NewTransport(&wireTransport{base: transportOf(hc), version: iface.Version, maxBytes: maxBytes})
+	rec.Transport = &wireTransport{base: transportOf(hc), version: iface.Version, maxBytes: maxBytes}
+	if len(otel.GetTextMapPropagator().Fields()) > 0 {
+		// Tracing is on (internal/tracing installed a propagator): otelhttp
+		// injects the caller's trace context (W3C traceparent). Off, the
+		// calls carry no wrapper at all.
+		rec.Transport = otelhttp.NewTransport(rec.Transport)
+	}
 	fopts := []sdk.FactoryOption{
 		sdk.WithDefaultsDisabled(),
 		sdk.WithJSONRPCTransport(&rec),

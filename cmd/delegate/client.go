@@ -35,6 +35,10 @@ type clientFlags struct {
 	tls  bool
 	// namespace is the resolved namespace, set by dial.
 	namespace string
+	// given are the connection flags this command was given, as
+	// " --name=value" (never --api-key: a secret is not printed), for the
+	// command lines it suggests; set by options.
+	given string
 }
 
 // add adds the connection flags, named as the Temporal CLI's; each falls
@@ -68,10 +72,10 @@ func (f *clientFlags) options(cmd *cobra.Command) (client.Options, error) {
 	f.namespace = o.Namespace
 	// The command lines this CLI suggests repeat the connection flags
 	// given (never --api-key: a secret is not printed).
-	connFlags = ""
+	f.given = ""
 	for _, name := range []string{"address", "namespace", "profile", "config-file", "tls", "tls-cert-path", "tls-key-path", "tls-ca-path", "tls-server-name"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
-			connFlags += " --" + name + "=" + strconv.Quote(fl.Value.String())
+			f.given += " --" + name + "=" + strconv.Quote(fl.Value.String())
 		}
 	}
 	return o, nil
@@ -161,7 +165,7 @@ the exit code is 0 only when the status is "completed".`,
 			if !wait {
 				return nil
 			}
-			return waitAndPrint(ctx, cmd.OutOrStdout(), h)
+			return waitAndPrint(ctx, cmd.OutOrStdout(), h, cf.given)
 		},
 	}
 	cf.add(cmd)
@@ -195,7 +199,7 @@ func readFileOrStdin(ctx context.Context, path string) ([]byte, error) {
 
 // waitAndPrint prints state changes (from Query "state") until the run
 // ends, then the Outcome JSON.
-func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle) error {
+func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle, given string) error {
 	done := make(chan error, 1)
 	var out contracts.Outcome
 	go func() {
@@ -217,7 +221,7 @@ func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle) error {
 			tr := s.Transitions[printed]
 			line := fmt.Sprintf("[%7.1fs] %s", tr.At.Sub(s.StartedAt).Seconds(), tr.State)
 			if (tr.State == "input-required" || tr.State == "auth-required") && s.Question != nil {
-				line += fmt.Sprintf(" — the agent asks: %q; answer with: %s", s.Question.Text, answerHint(s))
+				line += fmt.Sprintf(" — the agent asks: %q; answer with: %s", s.Question.Text, answerHint(s, given))
 			}
 			fmt.Fprintln(w, clean(line))
 		}
@@ -267,7 +271,7 @@ func newStatusCmd() *cobra.Command {
 					fmt.Fprintln(cmd.OutOrStdout(), string(b))
 					return nil
 				}
-				printState(cmd.OutOrStdout(), s)
+				printState(cmd.OutOrStdout(), s, cf.given)
 				return nil
 			})
 		},
@@ -318,7 +322,7 @@ func clean(s string) string {
 	return q[1 : len(q)-1]
 }
 
-func printState(w io.Writer, s workflows.State) {
+func printState(w io.Writer, s workflows.State, given string) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -353,7 +357,7 @@ func printState(w io.Writer, s workflows.State) {
 	row("cancel refused", s.CancelError)
 	if u := s.Unknown; u != nil {
 		row("unknown outcome", fmt.Sprintf("round %d, messageId %s, since %s: %s", u.Round, u.MessageID, u.Since.UTC().Format(time.RFC3339), u.Error))
-		row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]%s", s.LocalWorkflowID, connFlags))
+		row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]%s", s.LocalWorkflowID, given))
 	}
 	for _, a := range s.Answers {
 		if a.Refused != "" {
@@ -366,7 +370,7 @@ func printState(w io.Writer, s workflows.State) {
 	}
 	if q := s.Question; q != nil {
 		row("question", fmt.Sprintf("%q (since %s)", q.Text, q.Since.UTC().Format(time.RFC3339)))
-		row("answer with", answerHint(s))
+		row("answer with", answerHint(s, given))
 	}
 	if o := s.Outcome; o != nil {
 		row("status", string(o.Status))
@@ -630,19 +634,15 @@ func statusName(s enums.WorkflowExecutionStatus) string {
 }
 
 // answerHint is the command line that answers s's question: a credential
-// reference for AUTH_REQUIRED, text otherwise; with the --address this
-// command used when it is not the default.
-func answerHint(s workflows.State) string {
+// reference for AUTH_REQUIRED, text otherwise; with the connection flags
+// given to this command.
+func answerHint(s workflows.State, given string) string {
 	how := `--text "..." --by NAME`
 	if s.A2AState == "auth-required" {
 		how = "--credential-ref NAME --by NAME"
 	}
-	return fmt.Sprintf("delegate answer %s %s%s", s.LocalWorkflowID, how, connFlags)
+	return fmt.Sprintf("delegate answer %s %s%s", s.LocalWorkflowID, how, given)
 }
-
-// connFlags are the connection flags this command was given, for the
-// command lines it suggests.
-var connFlags string
 
 // dialHint explains the usual causes of a failed dial.
 func dialHint(err error, o client.Options) string {

@@ -88,10 +88,14 @@ func newRediscoverCmd() *cobra.Command {
 		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
-				if _, err := queryState(ctx, c, args[0]); err != nil {
-					return err // says why a query got no answer (no worker?)
-				}
-				if err := dclient.Get(c, args[0]).Rediscover(ctx); err != nil {
+				qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+				defer cancel()
+				if err := dclient.Get(c, args[0]).Rediscover(qctx); err != nil {
+					if !errors.Is(err, dclient.ErrNotCardChanged) {
+						if _, qerr := queryState(ctx, c, args[0]); qerr != nil {
+							return qerr // says why the state could not be read (no worker?)
+						}
+					}
 					return temporalErr(err)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "rediscover sent to %s\n", args[0])

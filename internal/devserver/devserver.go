@@ -456,18 +456,29 @@ func (s *Server) ClientOptions() (client.Options, error) {
 	return o, nil
 }
 
+// dial connects the server's own client to its frontend (ClientOptions) in
+// namespace ns ("" for calls outside any namespace).
+func (s *Server) dial(ctx context.Context, ns string) (client.Client, error) {
+	opts, err := s.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts.Namespace = ns
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: dialing the frontend: %w", err)
+	}
+	return c, nil
+}
+
 // ensureSearchAttributes waits for the frontend and registers any custom
 // search attribute that is missing (a database created by an older run).
 func (s *Server) ensureSearchAttributes(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	opts, err := s.ClientOptions()
+	c, err := s.dial(ctx, s.cfg.Namespace)
 	if err != nil {
 		return err
-	}
-	c, err := client.DialContext(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("devserver: dialing the frontend: %w", err)
 	}
 	defer c.Close()
 	var resp *operatorservice.ListSearchAttributesResponse

@@ -12,7 +12,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/log"
 	postgresplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql"
@@ -135,14 +134,9 @@ func pqDSN(c *config.SQL, db string) string {
 func (s *Server) ensureNamespace(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	opts, err := s.ClientOptions()
+	c, err := s.dial(ctx, "")
 	if err != nil {
 		return err
-	}
-	opts.Namespace = ""
-	c, err := client.DialContext(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("devserver: dialing the frontend: %w", err)
 	}
 	defer c.Close()
 	for {
