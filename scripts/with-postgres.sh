@@ -53,11 +53,12 @@ echo "with-postgres: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}
 # The command runs in the background so that a TERM or INT sent to this
 # script reaches it at once (bash defers traps while it waits on a
 # foreground command); the server is removed after it ends.
-eval "$@" &
+# exec env: the command replaces the subshell, so the signals below reach
+# it (with "VAR=value cmd" arguments too).
+eval exec env "$@" &
 child=$!
-# The command may run as a child of the eval's subshell: signal both.
-trap 'pkill -TERM -P $child 2>/dev/null; kill -TERM $child 2>/dev/null' TERM
-trap 'pkill -INT -P $child 2>/dev/null; kill -INT $child 2>/dev/null' INT
+trap 'kill -TERM $child 2>/dev/null' TERM
+trap 'kill -INT $child 2>/dev/null' INT
 rc=0
 wait $child || rc=$?
 while kill -0 $child 2>/dev/null; do wait $child || rc=$?; done
