@@ -34,7 +34,7 @@ import (
 
 // Client talks to one remote agent over one selected interface.
 type Client struct {
-	iface cards.Interface
+	iface contracts.Interface
 	sdk   *sdk.Client
 }
 
@@ -51,7 +51,7 @@ type Options struct {
 }
 
 // Dial makes a client for the selected interface. It does no I/O.
-func Dial(ctx context.Context, iface cards.Interface, opts Options) (*Client, error) {
+func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client, error) {
 	hc := opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Transport: &http.Transport{
@@ -102,26 +102,15 @@ func transportOf(hc *http.Client) http.RoundTripper {
 }
 
 // Interface returns the interface the client talks to.
-func (c *Client) Interface() cards.Interface { return c.iface }
+func (c *Client) Interface() contracts.Interface { return c.iface }
 
 // Close releases the transport.
 func (c *Client) Close() error { return c.sdk.Destroy() }
 
-// Outbound is one outbound user Message (A2A 1.0 §4.1.4). TaskID and
-// ContextID are empty for the first message of a delegation and set for
-// follow-ups (A2A 1.0 §3.4.3).
-type Outbound struct {
-	MessageID string          `json:"message_id"`
-	TaskID    string          `json:"task_id,omitempty"`
-	ContextID string          `json:"context_id,omitempty"`
-	Text      string          `json:"text,omitempty"`
-	Data      json.RawMessage `json:"data,omitempty"`
-}
-
 // SendMessage sends msg (A2A 1.0 §3.1.1) and returns the Task it created or
 // continued. A reply that is a Message and not a Task comes back as a
-// Snapshot with Reply set and no TaskID. Errors are *CallError.
-func (c *Client) SendMessage(ctx context.Context, msg Outbound) (Snapshot, error) {
+// TaskSnapshot with Reply set and no TaskID. Errors are *CallError.
+func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
 	parts := a2a.ContentParts{}
 	if msg.Text != "" {
 		parts = append(parts, a2a.NewTextPart(msg.Text))
@@ -129,7 +118,7 @@ func (c *Client) SendMessage(ctx context.Context, msg Outbound) (Snapshot, error
 	if d := bytes.TrimSpace(msg.Data); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
 		var v any
 		if err := json.Unmarshal(msg.Data, &v); err != nil {
-			return Snapshot{}, &CallError{Category: contracts.CategoryInvalidInput, Op: "SendMessage", Err: fmt.Errorf("message data is not JSON: %w", err)}
+			return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryInvalidInput, Op: "SendMessage", Err: fmt.Errorf("message data is not JSON: %w", err)}
 		}
 		parts = append(parts, a2a.NewDataPart(v))
 	}
@@ -141,35 +130,35 @@ func (c *Client) SendMessage(ctx context.Context, msg Outbound) (Snapshot, error
 	req := &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{ReturnImmediately: true}}
 	res, err := c.sdk.SendMessage(ctx, req)
 	if err != nil {
-		return Snapshot{}, classify("SendMessage", err, rec)
+		return contracts.TaskSnapshot{}, classify("SendMessage", err, rec)
 	}
 	switch r := res.(type) {
 	case *a2a.Task:
 		if err := checkIDs("SendMessage", msg.TaskID, msg.ContextID, string(r.ID), r.ContextID, true); err != nil {
-			return Snapshot{}, err
+			return contracts.TaskSnapshot{}, err
 		}
 		return SnapshotOf(r), nil
 	case *a2a.Message:
 		if err := checkIDs("SendMessage", msg.TaskID, msg.ContextID, string(r.TaskID), r.ContextID, false); err != nil {
-			return Snapshot{}, err
+			return contracts.TaskSnapshot{}, err
 		}
-		return Snapshot{ContextID: r.ContextID, TaskID: string(r.TaskID), State: StateMessage, Reply: partsText(r.Parts)}, nil
+		return contracts.TaskSnapshot{ContextID: r.ContextID, TaskID: string(r.TaskID), State: contracts.TaskStateMessage, Reply: partsText(r.Parts)}, nil
 	default:
-		return Snapshot{}, &CallError{Category: contracts.CategoryProtocol, Op: "SendMessage", Err: fmt.Errorf("unexpected result %T", res)}
+		return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryProtocol, Op: "SendMessage", Err: fmt.Errorf("unexpected result %T", res)}
 	}
 }
 
 // GetTask reads the Task (A2A 1.0 §3.1.3). contextID, when not empty, is
 // the tracked context: a reply naming another is an IDError. Errors are
 // *CallError.
-func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (Snapshot, error) {
+func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
 	ctx, rec := withRecord(ctx)
 	t, err := c.sdk.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)})
 	if err != nil {
-		return Snapshot{}, classify("GetTask", err, rec)
+		return contracts.TaskSnapshot{}, classify("GetTask", err, rec)
 	}
 	if err := checkIDs("GetTask", taskID, contextID, string(t.ID), t.ContextID, true); err != nil {
-		return Snapshot{}, err
+		return contracts.TaskSnapshot{}, err
 	}
 	return SnapshotOf(t), nil
 }
@@ -178,7 +167,7 @@ func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (Snapsho
 // state (short form) and status identity of a task snapshot or status
 // update; both empty for an artifact update.
 type StreamEvent struct {
-	State     string
+	State     contracts.TaskState
 	StatusKey string
 	// Chunk is an artifact update (A2A 1.0 §4.2.2 TaskArtifactUpdateEvent):
 	// an artifact, or a part of one to append.
@@ -222,14 +211,14 @@ func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[S
 // CancelTask asks the agent to cancel the Task (A2A 1.0 §3.1.5) and returns
 // the Task as the agent reports it; contextID as for GetTask. Errors are *CallError; a task that is
 // not cancelable gives a2a.ErrTaskNotCancelable inside.
-func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (Snapshot, error) {
+func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
 	ctx, rec := withRecord(ctx)
 	t, err := c.sdk.CancelTask(ctx, &a2a.CancelTaskRequest{ID: a2a.TaskID(taskID)})
 	if err != nil {
-		return Snapshot{}, classify("CancelTask", err, rec)
+		return contracts.TaskSnapshot{}, classify("CancelTask", err, rec)
 	}
 	if err := checkIDs("CancelTask", taskID, contextID, string(t.ID), t.ContextID, true); err != nil {
-		return Snapshot{}, err
+		return contracts.TaskSnapshot{}, err
 	}
 	return SnapshotOf(t), nil
 }

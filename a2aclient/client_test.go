@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
 )
@@ -38,16 +37,16 @@ func TestSendGetCancelAgainstClaimsAgent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := Dial(ctx, cards.Interface{URL: srv.URL + tc.path, Binding: tc.binding, Version: tc.version}, Options{})
+			c, err := Dial(ctx, contracts.Interface{URL: srv.URL + tc.path, Binding: tc.binding, Version: tc.version}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			snap, err := c.SendMessage(ctx, Outbound{MessageID: "m-" + binding, Text: "order Z-9 lost", Data: []byte(`{"scenario":"slow"}`)})
+			snap, err := c.SendMessage(ctx, contracts.OutboundMessage{MessageID: "m-" + binding, Text: "order Z-9 lost", Data: []byte(`{"scenario":"slow"}`)})
 			if err != nil {
 				t.Fatalf("SendMessage() error = %v", err)
 			}
-			if snap.TaskID == "" || Terminal(snap.State) {
+			if snap.TaskID == "" || snap.State.Terminal() {
 				t.Fatalf("SendMessage() = %+v, want a running task (returnImmediately)", snap)
 			}
 			got, err := c.GetTask(ctx, snap.TaskID, "")
@@ -55,7 +54,7 @@ func TestSendGetCancelAgainstClaimsAgent(t *testing.T) {
 				t.Fatalf("GetTask() = %+v, %v", got, err)
 			}
 			canceled, err := c.CancelTask(ctx, snap.TaskID, snap.ContextID)
-			if err != nil || canceled.State != StateCanceled {
+			if err != nil || canceled.State != contracts.TaskStateCanceled {
 				t.Fatalf("CancelTask() = %+v, %v", canceled, err)
 			}
 			_, err = c.GetTask(ctx, "no-such-task", "")
@@ -88,7 +87,7 @@ func TestClassify(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	c, err := Dial(ctx, cards.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"}, Options{})
+	c, err := Dial(ctx, contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +113,8 @@ func TestClassify(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
-	c2, _ := Dial(ctx, cards.Interface{URL: "http://" + addr, Binding: "JSONRPC", Version: "1.0"}, Options{})
-	_, err = c2.SendMessage(ctx, Outbound{MessageID: "m", Text: "x"})
+	c2, _ := Dial(ctx, contracts.Interface{URL: "http://" + addr, Binding: "JSONRPC", Version: "1.0"}, Options{})
+	_, err = c2.SendMessage(ctx, contracts.OutboundMessage{MessageID: "m", Text: "x"})
 	var ce *CallError
 	if !errors.As(err, &ce) || ce.Category != contracts.CategoryTransient || ce.Written {
 		t.Errorf("refused connection: error = %+v, want transient, not written", err)
@@ -131,10 +130,10 @@ func TestClassify(t *testing.T) {
 	}))
 	defer hang.Close()
 	defer close(stop)
-	c3, _ := Dial(ctx, cards.Interface{URL: hang.URL, Binding: "JSONRPC", Version: "1.0"}, Options{})
+	c3, _ := Dial(ctx, contracts.Interface{URL: hang.URL, Binding: "JSONRPC", Version: "1.0"}, Options{})
 	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	_, err = c3.SendMessage(tctx, Outbound{MessageID: "m", Text: "x"})
+	_, err = c3.SendMessage(tctx, contracts.OutboundMessage{MessageID: "m", Text: "x"})
 	if !errors.As(err, &ce) || ce.Category != contracts.CategoryUnknownOutcome || !ce.Written {
 		t.Errorf("hung send: error = %+v, want unknown_outcome, written", err)
 	}

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
 )
 
 // Credentials is the worker-side credential store (`--credentials FILE` or
@@ -145,7 +146,7 @@ func (c *Credentials) ForRef(ref, origin string) (Secret, error) {
 // interceptor); the secret never leaves the request headers.
 type credentialInterceptor struct {
 	sdk.PassthroughInterceptor
-	scheme cards.AuthScheme
+	scheme contracts.AuthScheme
 	secret Secret
 }
 
@@ -170,8 +171,8 @@ func (ci *credentialInterceptor) Before(ctx context.Context, req *sdk.Request) (
 
 // WithCredential returns options that add secret to every call, in the way
 // scheme says (a nil scheme: bearer, or the X-API-Key header for an API key).
-func (o Options) WithCredential(scheme *cards.AuthScheme, secret Secret) Options {
-	s := cards.AuthScheme{Kind: "bearer"}
+func (o Options) WithCredential(scheme *contracts.AuthScheme, secret Secret) Options {
+	s := contracts.AuthScheme{Kind: "bearer"}
 	if scheme != nil {
 		s = *scheme
 	}

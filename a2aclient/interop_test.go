@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/interop"
 )
@@ -42,7 +41,7 @@ func TestInteropErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer agent.Stop()
-			c, err := Dial(ctx, cards.Interface{URL: agent.URL + tc.path, Binding: tc.wire, Version: tc.version}, Options{})
+			c, err := Dial(ctx, contracts.Interface{URL: agent.URL + tc.path, Binding: tc.wire, Version: tc.version}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,11 +55,11 @@ func TestInteropErrors(t *testing.T) {
 			}
 			_, err = c.GetTask(ctx, "no-such-task", "")
 			permanent("GetTask(unknown)", err)
-			snap, err := c.SendMessage(ctx, Outbound{MessageID: "m-" + tc.name, Text: "order A-1001", Data: []byte(`{"scenario":"instant"}`)})
+			snap, err := c.SendMessage(ctx, contracts.OutboundMessage{MessageID: "m-" + tc.name, Text: "order A-1001", Data: []byte(`{"scenario":"instant"}`)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for !Terminal(snap.State) {
+			for !snap.State.Terminal() {
 				if ctx.Err() != nil {
 					t.Fatalf("the task did not complete: %+v", snap)
 				}
@@ -71,7 +70,7 @@ func TestInteropErrors(t *testing.T) {
 			}
 			_, err = c.CancelTask(ctx, snap.TaskID, snap.ContextID)
 			permanent("CancelTask(completed)", err)
-			_, err = c.SendMessage(ctx, Outbound{MessageID: "m2-" + tc.name, TaskID: snap.TaskID, ContextID: snap.ContextID, Text: "more"})
+			_, err = c.SendMessage(ctx, contracts.OutboundMessage{MessageID: "m2-" + tc.name, TaskID: snap.TaskID, ContextID: snap.ContextID, Text: "more"})
 			permanent("SendMessage(to a completed task)", err)
 		})
 	}

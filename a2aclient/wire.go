@@ -14,6 +14,8 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync"
+
+	"github.com/a2adelegate/delegate/contracts"
 )
 
 // DefaultMaxResponseBytes is the largest response body (JSON-RPC or
@@ -233,31 +235,14 @@ func respellStates(v any, version string) bool {
 // spellState spells a TaskState the way version does; a state it cannot
 // read is left as it is (and reads as "unknown").
 func spellState(s, version string) string {
-	short := shortOf(s)
-	if short == StateUnknown {
+	short := string(contracts.ParseTaskState(s))
+	if short == string(contracts.TaskStateUnknown) {
 		return s
 	}
 	if strings.HasPrefix(version, "0.") {
 		return short
 	}
 	return "TASK_STATE_" + strings.ToUpper(strings.ReplaceAll(short, "-", "_"))
-}
-
-// shortOf reads a TaskState in any of the spellings peers send: the 1.0
-// enum ("TASK_STATE_INPUT_REQUIRED"), the 0.3 kebab case
-// ("input-required"), with underscores, in any case, and "cancelled".
-func shortOf(s string) string {
-	k := strings.ToLower(strings.TrimSpace(s))
-	k = strings.TrimPrefix(k, "task_state_")
-	k = strings.ReplaceAll(k, "_", "-")
-	switch k {
-	case StateSubmitted, StateWorking, StateInputRequired, StateAuthRequired,
-		StateCompleted, StateFailed, StateRejected, StateCanceled:
-		return k
-	case "cancelled":
-		return StateCanceled
-	}
-	return StateUnknown
 }
 
 // BodyReadError is a response whose body could not be read to its end

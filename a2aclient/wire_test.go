@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -50,7 +49,7 @@ func dialStub(t *testing.T, h http.Handler, binding, version string) *Client {
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
-	c, err := Dial(ctx, cards.Interface{URL: srv.URL + "/a2a", Binding: binding, Version: version}, Options{MaxResponseBytes: 1 << 20})
+	c, err := Dial(ctx, contracts.Interface{URL: srv.URL + "/a2a", Binding: binding, Version: version}, Options{MaxResponseBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +116,7 @@ func TestRESTStatusClassesWithoutReason(t *testing.T) {
 			w.WriteHeader(tc.status)
 			io.WriteString(w, tc.body)
 		}}, "HTTP+JSON", "1.0")
-		_, err := c.SendMessage(context.Background(), Outbound{MessageID: "m-1", Text: "hi"})
+		_, err := c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
 		ce := callError(t, err)
 		if ce.Category != tc.want || ce.Status != tc.status {
 			t.Errorf("HTTP %d %q: category %s status %d, want %s", tc.status, tc.body, ce.Category, ce.Status, tc.want)
@@ -132,7 +131,7 @@ func TestRESTStatusClassesWithoutReason(t *testing.T) {
 func TestWrongShapeReplyIsBounded(t *testing.T) {
 	big := `{"kind":"surprise","secret":"` + strings.Repeat("A", 8000) + `SECRET-TOKEN-XYZ","pad":"` + strings.Repeat("b", 12000) + `"}`
 	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) { rpcResult(w, big) }}, "JSONRPC", "1.0")
-	_, err := c.SendMessage(context.Background(), Outbound{MessageID: "m-1", Text: "hi"})
+	_, err := c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
 	ce := callError(t, err)
 	if ce.Category != contracts.CategoryProtocol {
 		t.Errorf("category = %s, want protocol", ce.Category)
@@ -155,15 +154,18 @@ func TestResponseOverLimitIsNotDecoded(t *testing.T) {
 
 // States spelled the other version's way are read on either interface.
 func TestStateSpellingsOnEitherVersion(t *testing.T) {
-	for _, tc := range []struct{ version, sent, want string }{
-		{"1.0", "completed", StateCompleted},
-		{"1.0", "input-required", StateInputRequired},
-		{"1.0", "cancelled", StateCanceled},
-		{"1.0", "TASK_STATE_FAILED", StateFailed},
-		{"0.3", "TASK_STATE_COMPLETED", StateCompleted},
-		{"0.3", "INPUT_REQUIRED", StateInputRequired},
-		{"0.3", "completed", StateCompleted},
-		{"1.0", "paused", StateUnknown},
+	for _, tc := range []struct {
+		version, sent string
+		want          contracts.TaskState
+	}{
+		{"1.0", "completed", contracts.TaskStateCompleted},
+		{"1.0", "input-required", contracts.TaskStateInputRequired},
+		{"1.0", "cancelled", contracts.TaskStateCanceled},
+		{"1.0", "TASK_STATE_FAILED", contracts.TaskStateFailed},
+		{"0.3", "TASK_STATE_COMPLETED", contracts.TaskStateCompleted},
+		{"0.3", "INPUT_REQUIRED", contracts.TaskStateInputRequired},
+		{"0.3", "completed", contracts.TaskStateCompleted},
+		{"1.0", "paused", contracts.TaskStateUnknown},
 	} {
 		result := strings.Replace(task1, "%s", tc.sent, 1)
 		if tc.version == "0.3" {
@@ -178,7 +180,7 @@ func TestStateSpellingsOnEitherVersion(t *testing.T) {
 		if snap.State != tc.want {
 			t.Errorf("%s %q: state = %q, want %q", tc.version, tc.sent, snap.State, tc.want)
 		}
-		if tc.want == StateUnknown && snap.RawState != tc.sent {
+		if tc.want == contracts.TaskStateUnknown && snap.RawState != tc.sent {
 			t.Errorf("unknown state kept as %q, want %q", snap.RawState, tc.sent)
 		}
 	}
@@ -210,7 +212,7 @@ func TestRepliesNamingAnotherTask(t *testing.T) {
 	c = dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
 		rpcResult(w, `{"task":{"id":"t-1","contextId":"c-other","status":{"state":"TASK_STATE_WORKING"}}}`)
 	}}, "JSONRPC", "1.0")
-	if _, err := c.SendMessage(context.Background(), Outbound{MessageID: "m-2", TaskID: "t-1", ContextID: "c-1", Text: "hi"}); !errors.As(err, &ide) || ide.Field != "contextId" {
+	if _, err := c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-2", TaskID: "t-1", ContextID: "c-1", Text: "hi"}); !errors.As(err, &ide) || ide.Field != "contextId" {
 		t.Errorf("follow-up reply with another contextId: %v, want IDError on contextId", err)
 	}
 }
@@ -227,11 +229,11 @@ func TestStatusKey(t *testing.T) {
 		t.Errorf("snapshot = %+v, want status key msg:q-1", a)
 	}
 	b := a
-	if !SameStatus(a, b) {
-		t.Error("SameStatus(a, a) = false")
+	if !contracts.SameStatus(a, b) {
+		t.Error("contracts.SameStatus(a, a) = false")
 	}
-	b.StatusKey = StatusKeyOf(b.State, "", "", "photo?", nil)
-	if SameStatus(a, b) {
+	b.StatusKey = contracts.StatusKeyOf(b.State, "", "", "photo?", nil)
+	if contracts.SameStatus(a, b) {
 		t.Error("SameStatus with another key = true")
 	}
 }
@@ -253,7 +255,7 @@ func TestCutReply(t *testing.T) {
 	if ce := callError(t, err); ce.Category != contracts.CategoryTransient {
 		t.Errorf("GetTask cut: %v, want transient", err)
 	}
-	_, err = c.SendMessage(context.Background(), Outbound{MessageID: "m-1", Text: "hi"})
+	_, err = c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
 	if ce := callError(t, err); ce.Category != contracts.CategoryUnknownOutcome {
 		t.Errorf("SendMessage cut: %v, want unknown_outcome", err)
 	}
@@ -303,7 +305,7 @@ func TestOversizeTaskID(t *testing.T) {
 	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
 		rpcResult(w, `{"task":{"id":"`+strings.Repeat("t", 3000)+`","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}`)
 	}}, "JSONRPC", "1.0")
-	_, err := c.SendMessage(context.Background(), Outbound{MessageID: "m-1", Text: "hi"})
+	_, err := c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
 	if ce := callError(t, err); ce.Category != contracts.CategoryProtocol || !strings.Contains(err.Error(), "1024") {
 		t.Errorf("3000-byte task id: %v, want protocol naming 1024", err)
 	}

@@ -77,14 +77,14 @@ type ResolvedCard struct {
 	Skills []string `json:"skills,omitempty"`
 	// Interface is the selected interface; InterfaceError says why there
 	// is none.
-	Interface      cards.Interface `json:"interface"`
-	InterfaceError string          `json:"interface_error,omitempty"`
-	Streaming      bool            `json:"streaming"`
+	Interface      contracts.Interface `json:"interface"`
+	InterfaceError string              `json:"interface_error,omitempty"`
+	Streaming      bool                `json:"streaming"`
 	// InputModes are the media types the skill accepts: its inputModes, or
 	// the card's defaultInputModes (A2A 1.0 §4.4.5); empty when undeclared.
 	InputModes []string `json:"input_modes,omitempty"`
 	// Verification is the signature check against the trust store.
-	Verification cards.Verification `json:"verification"`
+	Verification contracts.CardVerification `json:"verification"`
 	// SignatureRequired is true when the contract or the trust store
 	// requires a verified signature.
 	SignatureRequired bool `json:"signature_required"`
@@ -93,7 +93,7 @@ type ResolvedCard struct {
 // Trusted reports whether the card may be used: verified, or no signature
 // required.
 func (r ResolvedCard) Trusted() bool {
-	return !r.SignatureRequired || r.Verification.Status == cards.SigVerified
+	return !r.SignatureRequired || r.Verification.Status == contracts.SigVerified
 }
 
 // ResolveCard fetches the Agent Card through the HTTP guard (or the
@@ -161,7 +161,7 @@ func (a *Activities) fetcher() *cards.Fetcher {
 // guard of the card's origin (unless DialOptions.HTTPClient is set), with
 // the credential of the interface's origin from the worker's store, or the
 // one named by credentialRef (an operator's answer to AUTH_REQUIRED).
-func (a *Activities) dial(ctx context.Context, iface cards.Interface, credentialRef string, lim contracts.Limits) (*a2aclient.Client, error) {
+func (a *Activities) dial(ctx context.Context, iface contracts.Interface, credentialRef string, lim contracts.Limits) (*a2aclient.Client, error) {
 	opts := a.DialOptions
 	if m := int64(lim.WithDefaults().MaxResponseBytes); opts.MaxResponseBytes <= 0 || m < opts.MaxResponseBytes {
 		opts.MaxResponseBytes = m
@@ -191,8 +191,8 @@ func (a *Activities) dial(ctx context.Context, iface cards.Interface, credential
 
 // SendInput is one outbound message over the selected interface.
 type SendInput struct {
-	Interface cards.Interface    `json:"interface"`
-	Message   a2aclient.Outbound `json:"message"`
+	Interface contracts.Interface       `json:"interface"`
+	Message   contracts.OutboundMessage `json:"message"`
 	// CredentialRef names a credential of the worker's store to use for
 	// this call (an answer to AUTH_REQUIRED); the secret never enters
 	// history.
@@ -207,10 +207,10 @@ type SendInput struct {
 // "transient" (not sent, or refused with 5xx/429: retried), "unknown_outcome"
 // (the request was written and no answer came: not retried),
 // "authorization" (401/403), "protocol".
-func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.Snapshot, error) {
+func (a *Activities) SendMessage(ctx context.Context, in SendInput) (contracts.TaskSnapshot, error) {
 	c, err := a.dial(ctx, in.Interface, in.CredentialRef, in.Limits)
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
 	}
 	defer c.Close()
 	timeout := a.SendTimeout
@@ -223,7 +223,7 @@ func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.S
 	snap, err := c.SendMessage(sctx, in.Message)
 	stop()
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
 	}
 	snap.Attempt = int(activity.GetInfo(ctx).Attempt)
 	snap = a.settle(ctx, c, snap)
@@ -233,15 +233,15 @@ func (a *Activities) SendMessage(ctx context.Context, in SendInput) (a2aclient.S
 
 // WatchInput names the task to watch and the state last observed.
 type WatchInput struct {
-	Interface cards.Interface `json:"interface"`
-	TaskID    string          `json:"task_id"`
+	Interface contracts.Interface `json:"interface"`
+	TaskID    string              `json:"task_id"`
 	// ContextID is the tracked contextId (empty: not checked).
 	ContextID string `json:"context_id,omitempty"`
 	// Since is the last state the workflow recorded; WatchTask returns only
 	// when the remote state differs from it, or (SinceKey set) when the task
 	// waits for input with a status other than SinceKey: a new question.
-	Since    string `json:"since"`
-	SinceKey string `json:"since_key,omitempty"`
+	Since    contracts.TaskState `json:"since"`
+	SinceKey string              `json:"since_key,omitempty"`
 	// Within, when set, bounds the watch to that many seconds: the task is
 	// then returned as it is, changed or not.
 	Within int `json:"within,omitempty"`
@@ -265,10 +265,10 @@ type WatchInput struct {
 // 1.0 §3.1.3) with backoff from PollInitial doubling to PollMax. A retry
 // after a worker crash starts the same way. Transient errors are retried
 // inside. Errors: "authorization", "protocol" (for example TaskNotFound).
-func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Snapshot, error) {
+func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (contracts.TaskSnapshot, error) {
 	c, err := a.dial(ctx, in.Interface, "", in.Limits)
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err, in.Limits)
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "WatchTask", err, in.Limits)
 	}
 	defer c.Close()
 	if in.Within <= 0 {
@@ -283,18 +283,18 @@ func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (a2aclient.Sn
 	// The window passed with no change: the task as it is now.
 	snap, err = c.GetTask(ctx, in.TaskID, in.ContextID)
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "WatchTask", err, in.Limits)
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "WatchTask", err, in.Limits)
 	}
 	return bound(snap, in.Limits), nil
 }
 
-func (a *Activities) watch(ctx context.Context, c *a2aclient.Client, in WatchInput) (a2aclient.Snapshot, error) {
+func (a *Activities) watch(ctx context.Context, c *a2aclient.Client, in WatchInput) (contracts.TaskSnapshot, error) {
 	hb := heartbeat{}
 	if in.Stream {
 		for drops := 0; drops < 3; drops++ {
 			snap, changed, err := a.follow(ctx, c, in, &hb)
 			if err != nil {
-				return a2aclient.Snapshot{}, err
+				return contracts.TaskSnapshot{}, err
 			}
 			if changed {
 				return bound(snap, in.Limits), nil
@@ -313,7 +313,7 @@ func (a *Activities) watch(ctx context.Context, c *a2aclient.Client, in WatchInp
 	for {
 		snap, changed, err := a.poll(ctx, c, in, &hb)
 		if err != nil {
-			return a2aclient.Snapshot{}, err
+			return contracts.TaskSnapshot{}, err
 		}
 		if changed {
 			return bound(snap, in.Limits), nil
@@ -322,7 +322,7 @@ func (a *Activities) watch(ctx context.Context, c *a2aclient.Client, in WatchInp
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return a2aclient.Snapshot{}, ctx.Err()
+			return contracts.TaskSnapshot{}, ctx.Err()
 		case <-t.C:
 		}
 		wait = min(wait*2, maxWait)
@@ -331,7 +331,7 @@ func (a *Activities) watch(ctx context.Context, c *a2aclient.Client, in WatchInp
 
 // poll reads the task once; changed reports a state other than in.Since.
 // A transient error counts as no change.
-func (a *Activities) poll(ctx context.Context, c *a2aclient.Client, in WatchInput, hb *heartbeat) (a2aclient.Snapshot, bool, error) {
+func (a *Activities) poll(ctx context.Context, c *a2aclient.Client, in WatchInput, hb *heartbeat) (contracts.TaskSnapshot, bool, error) {
 	snap, err := c.GetTask(ctx, in.TaskID, in.ContextID)
 	hb.Polls++
 	defer activity.RecordHeartbeat(ctx, *hb)
@@ -339,23 +339,23 @@ func (a *Activities) poll(ctx context.Context, c *a2aclient.Client, in WatchInpu
 		var ce *a2aclient.CallError
 		if errors.As(err, &ce) && ce.Retryable() {
 			hb.Failures++
-			return a2aclient.Snapshot{}, false, nil
+			return contracts.TaskSnapshot{}, false, nil
 		}
 		if ctx.Err() != nil {
-			return a2aclient.Snapshot{}, false, ctx.Err()
+			return contracts.TaskSnapshot{}, false, ctx.Err()
 		}
-		return a2aclient.Snapshot{}, false, a.callFail(ctx, "WatchTask", err, in.Limits)
+		return contracts.TaskSnapshot{}, false, a.callFail(ctx, "WatchTask", err, in.Limits)
 	}
 	return snap, changedFrom(in, snap), nil
 }
 
 // changedFrom reports whether snap differs from what the workflow last
 // recorded (in.Since, in.SinceKey).
-func changedFrom(in WatchInput, snap a2aclient.Snapshot) bool {
+func changedFrom(in WatchInput, snap contracts.TaskSnapshot) bool {
 	if snap.State != in.Since {
 		return true
 	}
-	return in.SinceKey != "" && a2aclient.Interrupted(snap.State) && snap.StatusKey != in.SinceKey
+	return in.SinceKey != "" && snap.State.Interrupted() && snap.StatusKey != in.SinceKey
 }
 
 // ErrTypeUnchanged is the ApplicationError type of PollTask when the task
@@ -372,30 +372,30 @@ const ErrTypeUnchanged = "task_unchanged"
 // are retried the same way. The first attempt reads nothing, unless
 // in.ReadFirst: the workflow has just read the task. Errors: "authorization", "protocol" (for
 // example TaskNotFound: the agent no longer knows the task).
-func (a *Activities) PollTask(ctx context.Context, in WatchInput) (a2aclient.Snapshot, error) {
+func (a *Activities) PollTask(ctx context.Context, in WatchInput) (contracts.TaskSnapshot, error) {
 	if activity.GetInfo(ctx).Attempt <= 1 && !in.ReadFirst {
 		// The workflow has just read the task: the first read is one
 		// interval away.
-		return a2aclient.Snapshot{}, temporal.NewApplicationErrorWithOptions("the first read is one interval away", ErrTypeUnchanged,
+		return contracts.TaskSnapshot{}, temporal.NewApplicationErrorWithOptions("the first read is one interval away", ErrTypeUnchanged,
 			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 	}
 	c, err := a.dial(ctx, in.Interface, "", in.Limits)
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "PollTask", err, in.Limits)
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "PollTask", err, in.Limits)
 	}
 	defer c.Close()
 	snap, err := c.GetTask(ctx, in.TaskID, in.ContextID)
 	if err != nil {
 		var ce *a2aclient.CallError
 		if errors.As(err, &ce) && ce.Retryable() {
-			return a2aclient.Snapshot{}, temporal.NewApplicationErrorWithOptions(
+			return contracts.TaskSnapshot{}, temporal.NewApplicationErrorWithOptions(
 				contracts.CutText(err.Error(), in.Limits.WithDefaults().MaxTextChars), string(contracts.CategoryTransient),
 				temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 		}
-		return a2aclient.Snapshot{}, a.callFail(ctx, "PollTask", err, in.Limits)
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "PollTask", err, in.Limits)
 	}
 	if !changedFrom(in, snap) {
-		return a2aclient.Snapshot{}, temporal.NewApplicationErrorWithOptions("the task is still "+snap.State, ErrTypeUnchanged,
+		return contracts.TaskSnapshot{}, temporal.NewApplicationErrorWithOptions("the task is still "+string(snap.State), ErrTypeUnchanged,
 			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 	}
 	return bound(snap, in.Limits), nil
@@ -405,7 +405,7 @@ func (a *Activities) PollTask(ctx context.Context, in WatchInput) (a2aclient.Sna
 // in.Since shows (then the full task is read again) or the stream ends;
 // after the stream ends the task is read once more, so that a change made
 // while the stream was down is seen.
-func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchInput, hb *heartbeat) (a2aclient.Snapshot, bool, error) {
+func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchInput, hb *heartbeat) (contracts.TaskSnapshot, bool, error) {
 	if snap, changed, err := a.poll(ctx, c, in, hb); err != nil || changed {
 		return snap, changed, err
 	}
@@ -432,12 +432,12 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 			chunks++
 			as.Add(*ev.Chunk)
 		}
-		if ev.State != "" && changedFrom(in, a2aclient.Snapshot{State: ev.State, StatusKey: ev.StatusKey}) {
+		if ev.State != "" && changedFrom(in, contracts.TaskSnapshot{State: ev.State, StatusKey: ev.StatusKey}) {
 			break
 		}
 	}
 	if ctx.Err() != nil {
-		return a2aclient.Snapshot{}, false, ctx.Err()
+		return contracts.TaskSnapshot{}, false, ctx.Err()
 	}
 	snap, changed, err := a.poll(ctx, c, in, hb)
 	return withStreamed(snap, &as), changed, err
@@ -455,9 +455,9 @@ const maxStreamChunks = 1024
 // from the chunks (contracts.Assembly); a chunk that appended to an
 // artifact never started becomes a withheld artifact, rejected with its
 // reason. The task's own record wins when it has artifacts.
-func withStreamed(snap a2aclient.Snapshot, as *contracts.Assembly) a2aclient.Snapshot {
+func withStreamed(snap contracts.TaskSnapshot, as *contracts.Assembly) contracts.TaskSnapshot {
 	arts := as.Artifacts()
-	if snap.State != a2aclient.StateCompleted || len(snap.Artifacts) > 0 || (len(arts) == 0 && len(as.Rejected) == 0) {
+	if snap.State != contracts.TaskStateCompleted || len(snap.Artifacts) > 0 || (len(arts) == 0 && len(as.Rejected) == 0) {
 		return snap
 	}
 	for _, r := range as.Rejected {
@@ -506,7 +506,7 @@ type heartbeat struct {
 // finishes at once has usually finished by then.
 const SettleFirstRead = 2 * time.Millisecond
 
-func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap a2aclient.Snapshot) a2aclient.Snapshot {
+func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap contracts.TaskSnapshot) contracts.TaskSnapshot {
 	window := a.SettleWindow
 	if window == 0 {
 		window = 250 * time.Millisecond
@@ -516,7 +516,7 @@ func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap a2acl
 	}
 	deadline := time.Now().Add(window)
 	wait := SettleFirstRead
-	for (snap.State == a2aclient.StateSubmitted || snap.State == a2aclient.StateWorking) && time.Now().Add(wait).Before(deadline) {
+	for (snap.State == contracts.TaskStateSubmitted || snap.State == contracts.TaskStateWorking) && time.Now().Add(wait).Before(deadline) {
 		time.Sleep(wait)
 		wait *= 2
 		next, err := c.GetTask(ctx, snap.TaskID, snap.ContextID)
@@ -531,47 +531,47 @@ func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap a2acl
 
 // GetTaskInput names a task to read once.
 type GetTaskInput struct {
-	Interface cards.Interface  `json:"interface"`
-	TaskID    string           `json:"task_id"`
-	ContextID string           `json:"context_id,omitempty"`
-	Limits    contracts.Limits `json:"limits"`
+	Interface contracts.Interface `json:"interface"`
+	TaskID    string              `json:"task_id"`
+	ContextID string              `json:"context_id,omitempty"`
+	Limits    contracts.Limits    `json:"limits"`
 }
 
 // GetTask reads the task once (A2A 1.0 §3.1.3): for adopting a task after
 // an unknown outcome, and for reconciliation. Errors: "transient",
 // "authorization", "protocol" (TaskNotFound).
-func (a *Activities) GetTask(ctx context.Context, in GetTaskInput) (a2aclient.Snapshot, error) {
+func (a *Activities) GetTask(ctx context.Context, in GetTaskInput) (contracts.TaskSnapshot, error) {
 	c, err := a.dial(ctx, in.Interface, "", in.Limits)
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
 	}
 	defer c.Close()
 	snap, err := c.GetTask(ctx, in.TaskID, in.ContextID)
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
 	}
 	return bound(snap, in.Limits), nil
 }
 
 // CancelInput names the task to cancel.
 type CancelInput struct {
-	Interface cards.Interface `json:"interface"`
-	TaskID    string          `json:"task_id"`
-	ContextID string          `json:"context_id,omitempty"`
+	Interface contracts.Interface `json:"interface"`
+	TaskID    string              `json:"task_id"`
+	ContextID string              `json:"context_id,omitempty"`
 }
 
 // CancelTask asks the agent to cancel the task (A2A 1.0 §3.1.5) and returns
 // the task as reported. Errors: "protocol" (TaskNotCancelable,
 // TaskNotFound), "authorization", "transient".
-func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (a2aclient.Snapshot, error) {
+func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (contracts.TaskSnapshot, error) {
 	c, err := a.dial(ctx, in.Interface, "", contracts.Limits{})
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
 	}
 	defer c.Close()
 	snap, err := c.CancelTask(ctx, in.TaskID, in.ContextID)
 	if err != nil {
-		return a2aclient.Snapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
 	}
 	return snap, nil
 }
@@ -647,7 +647,7 @@ func workflowID(ctx context.Context) (id string) {
 // activity result, that is workflow history: oversize, too deep or surplus
 // artifacts are withheld (contracts.ApplyLimits) and remote text is cut
 // (contracts.CutText).
-func bound(s a2aclient.Snapshot, l contracts.Limits) a2aclient.Snapshot {
+func bound(s contracts.TaskSnapshot, l contracts.Limits) contracts.TaskSnapshot {
 	lim := l.WithDefaults()
 	s.Artifacts = contracts.ApplyLimits(s.Artifacts, lim)
 	s.StatusText = contracts.CutText(s.StatusText, lim.MaxTextChars)

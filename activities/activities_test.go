@@ -18,8 +18,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/a2adelegate/delegate/a2aclient"
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
 )
@@ -68,23 +66,23 @@ func TestResolveSendWatch(t *testing.T) {
 		t.Fatalf("ResolveCard() = %+v", card)
 	}
 
-	v, err = env.ExecuteActivity(a.SendMessage, SendInput{Interface: card.Interface, Message: a2aclient.Outbound{MessageID: "m-1", Text: "order A-5 lost"}})
+	v, err = env.ExecuteActivity(a.SendMessage, SendInput{Interface: card.Interface, Message: contracts.OutboundMessage{MessageID: "m-1", Text: "order A-5 lost"}})
 	if err != nil {
 		t.Fatalf("SendMessage() error = %v", err)
 	}
-	var snap a2aclient.Snapshot
+	var snap contracts.TaskSnapshot
 	_ = v.Get(&snap)
 	if snap.TaskID == "" {
 		t.Fatalf("SendMessage() = %+v", snap)
 	}
 	// WatchTask returns only when the state differs from Since.
 	since := snap.State
-	for since != a2aclient.StateInputRequired {
+	for since != contracts.TaskStateInputRequired {
 		v, err = env.ExecuteActivity(a.WatchTask, WatchInput{Interface: card.Interface, TaskID: snap.TaskID, Since: since})
 		if err != nil {
 			t.Fatalf("WatchTask() error = %v", err)
 		}
-		var next a2aclient.Snapshot
+		var next contracts.TaskSnapshot
 		_ = v.Get(&next)
 		if next.State == since {
 			t.Fatalf("WatchTask(since %s) returned the same state", since)
@@ -175,16 +173,16 @@ func TestWatchAssemblesStreamedChunks(t *testing.T) {
 	)
 	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet}
 	env := activityEnv(t, a)
-	v, err := env.ExecuteActivity(a.WatchTask, WatchInput{Interface: cards.Interface{URL: base, Binding: "JSONRPC", Version: "1.0"},
+	v, err := env.ExecuteActivity(a.WatchTask, WatchInput{Interface: contracts.Interface{URL: base, Binding: "JSONRPC", Version: "1.0"},
 		TaskID: "t-1", Since: "working", Stream: true})
 	if err != nil {
 		t.Fatalf("WatchTask() error = %v", err)
 	}
-	var snap a2aclient.Snapshot
+	var snap contracts.TaskSnapshot
 	if err := v.Get(&snap); err != nil {
 		t.Fatal(err)
 	}
-	if snap.State != a2aclient.StateCompleted || len(snap.Artifacts) != 2 {
+	if snap.State != contracts.TaskStateCompleted || len(snap.Artifacts) != 2 {
 		t.Fatalf("snapshot = %+v, want completed with the assembled artifact and the stray chunk", snap)
 	}
 	d := contracts.Delegation{AllowedOutputs: []string{"claim_opened"}, WriteAuthority: "none"}
@@ -204,7 +202,7 @@ func TestContractLowersTheResponseLimit(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a := &Activities{Logger: quiet}
 	env := activityEnv(t, a)
-	_, err := env.ExecuteActivity(a.GetTask, GetTaskInput{Interface: cards.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
+	_, err := env.ExecuteActivity(a.GetTask, GetTaskInput{Interface: contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
 		TaskID: "t-1", Limits: contracts.Limits{MaxResponseBytes: 1024}})
 	if category(err) != string(contracts.CategoryProtocol) || !strings.Contains(err.Error(), "1024") {
 		t.Errorf("GetTask over the contract's limit: %v, want protocol naming 1024", err)
@@ -219,7 +217,7 @@ func TestBoundByEncodedSize(t *testing.T) {
 	for i := range parts {
 		parts[i] = contracts.Part{Kind: contracts.PartText, Text: "x", Metadata: map[string]any{"note": strings.Repeat("m", 300)}}
 	}
-	snap := a2aclient.Snapshot{TaskID: "t-1", ContextID: "c-1", State: a2aclient.StateCompleted, Artifacts: []contracts.Artifact{
+	snap := contracts.TaskSnapshot{TaskID: "t-1", ContextID: "c-1", State: contracts.TaskStateCompleted, Artifacts: []contracts.Artifact{
 		{ArtifactID: "big", Name: "claim_opened", Parts: parts},
 		{ArtifactID: "small", Name: "claim_opened", Parts: []contracts.Part{{Kind: contracts.PartText, Text: "ok"}}},
 	}}
@@ -274,14 +272,14 @@ func TestCommentOnlyStreamIsLetGo(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet}
 	env := activityEnv(t, a)
-	v, err := env.ExecuteActivity(a.WatchTask, WatchInput{Interface: cards.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
+	v, err := env.ExecuteActivity(a.WatchTask, WatchInput{Interface: contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
 		TaskID: "t-1", Since: "working", Stream: true})
 	if err != nil {
 		t.Fatalf("WatchTask() error = %v", err)
 	}
-	var snap a2aclient.Snapshot
+	var snap contracts.TaskSnapshot
 	_ = v.Get(&snap)
-	if snap.State != a2aclient.StateCompleted {
+	if snap.State != contracts.TaskStateCompleted {
 		t.Fatalf("state = %q, want completed", snap.State)
 	}
 	deadline := time.Now().Add(5 * time.Second)

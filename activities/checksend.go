@@ -9,16 +9,14 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/a2adelegate/delegate/a2aclient"
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
 // CardInUse is what a delegation keeps of the card it uses, to tell a
 // change of card that matters from one that does not (A2A 1.0 §8.6).
 type CardInUse struct {
-	Interface cards.Interface    `json:"interface"`
-	Signature cards.Verification `json:"signature"`
+	Interface contracts.Interface        `json:"interface"`
+	Signature contracts.CardVerification `json:"signature"`
 }
 
 // CardChange says what changed between the card in use and a new one in a
@@ -80,10 +78,10 @@ type CheckAndSendResult struct {
 	// a change that matters, not accepted).
 	Refused string `json:"refused,omitempty"`
 	// Authorization is the decision, nil when the card was refused first.
-	Authorization *AuthorizationDecision `json:"authorization,omitempty"`
+	Authorization *contracts.AuthorizationDecision `json:"authorization,omitempty"`
 	// Sent is true when SendMessage answered; Snapshot is its task.
-	Sent     bool               `json:"sent"`
-	Snapshot a2aclient.Snapshot `json:"snapshot"`
+	Sent     bool                   `json:"sent"`
+	Snapshot contracts.TaskSnapshot `json:"snapshot"`
 }
 
 // CheckAndSend runs, in one activity, the steps before a send and the

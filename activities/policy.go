@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
 )
 
 // Policy is the worker's local authorization policy (`--policy FILE` or
@@ -79,15 +80,6 @@ type AuthorizationInput struct {
 	Deadline        time.Time `json:"deadline"`
 	// Round is the message round the decision is for (0: the first send).
 	Round int `json:"round"`
-}
-
-// AuthorizationDecision is recorded in the workflow state.
-type AuthorizationDecision struct {
-	Allowed bool   `json:"allowed"`
-	Reason  string `json:"reason,omitempty"`
-	// Policy is "allow-all" without a policy file, else "sha256:<hex>" of
-	// the file's content at the time of the decision.
-	Policy string `json:"policy"`
 }
 
 // Decide applies the policy (nil: allow all).
@@ -160,15 +152,15 @@ func (f *PolicyFile) Current() (*Policy, string, error) {
 // is reloaded when it changes), whether the delegation may send its next
 // message. A policy that cannot be read denies (fails closed). It never
 // returns an error for a denial: the decision is data for the workflow.
-func (a *Activities) CheckAuthorization(ctx context.Context, in AuthorizationInput) (AuthorizationDecision, error) {
+func (a *Activities) CheckAuthorization(ctx context.Context, in AuthorizationInput) (contracts.AuthorizationDecision, error) {
 	p, version, err := a.Policy.Current()
 	if err != nil {
 		a.logger().Error("policy unreadable: denying", "workflow_id", in.LocalWorkflowID)
-		return AuthorizationDecision{Allowed: false, Reason: "the policy file cannot be read: " + err.Error(), Policy: "unreadable"}, nil
+		return contracts.AuthorizationDecision{Allowed: false, Reason: "the policy file cannot be read: " + err.Error(), Policy: "unreadable"}, nil
 	}
 	ok, reason := p.Decide(in, time.Now())
 	if !ok {
 		a.logger().Warn("authorization denied", "workflow_id", in.LocalWorkflowID, "round", in.Round, "category", "authorization")
 	}
-	return AuthorizationDecision{Allowed: ok, Reason: reason, Policy: version}, nil
+	return contracts.AuthorizationDecision{Allowed: ok, Reason: reason, Policy: version}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/lestrrat-go/jwx/v2/jwa"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkVerifySignedCard(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if v := Verify(ctx, signed, origin, ts, nil, now); v.Status != SigVerified {
+		if v := Verify(ctx, signed, origin, ts, nil, now); v.Status != contracts.SigVerified {
 			b.Fatal(v.Reason)
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/gowebpki/jcs"
@@ -134,12 +135,12 @@ func (f *Fetcher) now() time.Time {
 // Card is a fetched and parsed Agent Card with the bytes it was parsed
 // from. The card used afterwards is exactly the card that was verified.
 type Card struct {
-	URL          string         // the URL the card was fetched from
-	Origin       string         // its origin
-	Raw          []byte         // the body as received
-	Parsed       *a2a.AgentCard // parsed with the 1.0 model (0.3 cards converted)
-	Digest       string         // "sha256:<hex>", see Digest
-	Verification Verification   // result of Verify against the trust store
+	URL          string                     // the URL the card was fetched from
+	Origin       string                     // its origin
+	Raw          []byte                     // the body as received
+	Parsed       *a2a.AgentCard             // parsed with the 1.0 model (0.3 cards converted)
+	Digest       string                     // "sha256:<hex>", see Digest
+	Verification contracts.CardVerification // result of Verify against the trust store
 	// FromCache is true when no request was made or the server answered
 	// 304 Not Modified.
 	FromCache bool
@@ -200,7 +201,7 @@ func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 		b, _, _, err := f.get(ctx, jku, origin)
 		return b, err
 	}, f.now())
-	if c.Verification.Status == SigVerified {
+	if c.Verification.Status == contracts.SigVerified {
 		// The card used is exactly the card that was verified.
 		signed, err := Parse(c.Verification.Payload)
 		if err != nil {
@@ -395,19 +396,6 @@ func CanonicalWithoutSignatures(body []byte) ([]byte, error) {
 	return canon, nil
 }
 
-// Interface is the selected A2A interface: where and how to talk to the agent.
-type Interface struct {
-	URL     string `json:"url"`
-	Binding string `json:"binding"` // "JSONRPC" or "HTTP+JSON"
-	Version string `json:"version"` // "1.0" or "0.3"
-	Tenant  string `json:"tenant,omitempty"`
-	// CardOrigin is the origin of the card the interface came from; the
-	// HTTP guard applies that origin's trust entry to the calls.
-	CardOrigin string `json:"card_origin,omitempty"`
-	// Auth is how the card wants calls authenticated (no secret).
-	Auth *AuthScheme `json:"auth,omitempty"`
-}
-
 // SupportedBindings are the protocol bindings this client speaks, in order
 // of preference.
 var SupportedBindings = []string{string(a2a.TransportProtocolJSONRPC), string(a2a.TransportProtocolHTTPJSON)}
@@ -451,9 +439,9 @@ func MajorMinor(v string) string {
 // interfaces). allow, when not nil, may refuse a candidate URL (the HTTP
 // guard's CheckInterface); refusals are named in the error. Errors are
 // *Error of kind "no_interface".
-func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (Interface, error) {
-	var best *Interface
-	rank := func(i Interface) int {
+func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (contracts.Interface, error) {
+	var best *contracts.Interface
+	rank := func(i contracts.Interface) int {
 		return slices.Index(SupportedVersions, i.Version)*len(SupportedBindings) + slices.Index(SupportedBindings, i.Binding)
 	}
 	var seen, refused []string
@@ -461,7 +449,7 @@ func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (Interfa
 		if si == nil {
 			continue
 		}
-		cand := Interface{URL: si.URL, Binding: string(si.ProtocolBinding), Version: MajorMinor(string(si.ProtocolVersion)), Tenant: si.Tenant}
+		cand := contracts.Interface{URL: si.URL, Binding: string(si.ProtocolBinding), Version: MajorMinor(string(si.ProtocolVersion)), Tenant: si.Tenant}
 		seen = append(seen, cand.Binding+"@"+cand.Version)
 		if !slices.Contains(SupportedVersions, cand.Version) || !slices.Contains(SupportedBindings, cand.Binding) {
 			continue
@@ -490,7 +478,7 @@ func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (Interfa
 		if len(refused) > 0 {
 			msg += "; refused: " + strings.Join(refused, "; ")
 		}
-		return Interface{}, &Error{Kind: "no_interface", Msg: msg}
+		return contracts.Interface{}, &Error{Kind: "no_interface", Msg: msg}
 	}
 	return *best, nil
 }
@@ -505,18 +493,10 @@ func FindSkill(card *a2a.AgentCard, id string) (a2a.AgentSkill, bool) {
 	return a2a.AgentSkill{}, false
 }
 
-// AuthScheme says how a card wants to be authenticated (A2A 1.0 §4.5),
-// without any secret: "bearer" (Authorization header) or "api_key" (the
-// named header).
-type AuthScheme struct {
-	Kind   string `json:"kind"`
-	Header string `json:"header,omitempty"`
-}
-
 // SchemeOf picks the first usable security scheme the card requires (or
 // declares): HTTP bearer, OAuth2 or OpenID Connect → bearer; apiKey in a
 // header → api_key. nil when the card declares none.
-func SchemeOf(card *a2a.AgentCard) *AuthScheme {
+func SchemeOf(card *a2a.AgentCard) *contracts.AuthScheme {
 	if card == nil || len(card.SecuritySchemes) == 0 {
 		return nil
 	}
@@ -533,13 +513,13 @@ func SchemeOf(card *a2a.AgentCard) *AuthScheme {
 		switch v := card.SecuritySchemes[n].(type) {
 		case a2a.HTTPAuthSecurityScheme:
 			if strings.EqualFold(v.Scheme, "bearer") {
-				return &AuthScheme{Kind: "bearer"}
+				return &contracts.AuthScheme{Kind: "bearer"}
 			}
 		case a2a.OAuth2SecurityScheme, a2a.OpenIDConnectSecurityScheme:
-			return &AuthScheme{Kind: "bearer"}
+			return &contracts.AuthScheme{Kind: "bearer"}
 		case a2a.APIKeySecurityScheme:
 			if v.Location == a2a.APIKeySecuritySchemeLocationHeader && v.Name != "" {
-				return &AuthScheme{Kind: "api_key", Header: v.Name}
+				return &contracts.AuthScheme{Kind: "api_key", Header: v.Name}
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
@@ -46,7 +47,7 @@ func TestParse10(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Interface{URL: "https://agent.example/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}
+	want := contracts.Interface{URL: "https://agent.example/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}
 	if iface != want {
 		t.Errorf("SelectInterface() = %+v, want %+v (JSONRPC preferred over HTTP+JSON; GRPC not spoken)", iface, want)
 	}
@@ -61,7 +62,7 @@ func TestParse03(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Interface{URL: "https://legacy.example/a2a", Binding: "JSONRPC", Version: "0.3"}
+	want := contracts.Interface{URL: "https://legacy.example/a2a", Binding: "JSONRPC", Version: "0.3"}
 	if iface != want {
 		t.Errorf("SelectInterface() = %+v, want %+v", iface, want)
 	}

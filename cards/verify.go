@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/gowebpki/jcs"
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
@@ -20,36 +21,6 @@ import (
 // AllowedAlgorithms are the JWS algorithms accepted on an Agent Card
 // signature: asymmetric only; never "none", never HMAC.
 var AllowedAlgorithms = []string{"ES256", "ES384", "ES512", "EdDSA", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512"}
-
-// Signature results (Outcome agent.signature is Label()).
-const (
-	SigVerified   = "verified"
-	SigUnsigned   = "unsigned"
-	SigUnverified = "unverified"
-)
-
-// Verification is the result of verifying a card's signatures.
-type Verification struct {
-	// Status is "verified", "unsigned" (no signature) or "unverified"
-	// (signed, but no signature verified with a trusted key).
-	Status string `json:"status"`
-	// KeyID is the kid of the key that verified, when verified.
-	KeyID string `json:"kid,omitempty"`
-	// Reason says why no signature verified (one clause per signature).
-	Reason string `json:"reason,omitempty"`
-	// Payload is the canonical JSON the verified signature covers; the
-	// card used afterwards is parsed from it (so nothing unsigned reaches
-	// the delegation).
-	Payload []byte `json:"-"`
-}
-
-// Label is "verified:<kid>", "unsigned" or "unverified".
-func (v Verification) Label() string {
-	if v.Status == SigVerified {
-		return SigVerified + ":" + v.KeyID
-	}
-	return v.Status
-}
 
 // JWKSFetcher fetches a JWK Set from a jku URL (through the HTTP guard).
 type JWKSFetcher func(ctx context.Context, url string) ([]byte, error)
@@ -65,10 +36,10 @@ type JWKSFetcher func(ctx context.Context, url string) ([]byte, error)
 // default-valued fields removed (§8.4.1, see RemoveDefaults); it is
 // verified as a detached JWS payload (lestrrat-go/jwx/v2). One valid
 // signature by a trusted key is enough.
-func Verify(ctx context.Context, body []byte, origin string, ts *TrustStore, fetch JWKSFetcher, now time.Time) Verification {
+func Verify(ctx context.Context, body []byte, origin string, ts *TrustStore, fetch JWKSFetcher, now time.Time) contracts.CardVerification {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil {
-		return Verification{Status: SigUnverified, Reason: "card is not a JSON object"}
+		return contracts.CardVerification{Status: contracts.SigUnverified, Reason: "card is not a JSON object"}
 	}
 	var sigs []struct {
 		Protected string         `json:"protected"`
@@ -77,26 +48,26 @@ func Verify(ctx context.Context, body []byte, origin string, ts *TrustStore, fet
 	}
 	if raw, ok := obj["signatures"]; ok {
 		if err := json.Unmarshal(raw, &sigs); err != nil {
-			return Verification{Status: SigUnverified, Reason: "signatures: " + err.Error()}
+			return contracts.CardVerification{Status: contracts.SigUnverified, Reason: "signatures: " + err.Error()}
 		}
 	}
 	if len(sigs) == 0 {
-		return Verification{Status: SigUnsigned}
+		return contracts.CardVerification{Status: contracts.SigUnsigned}
 	}
 	payloads, err := signingPayloads(obj)
 	if err != nil {
-		return Verification{Status: SigUnverified, Reason: err.Error()}
+		return contracts.CardVerification{Status: contracts.SigUnverified, Reason: err.Error()}
 	}
 	at := ts.For(origin)
 	var reasons []string
 	for i, sig := range sigs {
 		kid, payload, err := verifyOne(ctx, sig.Protected, sig.Signature, payloads, at, fetch, now)
 		if err == nil {
-			return Verification{Status: SigVerified, KeyID: kid, Payload: payload}
+			return contracts.CardVerification{Status: contracts.SigVerified, KeyID: kid, Payload: payload}
 		}
 		reasons = append(reasons, fmt.Sprintf("signatures[%d]: %v", i, err))
 	}
-	return Verification{Status: SigUnverified, Reason: strings.Join(reasons, "; ")}
+	return contracts.CardVerification{Status: contracts.SigUnverified, Reason: strings.Join(reasons, "; ")}
 }
 
 type protectedHeader struct {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/gowebpki/jcs"
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
@@ -130,7 +131,7 @@ func TestVerifySignedCards(t *testing.T) {
 			}
 			// A tampered field fails.
 			tampered := strings.Replace(string(signed), `"Claims Agent"`, `"Claims Agent!"`, 1)
-			if v := Verify(context.Background(), []byte(tampered), origin, ts, nil, now); v.Status != SigUnverified {
+			if v := Verify(context.Background(), []byte(tampered), origin, ts, nil, now); v.Status != contracts.SigUnverified {
 				t.Errorf("tampered card: %+v, want unverified", v)
 			}
 		})
@@ -162,12 +163,12 @@ func TestVerifyRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := Verify(ctx, tt.body, origin, tt.ts, nil, now)
 			if tt.reason == "" {
-				if v.Status != SigUnsigned {
+				if v.Status != contracts.SigUnsigned {
 					t.Errorf("Verify() = %+v, want unsigned", v)
 				}
 				return
 			}
-			if v.Status != SigUnverified || !strings.Contains(v.Reason, tt.reason) {
+			if v.Status != contracts.SigUnverified || !strings.Contains(v.Reason, tt.reason) {
 				t.Errorf("Verify() = %+v, want unverified with %q", v, tt.reason)
 			}
 		})
@@ -215,7 +216,7 @@ func TestJKU(t *testing.T) {
 	}
 	off := sign(t, card10, k, "https://evil.example/jwks.json")
 	v := Verify(context.Background(), off, origin, trustWith(t, AgentTrust{JKUAllowlist: []string{"https://claims.example/.well-known/jwks.json"}}), fetch, now)
-	if v.Status != SigUnverified || !strings.Contains(v.Reason, "not on its jku_allowlist") || fetched.Load() != 0 {
+	if v.Status != contracts.SigUnverified || !strings.Contains(v.Reason, "not on its jku_allowlist") || fetched.Load() != 0 {
 		t.Errorf("jku off the allowlist: %+v, fetched %d times; want unverified and never fetched", v, fetched.Load())
 	}
 	on := sign(t, card10, k, "https://claims.example/.well-known/jwks.json")
@@ -243,7 +244,7 @@ func TestJKUFetchCountedThroughTheFetcher(t *testing.T) {
 	raw, _ := json.Marshal(TrustStore{Agents: map[string]*AgentTrust{cardOrigin: {}}})
 	ts, _ := ParseTrustStore(raw, "")
 	c, err := (&Fetcher{Trust: ts}).Fetch(context.Background(), srv.URL)
-	if err != nil || c.Verification.Status != SigUnverified || jwksHits.Load() != 0 {
+	if err != nil || c.Verification.Status != contracts.SigUnverified || jwksHits.Load() != 0 {
 		t.Fatalf("jku not allowed: %+v, %v; jwks requests %d, want 0", c, err, jwksHits.Load())
 	}
 	raw, _ = json.Marshal(TrustStore{Agents: map[string]*AgentTrust{cardOrigin: {JKUAllowlist: []string{srv.URL + "/jwks.json"}}}})

@@ -75,7 +75,7 @@ func (h *Handle) Cancel(ctx context.Context, reason string) error {
 
 // State returns the delegation's local state (Query "state"); it needs a
 // running worker.
-func (h *Handle) State(ctx context.Context) (workflows.State, error) {
+func (h *Handle) State(ctx context.Context) (contracts.State, error) {
 	return workflows.QueryStateOf(ctx, h.c, h.id)
 }
 

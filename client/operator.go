@@ -7,7 +7,7 @@ import (
 
 	sdkclient "go.temporal.io/sdk/client"
 
-	"github.com/a2adelegate/delegate/workflows"
+	"github.com/a2adelegate/delegate/contracts"
 )
 
 // revokeRequest is the payload of Signal "revoke".
@@ -20,7 +20,7 @@ type revokeRequest struct {
 // "authorization_denied" with reason (at most 1000 bytes kept). Errors:
 // the Temporal error (for example, the delegation has ended).
 func (h *Handle) Revoke(ctx context.Context, reason string) error {
-	return h.c.SignalWorkflow(ctx, h.id, "", workflows.Revoke, revokeRequest{Reason: reason})
+	return h.c.SignalWorkflow(ctx, h.id, "", contracts.SignalRevoke, revokeRequest{Reason: reason})
 }
 
 // Resolve settles a send whose outcome is unknown (Update
@@ -29,12 +29,12 @@ func (h *Handle) Revoke(ctx context.Context, reason string) error {
 // the action the workflow took. Errors: an invalid resolution
 // (Resolution.Validate), or the workflow's refusal (no unknown outcome is
 // pending, ...).
-func (h *Handle) Resolve(ctx context.Context, res workflows.Resolution) (string, error) {
+func (h *Handle) Resolve(ctx context.Context, res contracts.Resolution) (string, error) {
 	if err := res.Validate(); err != nil {
 		return "", err
 	}
 	u, err := h.c.UpdateWorkflow(ctx, sdkclient.UpdateWorkflowOptions{
-		WorkflowID: h.id, UpdateName: workflows.ResolveUnknown, Args: []any{res},
+		WorkflowID: h.id, UpdateName: contracts.ResolveUnknown, Args: []any{res},
 		WaitForStage: sdkclient.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
@@ -58,14 +58,14 @@ func (h *Handle) Rediscover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.A2AState != workflows.StateCardChanged {
+	if s.A2AState != string(contracts.PhaseCardChanged) {
 		return fmt.Errorf("%s: %w (state %q)", h.id, ErrNotCardChanged, s.A2AState)
 	}
-	return h.c.SignalWorkflow(ctx, h.id, "", workflows.Rediscover, nil)
+	return h.c.SignalWorkflow(ctx, h.id, "", contracts.SignalRediscover, nil)
 }
 
 // Reconcile asks the delegation to read its remote task once now (Signal
 // "reconcile"); what it saw is added to State().Reconciliations.
 func (h *Handle) Reconcile(ctx context.Context) error {
-	return h.c.SignalWorkflow(ctx, h.id, "", workflows.Reconcile, nil)
+	return h.c.SignalWorkflow(ctx, h.id, "", contracts.SignalReconcile, nil)
 }

@@ -150,8 +150,8 @@ func TestCardChangeStopsUntilRediscover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState := func(want string) workflows.State {
-		var s workflows.State
+	waitState := func(want string) contracts.State {
+		var s contracts.State
 		waitFor(t, want, 60*time.Second, func() (bool, string) {
 			s, err = workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
 			if err != nil {
@@ -177,7 +177,7 @@ func TestCardChangeStopsUntilRediscover(t *testing.T) {
 	if n := e.agent.TaskCount(); n != 1 {
 		t.Fatalf("task count = %d", n)
 	}
-	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Rediscover, nil); err != nil {
+	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", contracts.SignalRediscover, nil); err != nil {
 		t.Fatal(err)
 	}
 	var out contracts.Outcome

@@ -11,7 +11,6 @@ import (
 	"github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/testutil"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // TestBackendClient runs the flow of client.Example against the embedded
@@ -82,7 +81,7 @@ func TestBackendClient(t *testing.T) {
 		s, err := h3.State(ctx)
 		return err == nil && s.Question != nil, fmt.Sprint(err)
 	})
-	if _, err := h3.Resolve(ctx, workflows.Resolution{Action: workflows.ActionResend}); err == nil {
+	if _, err := h3.Resolve(ctx, contracts.Resolution{Action: contracts.ActionResend}); err == nil {
 		t.Error("Resolve with no unknown outcome pending was accepted")
 	}
 	if err := h3.Rediscover(ctx); !errors.Is(err, client.ErrNotCardChanged) {

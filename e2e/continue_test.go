@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/workflows"
 )
 
@@ -47,8 +48,8 @@ func TestReconcileDelegations(t *testing.T) {
 	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
 	var ids []string
 	waitFor(t, "visibility to list the delegation", 30*time.Second, func() (bool, string) {
-		run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue},
-			workflows.ReconcileWorkflowType, activities.ReconcileInput{Namespace: e.srv.Namespace(), State: "input-required"})
+		run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: contracts.TaskQueue},
+			contracts.ReconcileWorkflowType, activities.ReconcileInput{Namespace: e.srv.Namespace(), State: "input-required"})
 		if err != nil {
 			return false, err.Error()
 		}

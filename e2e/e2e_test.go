@@ -65,7 +65,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: 0, SearchAttributes: workflows.SearchAttributeNames, LogLevel: "fatal"})
+	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: 0, SearchAttributes: contracts.SearchAttributeNames, LogLevel: "fatal"})
 	if err != nil {
 		t.Fatalf("devserver.Start() error = %v", err)
 	}
@@ -97,7 +97,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		ts = o.trust(base)
 	}
 	startWorker := func() {
-		w := worker.New(c, workflows.TaskQueue, worker.Options{})
+		w := worker.New(c, contracts.TaskQueue, worker.Options{})
 		a := &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
 			Fetcher: &cards.Fetcher{Trust: ts}, Temporal: c, Logger: slog.New(slog.DiscardHandler)}
 		if o.acts != nil {

@@ -95,7 +95,7 @@ func (d *discard) Header() http.Header         { return d.header }
 func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discard) WriteHeader(int)             {}
 
-func stateOf(t *testing.T, ctx context.Context, c client.Client, id string) workflows.State {
+func stateOf(t *testing.T, ctx context.Context, c client.Client, id string) contracts.State {
 	t.Helper()
 	s, err := workflows.QueryStateOf(ctx, c, id)
 	if err != nil {
@@ -104,9 +104,9 @@ func stateOf(t *testing.T, ctx context.Context, c client.Client, id string) work
 	return s
 }
 
-func waitA2AState(t *testing.T, ctx context.Context, c client.Client, id, want string) workflows.State {
+func waitA2AState(t *testing.T, ctx context.Context, c client.Client, id, want string) contracts.State {
 	t.Helper()
-	var s workflows.State
+	var s contracts.State
 	waitFor(t, want, 60*time.Second, func() (bool, string) {
 		var err error
 		s, err = workflows.QueryStateOf(ctx, c, id)
@@ -171,15 +171,15 @@ func TestFaultAcceptedNeverAnswered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, workflows.StateUnknownOutcome)
+	s := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, string(contracts.PhaseUnknownOutcome))
 	if s.Unknown == nil || s.Unknown.MessageID != s.Sends[0].MessageID || s.Sends[0].Result != "unknown_outcome" {
 		t.Fatalf("state = %+v / %+v", s.Unknown, s.Sends)
 	}
 	if e.agent.TaskCount() != 1 {
 		t.Fatalf("the agent should hold the task the lost answer was about; count %d", e.agent.TaskCount())
 	}
-	h, err := e.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: d.LocalWorkflowID, UpdateName: workflows.ResolveUnknown,
-		Args: []any{workflows.Resolution{Action: workflows.ActionResend}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	h, err := e.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: d.LocalWorkflowID, UpdateName: contracts.ResolveUnknown,
+		Args: []any{contracts.Resolution{Action: contracts.ActionResend}}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	if err == nil {
 		err = h.Get(ctx, nil)
 	}

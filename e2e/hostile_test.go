@@ -15,7 +15,6 @@ import (
 
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/workflows"
 )
@@ -56,7 +55,7 @@ func TestHostileCancelDuringTheSend(t *testing.T) {
 	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "changed my mind"); err != nil {
 		t.Fatal(err)
 	}
-	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, workflows.PhaseSending)
+	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, string(contracts.PhaseSending))
 	close(release)
 	var out contracts.Outcome
 	if err := run.Get(ctx, &out); err != nil {
@@ -65,13 +64,13 @@ func TestHostileCancelDuringTheSend(t *testing.T) {
 	if out.Status != contracts.StatusCanceled || out.RemoteTaskID == "" {
 		t.Fatalf("outcome = %s, task %q (%+v), want canceled naming the task the send created", out.Status, out.RemoteTaskID, out.Error)
 	}
-	c, err := a2aclient.Dial(ctx, cards.Interface{URL: e.base + "/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, a2aclient.Options{})
+	c, err := a2aclient.Dial(ctx, contracts.Interface{URL: e.base + "/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, a2aclient.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	snap, err := c.GetTask(ctx, out.RemoteTaskID, "")
-	if err != nil || snap.State != a2aclient.StateCanceled {
+	if err != nil || snap.State != contracts.TaskStateCanceled {
 		t.Errorf("the agent's task is %q (%v), want canceled", snap.State, err)
 	}
 	if n, m := e.agent.TaskCount(), e.agent.MessageCount(); n != 1 || m != 1 {

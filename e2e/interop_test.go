@@ -111,9 +111,9 @@ func TestInteropA2AJS(t *testing.T) {
 			t.Errorf("agent counts = %+v, want messages %d, tasks %d, cancels %d", c, messages, tasks, cancels)
 		}
 	}
-	waitQuestion := func(t *testing.T, id string) workflows.State {
+	waitQuestion := func(t *testing.T, id string) contracts.State {
 		t.Helper()
-		var s workflows.State
+		var s contracts.State
 		waitFor(t, "input-required", time.Minute, func() (bool, string) {
 			var err error
 			s, err = workflows.QueryStateOf(ctx, e.c, id)

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/workflows"
 )
 
@@ -32,7 +33,7 @@ func runChildWorker(addr string) {
 	if err != nil {
 		os.Exit(3)
 	}
-	w := worker.New(c, workflows.TaskQueue, worker.Options{})
+	w := worker.New(c, contracts.TaskQueue, worker.Options{})
 	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond, Logger: quiet})
 	_ = w.Run(worker.InterruptCh())
 	os.Exit(0)

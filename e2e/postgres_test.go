@@ -53,7 +53,7 @@ func TestPostgresProductionPath(t *testing.T) {
 	}
 	url := strings.TrimSuffix(base, "/temporal") + fmt.Sprintf("/prod_%d", time.Now().UnixNano())
 	srv, err := devserver.Start(ctx, devserver.Config{Postgres: url, UIPort: -1, LogLevel: "fatal",
-		SearchAttributes: workflows.SearchAttributeNames, TLS: &devserver.TLS{
+		SearchAttributes: contracts.SearchAttributeNames, TLS: &devserver.TLS{
 			CertFile: certs.ServerCert, KeyFile: certs.ServerKey, CAFile: certs.CA, RequireClientAuth: true,
 			ClientCertFile: certs.ClientCert, ClientKeyFile: certs.ClientKey,
 		}})

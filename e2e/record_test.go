@@ -61,8 +61,8 @@ func TestRecordHistories(t *testing.T) {
 		}
 		return d
 	}
-	waitState := func(id, state string) workflows.State {
-		var s workflows.State
+	waitState := func(id, state string) contracts.State {
+		var s contracts.State
 		waitFor(t, id+" "+state, time.Minute, func() (bool, string) {
 			var err error
 			s, err = workflows.QueryStateOf(ctx, e.c, id)
@@ -140,8 +140,8 @@ func TestRecordHistories(t *testing.T) {
 		write("continue-as-new", run, contracts.StatusCompleted)
 		workflows.ContinueAsNewEvents = old
 	}
-	resolve := func(id string, res workflows.Resolution) {
-		h, err := e.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.ResolveUnknown,
+	resolve := func(id string, res contracts.Resolution) {
+		h, err := e.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contracts.ResolveUnknown,
 			Args: []any{res}, WaitForStage: client.WorkflowUpdateStageCompleted})
 		if err == nil {
 			err = h.Get(ctx, nil)
@@ -160,8 +160,8 @@ func TestRecordHistories(t *testing.T) {
 		d := contract("unknown-outcome-resend", "")
 		hang.Store(true)
 		run := start(d)
-		waitState(d.LocalWorkflowID, workflows.StateUnknownOutcome)
-		resolve(d.LocalWorkflowID, workflows.Resolution{Action: workflows.ActionResend})
+		waitState(d.LocalWorkflowID, string(contracts.PhaseUnknownOutcome))
+		resolve(d.LocalWorkflowID, contracts.Resolution{Action: contracts.ActionResend})
 		answer(d.LocalWorkflowID)
 		write("unknown-outcome-resend", run, contracts.StatusCompleted)
 	}
@@ -171,8 +171,8 @@ func TestRecordHistories(t *testing.T) {
 		answer(d.LocalWorkflowID)
 		// The follow-up's answer is lost; the operator adopts the task.
 		hang.Store(true)
-		s := waitState(d.LocalWorkflowID, workflows.StateUnknownOutcome)
-		resolve(d.LocalWorkflowID, workflows.Resolution{Action: workflows.ActionAdopt, TaskID: s.RemoteTaskID})
+		s := waitState(d.LocalWorkflowID, string(contracts.PhaseUnknownOutcome))
+		resolve(d.LocalWorkflowID, contracts.Resolution{Action: contracts.ActionAdopt, TaskID: s.RemoteTaskID})
 		write("unknown-outcome-adopt", run, contracts.StatusCompleted)
 	}
 	if want("cancel-unconfirmed") {
@@ -191,7 +191,7 @@ func TestRecordHistories(t *testing.T) {
 		d = contract("signal-round", "")
 		run := start(d)
 		waitState(d.LocalWorkflowID, "input-required")
-		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.ProvideInput, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
+		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", contracts.ProvideInput, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
 			t.Fatal(err)
 		}
 		write("signal-round", run, contracts.StatusCompleted)
@@ -207,7 +207,7 @@ func TestRecordHistories(t *testing.T) {
 		d = contract("reconcile-then-answer", "")
 		run = start(d)
 		waitState(d.LocalWorkflowID, "input-required")
-		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Reconcile, nil); err != nil {
+		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", contracts.SignalReconcile, nil); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "reconciled", time.Minute, func() (bool, string) {
@@ -225,7 +225,7 @@ func TestRecordHistories(t *testing.T) {
 		d = contract("revoke", "")
 		run = start(d)
 		waitState(d.LocalWorkflowID, "input-required")
-		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Revoke, map[string]string{"reason": "recorded"}); err != nil {
+		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", contracts.SignalRevoke, map[string]string{"reason": "recorded"}); err != nil {
 			t.Fatal(err)
 		}
 		write("revoke", run, contracts.StatusAuthorizationDenied)
@@ -255,8 +255,8 @@ func TestRecordHistories(t *testing.T) {
 		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
 			t.Fatal(err)
 		}
-		waitState(d.LocalWorkflowID, workflows.StateCardChanged)
-		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", workflows.Rediscover, nil); err != nil {
+		waitState(d.LocalWorkflowID, string(contracts.PhaseCardChanged))
+		if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", contracts.SignalRediscover, nil); err != nil {
 			t.Fatal(err)
 		}
 		write("card-change-rediscover", run, contracts.StatusCompleted)

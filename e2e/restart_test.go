@@ -36,7 +36,7 @@ func TestRestartOnSameDBCarriesOn(t *testing.T) {
 
 	port := 0
 	up := func() (*devserver.Server, client.Client, worker.Worker) {
-		srv, err := devserver.Start(ctx, devserver.Config{DBPath: db, Port: port, UIPort: -1, SearchAttributes: workflows.SearchAttributeNames, LogLevel: "fatal"})
+		srv, err := devserver.Start(ctx, devserver.Config{DBPath: db, Port: port, UIPort: -1, SearchAttributes: contracts.SearchAttributeNames, LogLevel: "fatal"})
 		if err != nil {
 			t.Fatalf("devserver.Start(%s) error = %v", db, err)
 		}
@@ -46,7 +46,7 @@ func TestRestartOnSameDBCarriesOn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := worker.New(c, workflows.TaskQueue, worker.Options{})
+		w := worker.New(c, contracts.TaskQueue, worker.Options{})
 		workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond})
 		if err := w.Start(); err != nil {
 			t.Fatal(err)

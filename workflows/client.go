@@ -27,12 +27,12 @@ import (
 // Register registers the Delegation workflow and the activities on a worker.
 func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
-	r.RegisterWorkflowWithOptions(ReconcileDelegations, workflow.RegisterOptions{Name: ReconcileWorkflowType})
+	r.RegisterWorkflowWithOptions(ReconcileDelegations, workflow.RegisterOptions{Name: contracts.ReconcileWorkflowType})
 	r.RegisterActivity(a)
 }
 
 func workflowRegisterOptions() workflow.RegisterOptions {
-	return workflow.RegisterOptions{Name: WorkflowType}
+	return workflow.RegisterOptions{Name: contracts.WorkflowType}
 }
 
 // ErrAlreadyRunning is returned by Start when a delegation with the same
@@ -40,7 +40,7 @@ func workflowRegisterOptions() workflow.RegisterOptions {
 var ErrAlreadyRunning = errors.New("a delegation with this local_workflow_id is already running")
 
 // Start starts a delegation whose Workflow ID is d.LocalWorkflowID on
-// TaskQueue. The contract is validated first (contracts.Delegation.Validate).
+// contracts.TaskQueue. The contract is validated first (contracts.Delegation.Validate).
 // Starting under the id of a running delegation fails with
 // ErrAlreadyRunning; an id whose earlier delegation has ended may be reused.
 func Start(ctx context.Context, c client.Client, d contracts.Delegation) (client.WorkflowRun, error) {
@@ -49,7 +49,7 @@ func Start(ctx context.Context, c client.Client, d contracts.Delegation) (client
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       d.LocalWorkflowID,
-		TaskQueue:                                TaskQueue,
+		TaskQueue:                                contracts.TaskQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
@@ -64,9 +64,9 @@ func Start(ctx context.Context, c client.Client, d contracts.Delegation) (client
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			SearchA2APurpose.ValueSet(truncate(d.Purpose, maxKeyword)),
 			SearchA2AAgent.ValueSet(truncate(d.AgentCardURL, maxKeyword)),
-			SearchA2AState.ValueSet(PhaseResolving),
+			SearchA2AState.ValueSet(string(contracts.PhaseResolving)),
 		),
-	}, WorkflowType, d)
+	}, contracts.WorkflowType, d)
 	if err != nil {
 		var already *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &already) {
@@ -114,42 +114,39 @@ func StaticDetails(d contracts.Delegation) string {
 	return b.String()
 }
 
-// MaxCancelReason bounds a cancel's reason, in bytes.
-const MaxCancelReason = 1000
-
 // Answer gives an operator's answer through Update "provide-input" and
 // waits until the workflow accepted it. A refused answer (empty, or no
 // question pending) comes back as an error that says why.
-func Answer(ctx context.Context, c client.Client, workflowID string, a contracts.Answer) (ProvideInputResult, error) {
+func Answer(ctx context.Context, c client.Client, workflowID string, a contracts.Answer) (contracts.ProvideInputResult, error) {
 	if err := a.Validate(); err != nil {
-		return ProvideInputResult{}, err
+		return contracts.ProvideInputResult{}, err
 	}
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflowID, UpdateName: ProvideInput, Args: []any{a},
+		WorkflowID: workflowID, UpdateName: contracts.ProvideInput, Args: []any{a},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
-		return ProvideInputResult{}, err
+		return contracts.ProvideInputResult{}, err
 	}
-	var res ProvideInputResult
+	var res contracts.ProvideInputResult
 	err = h.Get(ctx, &res)
 	return res, err
 }
 
-// QueryStateOf returns the local State of a delegation (Query "state").
-func QueryStateOf(ctx context.Context, c client.Client, workflowID string) (State, error) {
-	v, err := c.QueryWorkflow(ctx, workflowID, "", QueryState)
+// QueryStateOf returns the local contracts.State of a delegation (Query "state").
+func QueryStateOf(ctx context.Context, c client.Client, workflowID string) (contracts.State, error) {
+	v, err := c.QueryWorkflow(ctx, workflowID, "", contracts.QueryState)
 	if err != nil {
-		return State{}, err
+		return contracts.State{}, err
 	}
-	var s State
+	var s contracts.State
 	err = v.Get(&s)
 	return s, err
 }
 
 // Cancel requests cancellation of a delegation in namespace. The workflow
 // cancels the remote task and ends with status "canceled". A reason is sent
-// first as Signal "cancel-reason" (the workflow shows it in State.CancelReason
+// first as Signal "cancel-reason" (the workflow shows it in contracts.State.CancelReason
 // and the Outcome's error message) and recorded in the
 // WorkflowExecutionCancelRequested event.
 func Cancel(ctx context.Context, c client.Client, namespace, workflowID, reason string) error {
@@ -158,8 +155,8 @@ func Cancel(ctx context.Context, c client.Client, namespace, workflowID, reason 
 	if !utf8.ValidString(reason) {
 		return &contracts.FieldError{Field: "reason", Rule: "must be valid UTF-8"}
 	}
-	if len(reason) > MaxCancelReason {
-		return &contracts.FieldError{Field: "reason", Rule: fmt.Sprintf("%d bytes is over the %d-byte limit", len(reason), MaxCancelReason)}
+	if len(reason) > contracts.MaxCancelReason {
+		return &contracts.FieldError{Field: "reason", Rule: fmt.Sprintf("%d bytes is over the %d-byte limit", len(reason), contracts.MaxCancelReason)}
 	}
 	if strings.TrimSpace(reason) != "" {
 		// The workflow cannot read a cancel request's reason; it reads
@@ -171,7 +168,7 @@ func Cancel(ctx context.Context, c client.Client, namespace, workflowID, reason 
 		if _, err := c.WorkflowService().SignalWorkflowExecution(ctx, &workflowservice.SignalWorkflowExecutionRequest{
 			Namespace:         namespace,
 			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: workflowID},
-			SignalName:        CancelReason,
+			SignalName:        contracts.SignalCancelReason,
 			Input:             input,
 			Identity:          "delegate-cli",
 			RequestId:         uuid.NewString(),

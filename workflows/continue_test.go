@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -24,13 +23,13 @@ func (s *DelegationSuite) lowThreshold() {
 	s.T().Cleanup(func() { ContinueAsNewEvents = old })
 }
 
-// carryOf decodes the Carry of a run that continued as new.
-func (s *DelegationSuite) carryOf() Carry {
+// carryOf decodes the contracts.Carry of a run that continued as new.
+func (s *DelegationSuite) carryOf() contracts.Carry {
 	var can *workflow.ContinueAsNewError
 	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "want continue-as-new, got %v", s.env.GetWorkflowError())
 	payloads := can.Input.GetPayloads()
 	s.Require().Len(payloads, 2)
-	var c Carry
+	var c contracts.Carry
 	s.Require().NoError(converter.GetDefaultDataConverter().FromPayload(payloads[1], &c))
 	return c
 }
@@ -42,8 +41,8 @@ func (s *DelegationSuite) TestRevokeAtTheContinueAsNewTrigger() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("submitted"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Revoke, map[string]string{"reason": "stop now"}) }, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop now"}) }, time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Contains(o.Error.Message, "stop now")
@@ -64,16 +63,16 @@ func (s *DelegationSuite) TestContinueAsNewCarriesStateAndIntents() {
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		// No question is pending: recorded as ignored, carried in the state.
-		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "too early"})
-		s.env.SignalWorkflow(Reconcile, nil)
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "too early"})
+		s.env.SignalWorkflow(contracts.SignalReconcile, nil)
 	}, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	c := s.carryOf()
 	s.Equal("task-1", c.State.RemoteTaskID)
-	s.Equal("working", c.State.LastSnapshot.State)
+	s.Equal(contracts.TaskStateWorking, c.State.LastSnapshot.State)
 	s.Nil(c.Revoked)
 	if s.Len(c.State.IgnoredSignals, 1) {
-		s.Equal(ProvideInput, c.State.IgnoredSignals[0].Name)
+		s.Equal(contracts.ProvideInput, c.State.IgnoredSignals[0].Name)
 	}
 	s.True(c.Reconcile, "the reconcile asked for is carried")
 }
@@ -81,13 +80,13 @@ func (s *DelegationSuite) TestContinueAsNewCarriesStateAndIntents() {
 // The next run goes on from the carried state: no resend of round 0, and a
 // carried revoke is applied.
 func (s *DelegationSuite) TestRunFromCarriedState() {
-	st := State{LocalWorkflowID: "wf-1", RemoteTaskID: "task-1", ContextID: "ctx-1", A2AState: "working", InputRounds: 1}
+	st := contracts.State{LocalWorkflowID: "wf-1", RemoteTaskID: "task-1", ContextID: "ctx-1", A2AState: "working", InputRounds: 1}
 	last := snap("working")
 	st.LastSnapshot = &last
 	reason := "carried revoke"
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract(), Carry{State: st, Revoked: &reason})
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract(), contracts.Carry{State: st, Revoked: &reason})
 	o := s.outcome()
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Contains(o.Error.Message, "carried revoke")
@@ -97,7 +96,7 @@ func (s *DelegationSuite) TestRunFromCarriedState() {
 // A carried state that does not decode fails the workflow loudly, naming
 // it; the delegation never starts again from round 0.
 func (s *DelegationSuite) TestCarriedStateThatDoesNotDecode() {
-	s.env.ExecuteWorkflow(WorkflowType, contract(), map[string]any{"state": map[string]any{"input_rounds": "three"}})
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract(), map[string]any{"state": map[string]any{"input_rounds": "three"}})
 	err := s.env.GetWorkflowError()
 	var appErr *temporal.ApplicationError
 	s.Require().True(errors.As(err, &appErr), "error = %v", err)
@@ -109,7 +108,7 @@ func (s *DelegationSuite) TestCarriedStateThatDoesNotDecode() {
 // (one activity), so that an agent down for days adds bounded history.
 func (s *DelegationSuite) TestRetriesHandedOverToTemporal() {
 	transientErr := temporal.NewApplicationError("SendMessage: transient (HTTP 503)", "transient")
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(a2aclient.Snapshot{}, transientErr).Times(WorkflowRetries)
+	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, transientErr).Times(WorkflowRetries)
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).After(10*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
@@ -118,24 +117,24 @@ func (s *DelegationSuite) TestRetriesHandedOverToTemporal() {
 			s.Equal(WorkflowRetries, st.Retrying.Attempts)
 		}
 	}, 5*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 	s.Nil(s.state().Retrying)
 }
 
 // A carried state that cannot be right is refused, naming the field.
 func (s *DelegationSuite) TestCarriedStateIsChecked() {
-	for name, mutate := range map[string]func(*State){
-		"input_rounds":   func(st *State) { st.InputRounds = -1 },
-		"last_snapshot":  func(st *State) { done := snap("completed"); st.LastSnapshot = &done },
-		"remote_task_id": func(st *State) { st.RemoteTaskID = "" },
+	for name, mutate := range map[string]func(*contracts.State){
+		"input_rounds":   func(st *contracts.State) { st.InputRounds = -1 },
+		"last_snapshot":  func(st *contracts.State) { done := snap("completed"); st.LastSnapshot = &done },
+		"remote_task_id": func(st *contracts.State) { st.RemoteTaskID = "" },
 	} {
 		s.Run(name, func() {
 			s.SetupTest()
 			last := snap("working")
-			st := State{LocalWorkflowID: "wf-1", RemoteTaskID: "task-1", ContextID: "ctx-1", A2AState: "working", LastSnapshot: &last}
+			st := contracts.State{LocalWorkflowID: "wf-1", RemoteTaskID: "task-1", ContextID: "ctx-1", A2AState: "working", LastSnapshot: &last}
 			mutate(&st)
-			s.env.ExecuteWorkflow(WorkflowType, contract(), Carry{State: st})
+			s.env.ExecuteWorkflow(contracts.WorkflowType, contract(), contracts.Carry{State: st})
 			var appErr *temporal.ApplicationError
 			s.Require().True(errors.As(s.env.GetWorkflowError(), &appErr))
 			s.Equal(ErrTypeCarriedState, appErr.Type())
@@ -151,10 +150,10 @@ func (s *DelegationSuite) TestReconcileStormIsBounded() {
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		for range 500 {
-			s.env.SignalWorkflow(Reconcile, nil)
+			s.env.SignalWorkflow(contracts.SignalReconcile, nil)
 		}
 	}, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusDeadlineExceeded, s.outcome().Status)
 	st := s.state()
 	s.LessOrEqual(len(st.Reconciliations), maxReconciliations)
@@ -168,28 +167,28 @@ func (s *DelegationSuite) TestLateReconcileReadIsSuperseded() {
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(3*time.Minute).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		s.Require().NotNil(st.Question, "the newer question stands")
 		if s.Len(st.Reconciliations, 1) {
 			s.Contains(st.Reconciliations[0].Error, "superseded")
 		}
-		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"})
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"})
 	}, 7*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 }
 
 // The carried state stays under MaxCarryBytes however long the delegation
 // has run.
 func (s *DelegationSuite) TestCarryIsTrimmed() {
-	c := Carry{}
+	c := contracts.Carry{}
 	for i := range 40 {
-		c.State.Answers = append(c.State.Answers, AnswerRecord{Round: i + 1, Text: strings.Repeat("a", 60<<10)})
+		c.State.Answers = append(c.State.Answers, contracts.AnswerRecord{Round: i + 1, Text: strings.Repeat("a", 60<<10)})
 	}
 	for range 5000 {
-		c.State.Transitions = append(c.State.Transitions, Transition{State: "working", At: t0})
+		c.State.Transitions = append(c.State.Transitions, contracts.Transition{State: "working", At: t0})
 	}
 	trimCarry(&c)
 	b, _ := json.Marshal(c)

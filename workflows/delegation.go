@@ -12,149 +12,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 )
-
-// State is the authoritative local state of one delegation (DESIGN.md
-// principle 5), returned by Query "state".
-type State struct {
-	LocalWorkflowID string    `json:"local_workflow_id"`
-	Purpose         string    `json:"purpose"`
-	Skill           string    `json:"skill"`
-	AgentCardURL    string    `json:"agent_card_url"`
-	Deadline        time.Time `json:"deadline"`
-	StartedAt       time.Time `json:"started_at"`
-	// A2AState is the remote TaskState in short form ("working",
-	// "input-required", ...) or a local phase ("resolving", "sending");
-	// mirrored in search attribute A2AState.
-	A2AState     string                 `json:"a2a_state"`
-	RemoteTaskID string                 `json:"remote_task_id,omitempty"`
-	ContextID    string                 `json:"context_id,omitempty"`
-	Agent        contracts.AgentInfo    `json:"agent"`
-	Protocol     contracts.ProtocolInfo `json:"protocol"`
-	Interface    cards.Interface        `json:"interface"`
-	// Signature is the card's signature check (agent.signature is its
-	// label); Reason says why it did not verify.
-	Signature cards.Verification `json:"signature"`
-	// ContinuedAsNew counts the runs this delegation continued into.
-	ContinuedAsNew int `json:"continued_as_new,omitempty"`
-	// Streaming is the card's capabilities.streaming: the task is then
-	// followed with SubscribeToTask.
-	Streaming bool `json:"streaming,omitempty"`
-	// CardChanges lists the card changes seen before follow-ups.
-	CardChanges []CardChange `json:"card_changes,omitempty"`
-	// InputModes are the media types the remote skill accepts (empty:
-	// undeclared); every outbound message is checked against them.
-	InputModes []string `json:"input_modes,omitempty"`
-	// Question is the pending remote request for input, nil when none.
-	Question    *Question      `json:"question,omitempty"`
-	InputRounds int            `json:"input_rounds"`
-	Answers     []AnswerRecord `json:"answers,omitempty"`
-	// IgnoredAnswers counts signals that arrived while no question was
-	// pending (they are never applied to a later question).
-	IgnoredAnswers int          `json:"ignored_answers,omitempty"`
-	Transitions    []Transition `json:"transitions"`
-	// LastSnapshot is the last remote Task observed (untrusted data).
-	LastSnapshot *a2aclient.Snapshot `json:"last_snapshot,omitempty"`
-	// Outcome is set when the delegation has ended.
-	Outcome *contracts.Outcome `json:"outcome,omitempty"`
-	// Failure is set when the workflow failed without an Outcome (a
-	// contract that does not validate).
-	Failure string `json:"failure,omitempty"`
-	// Authorizations are the decisions taken before each outbound message.
-	Authorizations []AuthorizationRecord `json:"authorizations,omitempty"`
-	// Sends records every send of every round.
-	Sends []SendRecord `json:"sends,omitempty"`
-	// Unknown is the pending send whose outcome is unknown;
-	// UnknownHistory the resolved ones.
-	Unknown        *UnknownOutcome  `json:"unknown_outcome,omitempty"`
-	UnknownHistory []UnknownOutcome `json:"unknown_outcomes,omitempty"`
-	// Reconciliations are the GetTask reads made on Signal "reconcile".
-	Reconciliations []Reconciliation `json:"reconciliations,omitempty"`
-	// LateResults are artifacts that arrived after a local cancel.
-	LateResults []contracts.Artifact `json:"late_results,omitempty"`
-	// CancelError is why CancelTask failed (TaskNotCancelable, ...).
-	CancelError string `json:"cancel_error,omitempty"`
-	// CancelReason is the reason given with a cancel (`delegate cancel
-	// --reason`, Signal "cancel-reason" sent before the cancel request), at
-	// most 1000 bytes.
-	CancelReason string `json:"cancel_reason,omitempty"`
-	// Retrying is set while a call that failed transiently (card fetch,
-	// send) is being retried; it shows the last error.
-	Retrying *Retrying `json:"retrying,omitempty"`
-	// ReconcileCount counts the reconcile reads and requests; Reconciliations
-	// keeps the last 20.
-	ReconcileCount int `json:"reconcile_count,omitempty"`
-	// IgnoredSignals are the last signal payloads that were not applied
-	// (did not decode or validate), newest last, at most 20;
-	// IgnoredSignalCount counts them all.
-	IgnoredSignals     []IgnoredSignal `json:"ignored_signals,omitempty"`
-	IgnoredSignalCount int             `json:"ignored_signal_count,omitempty"`
-	// SendInFlight is the messageId of a send still in flight when the
-	// delegation stopped and SendSettle passed: its outcome is unknown.
-	SendInFlight string `json:"send_in_flight,omitempty"`
-	// StaleReplies counts interrupted task snapshots that showed a question
-	// already answered (a republished task): they never open a round.
-	StaleReplies int `json:"stale_replies,omitempty"`
-}
-
-// Retrying is a call being retried after transient failures, with
-// backoff, until it succeeds, fails permanently, or the deadline.
-type Retrying struct {
-	Op        string    `json:"op"`
-	Attempts  int       `json:"attempts"`
-	LastError string    `json:"last_error"`
-	Since     time.Time `json:"since"`
-	Next      time.Time `json:"next"`
-	// HandedOver: after WorkflowRetries attempts, Temporal retries the
-	// call (every 5 minutes at most) until the deadline; the pending
-	// activity (Temporal UI, delegate status) shows each attempt's failure.
-	HandedOver bool `json:"handed_over,omitempty"`
-}
-
-// Question is what the remote agent asked (untrusted text, shown, never
-// obeyed) and since when.
-type Question struct {
-	Round int             `json:"round"`
-	State string          `json:"state"`
-	Text  string          `json:"text"`
-	Data  json.RawMessage `json:"data,omitempty"`
-	Since time.Time       `json:"since"`
-	// Key is the status identity of the question (a2aclient.StatusKeyOf):
-	// the same question seen again after it was answered is not a new one.
-	Key string `json:"key,omitempty"`
-}
-
-// AnswerRecord is one answer sent to the remote agent.
-type AnswerRecord struct {
-	Round      int             `json:"round"`
-	Text       string          `json:"text"`
-	Data       json.RawMessage `json:"data,omitempty"`
-	AnsweredBy string          `json:"answered_by,omitempty"`
-	Via        string          `json:"via"` // "signal" or "update"
-	// Refused says why the answer could not be sent (the question is then
-	// asked again).
-	Refused   string    `json:"refused,omitempty"`
-	At        time.Time `json:"at"`
-	MessageID string    `json:"message_id"`
-	// QuestionState and QuestionKey identify the question this answers.
-	QuestionState string `json:"question_state,omitempty"`
-	QuestionKey   string `json:"question_key,omitempty"`
-}
-
-// Transition is one observed state change.
-type Transition struct {
-	State string    `json:"state"`
-	At    time.Time `json:"at"`
-}
-
-// ProvideInputResult is the result of Update "provide-input".
-type ProvideInputResult struct {
-	Round int `json:"round"`
-}
 
 // MessageID returns the deterministic messageId of round n of a delegation:
 // a UUIDv5 (RFC 9562, SHA-1, URL namespace) of
@@ -180,20 +40,20 @@ const ErrTypeInvalidContract = "invalid_contract"
 //
 // A run continues as new when Temporal suggests it (or past
 // ContinueAsNewEvents history events) while following the task; it drains
-// the signals still buffered, and hands its State and every intent not yet
-// acted on to the next run as the workflow's second input (Carry); the
+// the signals still buffered, and hands its contracts.State and every intent not yet
+// acted on to the next run as the workflow's second input (contracts.Carry); the
 // next run goes on with the same remote task. Runs recorded before
-// VersionCarryInput hand the State over in the memo (CarryMemoKey), and a
+// VersionCarryInput hand the contracts.State over in the memo (CarryMemoKey), and a
 // run started from such a memo still reads it. A carried state that does
 // not decode fails the workflow (ErrTypeCarriedState), never restarts it.
 func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
 	info := workflow.GetInfo(ctx)
 	r := &run{
 		d: d,
-		s: &State{
+		s: &contracts.State{
 			LocalWorkflowID: d.LocalWorkflowID, Purpose: d.Purpose, Skill: d.Skill,
 			AgentCardURL: d.AgentCardURL, Deadline: d.Deadline, StartedAt: workflow.Now(ctx),
-			Transitions: []Transition{},
+			Transitions: []contracts.Transition{},
 		},
 		wfID: info.WorkflowExecution.ID, firstRunID: info.FirstRunID,
 	}
@@ -207,7 +67,7 @@ func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		r.s, r.carried = &st, true
 		r.s.ContinuedAsNew++
 	}
-	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryState, func() (*State, error) { return r.s, nil },
+	if err := workflow.SetQueryHandlerWithOptions(ctx, contracts.QueryState, func() (*contracts.State, error) { return r.s, nil },
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}
@@ -237,15 +97,15 @@ func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 			if err := workflow.UpsertMemo(ctx, map[string]any{CarryMemoKey: r.s}); err != nil {
 				return contracts.Outcome{}, err
 			}
-			return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, WorkflowType, d)
+			return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, d)
 		}
-		c := Carry{State: *r.s, Revoked: r.revoked, Pending: r.pending, PendingVia: r.pendingVia,
+		c := contracts.Carry{State: *r.s, Revoked: r.revoked, Pending: r.pending, PendingVia: r.pendingVia,
 			Resolution: r.resolution, Rediscover: r.rediscover, Reconcile: r.reconcileAsked || r.reconciling}
 		trimCarry(&c)
-		return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, WorkflowType, d, c)
+		return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, d, c)
 	}
-	if !a2aclient.Terminal(r.s.A2AState) {
-		r.setState(ctx, PhaseEnded)
+	if !contracts.TaskState(r.s.A2AState).Terminal() {
+		r.setState(ctx, string(contracts.PhaseEnded))
 	}
 	r.flushSA(ctx)
 	r.s.Outcome = &out
@@ -254,26 +114,7 @@ func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 	return out, nil
 }
 
-// Carry is what a run hands to the run it continues as new into, as the
-// workflow's second input: the State, and every intent received and not
-// yet acted on.
-type Carry struct {
-	State State `json:"state"`
-	// Revoked is a revoke's reason.
-	Revoked *string `json:"revoked,omitempty"`
-	// Pending is an accepted answer not yet sent (PendingVia "signal" or
-	// "update").
-	Pending    *contracts.Answer `json:"pending,omitempty"`
-	PendingVia string            `json:"pending_via,omitempty"`
-	// Resolution is a resolve-unknown not yet applied.
-	Resolution *Resolution `json:"resolution,omitempty"`
-	// Rediscover is a rediscover not yet applied.
-	Rediscover bool `json:"rediscover,omitempty"`
-	// Reconcile is a reconcile asked for and not yet read.
-	Reconcile bool `json:"reconcile,omitempty"`
-}
-
-// MaxCarryBytes bounds the encoded Carry (Temporal refuses a
+// MaxCarryBytes bounds the encoded contracts.Carry (Temporal refuses a
 // continue-as-new whose input is over 2 MiB and ends the workflow).
 const MaxCarryBytes = 1 << 20
 
@@ -281,7 +122,7 @@ const MaxCarryBytes = 1 << 20
 // grow with time (transitions, sends, answers' content, card changes,
 // resolved unknown outcomes) keep their newest entries; the ids, the
 // rounds, the question and the last snapshot always stay.
-func trimCarry(c *Carry) {
+func trimCarry(c *contracts.Carry) {
 	size := func() int { b, _ := json.Marshal(c); return len(b) }
 	if size() <= MaxCarryBytes {
 		return
@@ -305,19 +146,19 @@ const ErrTypeCarriedState = "carried_state"
 
 // carriedInput reads what the previous run handed over: the second input,
 // or (runs recorded before it) the memo. nil when this is the first run.
-func carriedInput(raw converter.RawValue, info *workflow.Info) (*Carry, error) {
+func carriedInput(raw converter.RawValue, info *workflow.Info) (*contracts.Carry, error) {
 	if p := raw.Payload(); p != nil && len(p.GetData()) > 0 {
 		if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
 			return nil, fmt.Errorf("carried state: payload encoding %q, want %s", enc, converter.MetadataEncodingJSON)
 		}
-		var c Carry
+		var c contracts.Carry
 		if err := json.Unmarshal(p.GetData(), &c); err != nil {
 			return nil, fmt.Errorf("carried state (workflow input 2) does not decode: %w", err)
 		}
 		switch {
 		case c.State.LastSnapshot == nil:
 			return nil, errors.New("carried state (workflow input 2): state.last_snapshot is missing")
-		case a2aclient.Terminal(c.State.LastSnapshot.State):
+		case c.State.LastSnapshot.State.Terminal():
 			return nil, fmt.Errorf("carried state (workflow input 2): state.last_snapshot.state %q is terminal: a run never continues as new from an ended task", c.State.LastSnapshot.State)
 		case c.State.InputRounds < 0:
 			return nil, fmt.Errorf("carried state (workflow input 2): state.input_rounds %d is negative", c.State.InputRounds)
@@ -333,15 +174,15 @@ func carriedInput(raw converter.RawValue, info *workflow.Info) (*Carry, error) {
 	if !ok {
 		return nil, nil
 	}
-	var st State
+	var st contracts.State
 	if err := converter.GetDefaultDataConverter().FromPayload(p, &st); err != nil {
 		return nil, fmt.Errorf("carried state (memo %s) does not decode: %w", CarryMemoKey, err)
 	}
-	return &Carry{State: st}, nil
+	return &contracts.Carry{State: st}, nil
 }
 
 // resume applies the intents a previous run carried over.
-func (r *run) resume(ctx workflow.Context, c *Carry) {
+func (r *run) resume(ctx workflow.Context, c *contracts.Carry) {
 	if c.Revoked != nil {
 		r.applyRevoke(ctx, *c.Revoked)
 	}
@@ -352,20 +193,8 @@ func (r *run) resume(ctx workflow.Context, c *Carry) {
 	}
 }
 
-// CardChange is a change of the agent card observed before a follow-up.
-type CardChange struct {
-	At        time.Time `json:"at"`
-	OldDigest string    `json:"old_digest"`
-	NewDigest string    `json:"new_digest"`
-	// Matters is true when the change touched what the delegation uses
-	// (skill, interface, signer, trust); What says what.
-	Matters  bool   `json:"matters"`
-	What     string `json:"what,omitempty"`
-	Accepted bool   `json:"accepted,omitempty"`
-}
-
 // CarryMemoKey is the memo field in which runs recorded before the
-// carried input handed their State to the next run.
+// carried input handed their contracts.State to the next run.
 const CarryMemoKey = "delegate_state"
 
 // ContinueAsNewEvents is the history length past which a delegation
@@ -386,7 +215,7 @@ const (
 	// VersionFollowAgents: the rules above.
 	VersionFollowAgents workflow.Version = 1
 	// VersionCarryInput: continue-as-new hands the state over as the
-	// workflow's second input (Carry), with the signals drained and the
+	// workflow's second input (contracts.Carry), with the signals drained and the
 	// intents not yet acted on; before it, in the memo.
 	VersionCarryInput workflow.Version = 2
 	// VersionSendInFlight: a send interrupted (cancel, deadline, revoke)
@@ -418,19 +247,19 @@ type run struct {
 	sig            signals
 	reconcileAsked bool
 	reconciling    bool
-	reconciled     *a2aclient.Snapshot
+	reconciled     *contracts.TaskSnapshot
 	saPending      []temporal.SearchAttributeUpdate
 	watches        int
 	carried        bool
 	continueAsNew  bool
-	resolution     *Resolution
+	resolution     *contracts.Resolution
 	revoked        *string
 	denial         string
 	rediscover     bool
-	changed        *CardChange
-	untrusted      cards.Verification
+	changed        *contracts.CardChange
+	untrusted      contracts.CardVerification
 	d              contracts.Delegation
-	s              *State
+	s              *contracts.State
 	wfID           string
 	firstRunID     string
 	deadlineHit    bool
@@ -444,14 +273,14 @@ type run struct {
 // validator, so a payload of the wrong shape is refused with the field and
 // the rule, never half-read.
 func (r *run) registerInput(ctx workflow.Context) error {
-	return workflow.SetUpdateHandlerWithOptions(ctx, ProvideInput,
-		func(ctx workflow.Context, raw converter.RawValue) (ProvideInputResult, error) {
+	return workflow.SetUpdateHandlerWithOptions(ctx, contracts.ProvideInput,
+		func(ctx workflow.Context, raw converter.RawValue) (contracts.ProvideInputResult, error) {
 			var a contracts.Answer
 			if err := decodePayload(raw, &a, true); err != nil {
-				return ProvideInputResult{}, err
+				return contracts.ProvideInputResult{}, err
 			}
 			r.pending, r.pendingVia = &a, "update"
-			return ProvideInputResult{Round: r.s.Question.Round}, nil
+			return contracts.ProvideInputResult{Round: r.s.Question.Round}, nil
 		},
 		workflow.UpdateHandlerOptions{
 			Description: `Answer the remote agent's question; refused when empty or when no question is pending. Payload {"text": "...", "data": {...}, "answered_by": "name"}.`,
@@ -477,10 +306,10 @@ func (r *run) checkAnswer(a contracts.Answer) error {
 	if r.pending != nil {
 		return errors.New("an answer for this question was already given")
 	}
-	if q.State == a2aclient.StateAuthRequired && a.CredentialRef == "" {
+	if q.State == contracts.TaskStateAuthRequired && a.CredentialRef == "" {
 		return &contracts.FieldError{Field: "credential_ref", Rule: "the agent asks for authentication (AUTH_REQUIRED): name a credential of the worker's credential store; secrets never travel through a signal or an update"}
 	}
-	if q.State != a2aclient.StateAuthRequired && a.CredentialRef != "" {
+	if q.State != contracts.TaskStateAuthRequired && a.CredentialRef != "" {
 		return &contracts.FieldError{Field: "credential_ref", Rule: "only answers AUTH_REQUIRED"}
 	}
 	return contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(a.Text, a.Data))
@@ -492,7 +321,7 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 	if r.carried {
 		return r.follow(ctx, *r.s.LastSnapshot)
 	}
-	r.setState(ctx, PhaseResolving)
+	r.setState(ctx, string(contracts.PhaseResolving))
 	if r.v >= VersionLean {
 		snap, err := r.sendRound(ctx, 0, r.d.Message.Text, r.d.Message.Data, "")
 		var refused *refusedError
@@ -536,12 +365,12 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 }
 
 // follow follows the remote task from snap to the end.
-func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Outcome {
+func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contracts.Outcome {
 	// askedAgain: a weakly identified question watched for StaleWindow
 	// came back unchanged, so it is taken as asked again.
 	askedAgain := false
 	for {
-		if a2aclient.Interrupted(snap.State) && !askedAgain && r.stale(snap) {
+		if snap.State.Interrupted() && !askedAgain && r.stale(snap) {
 			// The agent republished the task as it stood when we answered
 			// (a2a-js does so before it handles a follow-up): not a new
 			// question. Keep watching for the next status. A status with
@@ -552,19 +381,19 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 			s := snap
 			r.s.LastSnapshot = &s
 			within := 0
-			if a2aclient.WeakStatusKey(snap.StatusKey) {
+			if contracts.WeakStatusKey(snap.StatusKey) {
 				within = int(StaleWindow / time.Second)
 			}
 			next, err := r.watchWithin(ctx, snap, within)
 			if err != nil {
 				return r.failed(ctx, err)
 			}
-			askedAgain = a2aclient.SameStatus(next, snap)
+			askedAgain = contracts.SameStatus(next, snap)
 			snap = next
 			continue
 		}
 		askedAgain = false
-		if r.v >= VersionQuestionInNextRun && a2aclient.Interrupted(snap.State) && r.shouldContinueAsNew(ctx) {
+		if r.v >= VersionQuestionInNextRun && snap.State.Interrupted() && r.shouldContinueAsNew(ctx) {
 			// An agent whose question keeps changing must not grow one
 			// run's history without bound. The question is observed and
 			// shown by the next run, so that the state never says
@@ -575,12 +404,12 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 		}
 		r.observe(ctx, snap)
 		switch {
-		case snap.State == a2aclient.StateMessage:
+		case snap.State == contracts.TaskStateMessage:
 			return r.outcome(contracts.StatusInvalidOutput, &contracts.ErrorInfo{Category: contracts.CategoryInvalidOutput,
 				Message: "the agent replied with a Message and created no Task: there is no artifact to validate"})
-		case a2aclient.Terminal(snap.State):
+		case snap.State.Terminal():
 			return r.finish(snap)
-		case a2aclient.Interrupted(snap.State):
+		case snap.State.Interrupted():
 			if r.v >= VersionCarryInput && r.v < VersionQuestionInNextRun && r.shouldContinueAsNew(ctx) {
 				// An agent whose question keeps changing must not grow
 				// one run's history without bound.
@@ -596,7 +425,7 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 			}
 			r.s.InputRounds++
 			round := r.s.InputRounds
-			r.s.Answers = append(r.s.Answers, AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
+			r.s.Answers = append(r.s.Answers, contracts.AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
 				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round),
 				QuestionState: snap.State, QuestionKey: snap.StatusKey})
 			r.s.Question = nil
@@ -627,7 +456,7 @@ func (r *run) follow(ctx workflow.Context, snap a2aclient.Snapshot) contracts.Ou
 				if ended, ok := r.endedMeanwhile(ctx, err); ok {
 					// The follow-up failed because the agent had ended the
 					// task: the agent's own state and reason stand.
-					r.s.Answers[len(r.s.Answers)-1].Refused = "the follow-up failed (" + truncate(errorText(err), 500) + ") and the task is " + ended.State + ": the agent's own state stands"
+					r.s.Answers[len(r.s.Answers)-1].Refused = "the follow-up failed (" + truncate(errorText(err), 500) + ") and the task is " + string(ended.State) + ": the agent's own state stands"
 					snap = ended
 					continue
 				}
@@ -681,17 +510,17 @@ func (r *run) shouldContinueAsNew(ctx workflow.Context) bool {
 }
 
 // watch runs WatchTask from snap until the task changes.
-func (r *run) watch(ctx workflow.Context, snap a2aclient.Snapshot) (a2aclient.Snapshot, error) {
+func (r *run) watch(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, error) {
 	return r.watchWithin(ctx, snap, 0)
 }
 
 // watchWithin runs WatchTask from snap until the task changes or, when
 // within > 0, for that many seconds at most.
-func (r *run) watchWithin(ctx workflow.Context, snap a2aclient.Snapshot, within int) (a2aclient.Snapshot, error) {
+func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, within int) (contracts.TaskSnapshot, error) {
 	r.watches++
-	var next a2aclient.Snapshot
+	var next contracts.TaskSnapshot
 	in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming, Within: within}
-	if r.v >= VersionFollowAgents && a2aclient.Interrupted(snap.State) {
+	if r.v >= VersionFollowAgents && snap.State.Interrupted() {
 		in.SinceKey = snap.StatusKey
 	}
 	err := r.activity(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next)
@@ -701,7 +530,7 @@ func (r *run) watchWithin(ctx workflow.Context, snap a2aclient.Snapshot, within 
 // stale reports whether an interrupted snapshot shows the question the
 // last answer already answered (same task, state and status identity): a
 // round opens only on a question asked after the last answer.
-func (r *run) stale(snap a2aclient.Snapshot) bool {
+func (r *run) stale(snap contracts.TaskSnapshot) bool {
 	if r.v < VersionFollowAgents || len(r.s.Answers) == 0 {
 		return false
 	}
@@ -716,16 +545,16 @@ func (r *run) stale(snap a2aclient.Snapshot) bool {
 // endedMeanwhile: a follow-up failed for a reason other than the deadline,
 // a revoke or cancellation; the task is read once, and when the agent has
 // ended it, that snapshot is returned.
-func (r *run) endedMeanwhile(ctx workflow.Context, err error) (a2aclient.Snapshot, bool) {
+func (r *run) endedMeanwhile(ctx workflow.Context, err error) (contracts.TaskSnapshot, bool) {
 	var ee *endedError
 	if errors.As(err, &ee) {
 		return ee.snap, true
 	}
 	if r.v < VersionFollowAgents || r.interrupt() != nil || temporal.IsCanceledError(err) || ctx.Err() != nil || r.s.RemoteTaskID == "" {
-		return a2aclient.Snapshot{}, false
+		return contracts.TaskSnapshot{}, false
 	}
 	if errors.Is(err, errDenied) || errors.Is(err, errRevoked) || errors.Is(err, errCardChanged) || errors.Is(err, errUntrusted) || errors.Is(err, errAbandoned) {
-		return a2aclient.Snapshot{}, false
+		return contracts.TaskSnapshot{}, false
 	}
 	return r.readTerminal(ctx)
 }
@@ -733,20 +562,20 @@ func (r *run) endedMeanwhile(ctx workflow.Context, err error) (a2aclient.Snapsho
 // endedError: a follow-up was not taken and the task had ended, as snap
 // shows; cause is why the follow-up failed.
 type endedError struct {
-	snap  a2aclient.Snapshot
+	snap  contracts.TaskSnapshot
 	cause string
 }
 
 func (e *endedError) Error() string {
-	return "the remote task had ended (" + e.snap.State + "): " + e.cause
+	return "the remote task had ended (" + string(e.snap.State) + "): " + e.cause
 }
 
 // readTerminal reads the task once; ok when the agent has ended it.
-func (r *run) readTerminal(ctx workflow.Context) (a2aclient.Snapshot, bool) {
-	var snap a2aclient.Snapshot
+func (r *run) readTerminal(ctx workflow.Context) (contracts.TaskSnapshot, bool) {
+	var snap contracts.TaskSnapshot
 	in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
-	if r.activity(ctx, getTaskOptions(), acts.GetTask, in, &snap) != nil || !a2aclient.Terminal(snap.State) {
-		return a2aclient.Snapshot{}, false
+	if r.activity(ctx, getTaskOptions(), acts.GetTask, in, &snap) != nil || !snap.State.Terminal() {
+		return contracts.TaskSnapshot{}, false
 	}
 	return snap, true
 }
@@ -782,7 +611,7 @@ func (r *run) resolve(ctx workflow.Context) (activities.ResolvedCard, error) {
 // ApplicationError of category "transient", or a timeout) with backoff
 // from 1 s doubling to 30 s, until it succeeds, fails otherwise, or the
 // delegation is interrupted (deadline, revoke, cancel). Meanwhile
-// State.Retrying and the current details show the last error. After
+// contracts.State.Retrying and the current details show the last error. After
 // WorkflowRetries attempts (about two minutes) it hands over to handover,
 // one activity that Temporal retries (every 5 minutes at most) until the
 // deadline, so that an agent down for days adds a bounded number of
@@ -823,7 +652,7 @@ func (r *run) retrying(ctx workflow.Context, op string, call, handover func() er
 		}
 		now := workflow.Now(ctx)
 		if r.s.Retrying == nil || r.s.Retrying.Op != op {
-			r.s.Retrying = &Retrying{Op: op, Since: now}
+			r.s.Retrying = &contracts.Retrying{Op: op, Since: now}
 		}
 		r.s.Retrying.Attempts, r.s.Retrying.LastError, r.s.Retrying.Next = attempt, truncate(errorText(err), 1000), now.Add(wait)
 		r.details(ctx)
@@ -901,7 +730,7 @@ func (r *run) recheckCard(ctx workflow.Context) error {
 		}
 		what := r.cardChange(card)
 		if card.Agent.CardDigest != r.s.Agent.CardDigest || what != "" {
-			r.s.CardChanges = append(r.s.CardChanges, CardChange{At: workflow.Now(ctx), OldDigest: r.s.Agent.CardDigest,
+			r.s.CardChanges = append(r.s.CardChanges, contracts.CardChange{At: workflow.Now(ctx), OldDigest: r.s.Agent.CardDigest,
 				NewDigest: card.Agent.CardDigest, Matters: what != "", What: what, Accepted: r.rediscover})
 		}
 		if what == "" || r.rediscover {
@@ -937,8 +766,8 @@ func (r *run) untrustedAfterRediscover(card activities.ResolvedCard) error {
 // caller restores its state after.
 func (r *run) awaitRediscover(ctx workflow.Context, newDigest, what string) error {
 	r.rediscover = false
-	r.changed = &CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: newDigest, What: what}
-	r.setState(ctx, StateCardChanged)
+	r.changed = &contracts.CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: newDigest, What: what}
+	r.setState(ctx, string(contracts.PhaseCardChanged))
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, r.changed, r.wfID))
 	r.arm(ctx)
@@ -969,11 +798,11 @@ func reasonSuffix(reason string) string {
 // send sends round n with the same taskId and contextId as before; a
 // send that failed before anything was taken (transient) is sent again
 // with the same messageId, with backoff, until the deadline.
-func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (a2aclient.Snapshot, error) {
-	in := activities.SendInput{Interface: r.s.Interface, Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: a2aclient.Outbound{
+func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (contracts.TaskSnapshot, error) {
+	in := activities.SendInput{Interface: r.s.Interface, Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: contracts.OutboundMessage{
 		MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
 	}}
-	var snap a2aclient.Snapshot
+	var snap contracts.TaskSnapshot
 	opts := sendOptions()
 	if r.v >= VersionFollowAgents {
 		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
@@ -999,7 +828,7 @@ func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMe
 }
 
 // observe records a remote snapshot: ids, state, transition.
-func (r *run) observe(ctx workflow.Context, snap a2aclient.Snapshot) {
+func (r *run) observe(ctx workflow.Context, snap contracts.TaskSnapshot) {
 	r.observations++
 	s := snap
 	r.s.LastSnapshot = &s
@@ -1010,7 +839,7 @@ func (r *run) observe(ctx workflow.Context, snap a2aclient.Snapshot) {
 	if snap.ContextID != "" && r.s.ContextID == "" {
 		r.s.ContextID = snap.ContextID
 	}
-	r.setState(ctx, snap.State)
+	r.setState(ctx, string(snap.State))
 }
 
 func (r *run) setState(ctx workflow.Context, state string) {
@@ -1018,7 +847,7 @@ func (r *run) setState(ctx workflow.Context, state string) {
 		return
 	}
 	r.s.A2AState = state
-	r.s.Transitions = append(r.s.Transitions, Transition{State: state, At: workflow.Now(ctx)})
+	r.s.Transitions = append(r.s.Transitions, contracts.Transition{State: state, At: workflow.Now(ctx)})
 	r.setSA(SearchA2AState.ValueSet(truncate(state, maxKeyword)))
 	r.details(ctx)
 }
@@ -1031,13 +860,13 @@ func (r *run) details(ctx workflow.Context) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** · remote state `%s` · deadline %s", escapeMarkdown(r.d.Purpose), r.s.A2AState, r.d.Deadline.UTC().Format(time.RFC3339))
-	if r.s.A2AState == a2aclient.StateUnknown && r.s.LastSnapshot != nil {
+	if contracts.TaskState(r.s.A2AState) == contracts.TaskStateUnknown && r.s.LastSnapshot != nil {
 		fmt.Fprintf(&b, "\n\nThe agent sent a task state this client cannot read: `%s` (shown as is; the task is still followed).",
 			escapeMarkdown(truncate(r.s.LastSnapshot.RawState, 200)))
 	}
 	ignoredNote(&b, r.s)
 	if rt := r.s.Retrying; rt != nil {
-		fmt.Fprintf(&b, "\n\n**Retrying %s** (attempt %d since %s, next at %s): %s", rt.Op, rt.Attempts,
+		fmt.Fprintf(&b, "\n\n**contracts.Retrying %s** (attempt %d since %s, next at %s): %s", rt.Op, rt.Attempts,
 			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), escapeMarkdown(truncate(rt.LastError, 500)))
 		if rt.HandedOver {
 			b.WriteString("\n\nTemporal now retries it every 5 minutes at most until the deadline; the pending activity shows each attempt's failure.")
@@ -1050,8 +879,8 @@ func (r *run) details(ctx workflow.Context) {
 // the deadline, or cancellation, while it follows the remote task at the
 // waiting cadence: a task the agent ended (or moved on) meanwhile comes
 // back as moved, and an answer not yet sent is then recorded as refused.
-func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (contracts.Answer, string, *a2aclient.Snapshot, error) {
-	r.s.Question = &Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData,
+func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.Answer, string, *contracts.TaskSnapshot, error) {
+	r.s.Question = &contracts.Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData,
 		Since: workflow.Now(ctx), Key: snap.StatusKey}
 	r.pending = nil
 	r.flushSA(ctx)
@@ -1072,7 +901,7 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 	case r.v >= VersionFollowAgents:
 		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
 		watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), acts.PollTask, in)
-	case snap.State == a2aclient.StateAuthRequired:
+	case snap.State == contracts.TaskStateAuthRequired:
 		// AUTH_REQUIRED may be resolved out of band (A2A 1.0 §7.6.2): the
 		// task is watched while the operator is asked.
 		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
@@ -1115,7 +944,7 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 	if !moved() {
 		return contracts.Answer{}, "", nil, r.interrupt()
 	}
-	var next a2aclient.Snapshot
+	var next contracts.TaskSnapshot
 	if r.reconciled != nil {
 		next = *r.reconciled
 		r.reconciled = nil
@@ -1128,9 +957,9 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap a2aclient.Snapshot) (cont
 	if r.pending != nil {
 		// The task moved before the answer went out: it is not sent.
 		a := *r.pending
-		r.s.Answers = append(r.s.Answers, AnswerRecord{Round: r.s.Question.Round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
+		r.s.Answers = append(r.s.Answers, contracts.AnswerRecord{Round: r.s.Question.Round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
 			Via: r.pendingVia, At: workflow.Now(ctx), QuestionState: snap.State, QuestionKey: snap.StatusKey,
-			Refused: "not sent: the remote task moved to " + next.State + " before the answer went out"})
+			Refused: "not sent: the remote task moved to " + string(next.State) + " before the answer went out"})
 		r.pending = nil
 	}
 	r.s.Question = nil
@@ -1194,12 +1023,12 @@ func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn a
 // is not abandoned: it runs on in a disconnected context, is awaited for
 // SendSettle at most, and the task it created is recorded, so that the
 // stop that follows cancels it. A send that does not finish in time is
-// recorded in State.SendInFlight with its messageId.
-func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, round int, in activities.SendInput, out *a2aclient.Snapshot) error {
+// recorded in contracts.State.SendInFlight with its messageId.
+func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, round int, in activities.SendInput, out *contracts.TaskSnapshot) error {
 	if r.v < VersionSendInFlight {
 		return r.activity(ctx, opts, acts.SendMessage, in, out)
 	}
-	return r.inFlight(ctx, opts, round, in.Message.MessageID, acts.SendMessage, in, func(c workflow.Context, f workflow.Future) (a2aclient.Snapshot, error) {
+	return r.inFlight(ctx, opts, round, in.Message.MessageID, acts.SendMessage, in, func(c workflow.Context, f workflow.Future) (contracts.TaskSnapshot, error) {
 		err := f.Get(c, out)
 		return *out, err
 	})
@@ -1210,7 +1039,7 @@ func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, 
 // nothing is upserted before it, and the deadline timer is started only
 // when the send could outlast the deadline (retried by Temporal, or the
 // deadline closer than one attempt): otherwise the send ends first.
-func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, round int, msgID string, fn, in any, get func(workflow.Context, workflow.Future) (a2aclient.Snapshot, error)) error {
+func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, round int, msgID string, fn, in any, get func(workflow.Context, workflow.Future) (contracts.TaskSnapshot, error)) error {
 	if r.v < VersionLean {
 		r.flushSA(ctx)
 	} else {
@@ -1253,8 +1082,8 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 		r.s.SendInFlight = msgID
 		return stop
 	}
-	if snap, err := get(dctx, f); err == nil && snap.TaskID != "" && snap.State != a2aclient.StateMessage {
-		r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
+	if snap, err := get(dctx, f); err == nil && snap.TaskID != "" && snap.State != contracts.TaskStateMessage {
+		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
 		r.observe(dctx, snap)
 	}
 	return stop
@@ -1292,7 +1121,7 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 		c := r.changed
 		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusCardChanged, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: fmt.Sprintf("the agent card changed (%s); old digest %s, new digest %s; no operator sent %q before the deadline", c.What, c.OldDigest, c.NewDigest, Rediscover)})
+			Message: fmt.Sprintf("the agent card changed (%s); old digest %s, new digest %s; no operator sent %q before the deadline", c.What, c.OldDigest, c.NewDigest, contracts.SignalRediscover)})
 	case errors.Is(err, errUntrusted):
 		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusCardUntrusted, &contracts.ErrorInfo{Category: contracts.CategoryCard,
@@ -1349,10 +1178,10 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 }
 
 // finish turns a terminal remote task into the Outcome.
-func (r *run) finish(snap a2aclient.Snapshot) contracts.Outcome {
+func (r *run) finish(snap contracts.TaskSnapshot) contracts.Outcome {
 	reason := truncate(snap.StatusText, 2000)
 	switch snap.State {
-	case a2aclient.StateCompleted:
+	case contracts.TaskStateCompleted:
 		outputs, rejected := contracts.ValidateArtifacts(r.d, snap.Artifacts)
 		o := r.outcome(contracts.StatusCompleted, nil)
 		o.Outputs, o.RejectedArtifacts = outputs, rejected
@@ -1369,9 +1198,9 @@ func (r *run) finish(snap a2aclient.Snapshot) contracts.Outcome {
 			o.Error = &contracts.ErrorInfo{Category: contracts.CategoryInvalidOutput, Message: "the remote task completed with no artifact"}
 		}
 		return o
-	case a2aclient.StateRejected:
+	case contracts.TaskStateRejected:
 		return r.outcome(contracts.StatusRejected, &contracts.ErrorInfo{Category: contracts.CategoryRemoteBusiness, Message: "the remote agent rejected the task: " + reason})
-	case a2aclient.StateCanceled:
+	case contracts.TaskStateCanceled:
 		return r.outcome(contracts.StatusCanceled, &contracts.ErrorInfo{Category: contracts.CategoryRemoteBusiness, Message: "the remote agent canceled the task: " + reason})
 	default:
 		return r.outcome(contracts.StatusFailed, &contracts.ErrorInfo{Category: contracts.CategoryRemoteBusiness, Message: "the remote task failed: " + reason})
@@ -1470,7 +1299,7 @@ func escapeMarkdown(s string) string {
 	return fence + " " + s + " " + fence
 }
 
-func questionDetails(d contracts.Delegation, s *State, wfID string) string {
+func questionDetails(d contracts.Delegation, s *contracts.State, wfID string) string {
 	q := s.Question
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Waiting for input (round %d)\n\n", q.Round)
@@ -1487,7 +1316,7 @@ func questionDetails(d contracts.Delegation, s *State, wfID string) string {
 }
 
 // ignoredNote shows the last signal payload that was not applied.
-func ignoredNote(b *strings.Builder, s *State) {
+func ignoredNote(b *strings.Builder, s *contracts.State) {
 	if n := len(s.IgnoredSignals); n > 0 {
 		last := s.IgnoredSignals[n-1]
 		fmt.Fprintf(b, "\n\n**Not applied:** Signal `%s` at %s (%d ignored in all): %s. Payload: %s",
@@ -1495,11 +1324,11 @@ func ignoredNote(b *strings.Builder, s *State) {
 	}
 }
 
-func cardChangedDetails(s *State, c *CardChange, wfID string) string {
+func cardChangedDetails(s *contracts.State, c *contracts.CardChange, wfID string) string {
 	var b strings.Builder
 	b.WriteString("## The agent card changed\n\n")
 	fmt.Fprintf(&b, "%s\n\nOld digest `%s`, new digest `%s`.\n\n", escapeMarkdown(c.What), c.OldDigest, c.NewDigest)
-	fmt.Fprintf(&b, "The follow-up is held. To accept the new card, send Signal `%s` (no payload), or run `delegate rediscover %s`. ", Rediscover, wfID)
+	fmt.Fprintf(&b, "The follow-up is held. To accept the new card, send Signal `%s` (no payload), or run `delegate rediscover %s`. ", contracts.SignalRediscover, wfID)
 	fmt.Fprintf(&b, "Otherwise the delegation ends `card_changed` at its deadline; cancel it with `delegate cancel %s`.\n", wfID)
 	return b.String()
 }

@@ -14,9 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -39,14 +37,14 @@ func (s *DelegationSuite) SetupTest() {
 	s.freshEnv()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
-		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
+		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
 		SkillFound: true,
 	}, nil).Maybe()
 }
 
 func (s *DelegationSuite) allowAll() {
 	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.Anything).
-		Return(activities.AuthorizationDecision{Allowed: true, Policy: "allow-all"}, nil).Maybe()
+		Return(contracts.AuthorizationDecision{Allowed: true, Policy: "allow-all"}, nil).Maybe()
 }
 
 func (s *DelegationSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
@@ -59,8 +57,8 @@ func contract() contracts.Delegation {
 	}
 }
 
-func snap(state string, arts ...contracts.Artifact) a2aclient.Snapshot {
-	return a2aclient.Snapshot{TaskID: "task-1", ContextID: "ctx-1", State: state, Artifacts: arts}
+func snap(state contracts.TaskState, arts ...contracts.Artifact) contracts.TaskSnapshot {
+	return contracts.TaskSnapshot{TaskID: "task-1", ContextID: "ctx-1", State: state, Artifacts: arts}
 }
 
 func claim(name string) contracts.Artifact {
@@ -76,7 +74,7 @@ func sendIs(round int, taskID string) any {
 
 func (s *DelegationSuite) outcome() contracts.Outcome { return outcomeOf(&s.Suite, s.env) }
 
-func (s *DelegationSuite) state() State { return stateOf(&s.Suite, s.env) }
+func (s *DelegationSuite) state() contracts.State { return stateOf(&s.Suite, s.env) }
 
 // outcomeOf is the Outcome of a completed test workflow.
 func outcomeOf(s *suite.Suite, env *testsuite.TestWorkflowEnvironment) contracts.Outcome {
@@ -88,10 +86,10 @@ func outcomeOf(s *suite.Suite, env *testsuite.TestWorkflowEnvironment) contracts
 }
 
 // stateOf is Query "state" of a test workflow.
-func stateOf(s *suite.Suite, env *testsuite.TestWorkflowEnvironment) State {
-	v, err := env.QueryWorkflow(QueryState)
+func stateOf(s *suite.Suite, env *testsuite.TestWorkflowEnvironment) contracts.State {
+	v, err := env.QueryWorkflow(contracts.QueryState)
 	s.Require().NoError(err)
-	var st State
+	var st contracts.State
 	s.Require().NoError(v.Get(&st))
 	return st
 }
@@ -102,7 +100,7 @@ func (s *DelegationSuite) TestHappyPathWithoutInput() {
 		Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "working" })).
 		Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Require().Len(o.Outputs, 1)
@@ -139,9 +137,9 @@ func (s *DelegationSuite) TestInputRequiredAnsweredBySignal() {
 		s.Equal("input-required", st.A2AState)
 		s.Require().NotNil(st.Question)
 		s.Equal(1, st.Question.Round)
-		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
@@ -155,40 +153,40 @@ func (s *DelegationSuite) TestInputRequiredAnsweredBySignal() {
 func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 	s.expectInputRound("photo.jpg")
 	var rejectedEmpty, rejectedEarly error
-	var accepted *ProvideInputResult
+	var accepted *contracts.ProvideInputResult
 	// Before the question: refused.
 	s.env.RegisterDelayedCallback(func() {
-		s.env.UpdateWorkflow(ProvideInput, "early", &testsuite.TestUpdateCallback{
+		s.env.UpdateWorkflow(contracts.ProvideInput, "early", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { rejectedEarly = err },
 			OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, contracts.Answer{Text: "too early"})
 	}, 0)
 	var rejectedBare, rejectedUnknown error
 	s.env.RegisterDelayedCallback(func() {
-		s.env.UpdateWorkflow(ProvideInput, "empty", &testsuite.TestUpdateCallback{
+		s.env.UpdateWorkflow(contracts.ProvideInput, "empty", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { rejectedEmpty = err },
 			OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, contracts.Answer{Text: "   "})
 		// What a person types into the UI's form: refused with the rule.
-		s.env.UpdateWorkflow(ProvideInput, "bare", &testsuite.TestUpdateCallback{
+		s.env.UpdateWorkflow(contracts.ProvideInput, "bare", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { rejectedBare = err },
 			OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, "photo attached: box.jpg")
-		s.env.UpdateWorkflow(ProvideInput, "unknown-field", &testsuite.TestUpdateCallback{
+		s.env.UpdateWorkflow(contracts.ProvideInput, "unknown-field", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { rejectedUnknown = err },
 			OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, map[string]any{"txt": "photo"})
-		s.env.UpdateWorkflow(ProvideInput, "good", &testsuite.TestUpdateCallback{
+		s.env.UpdateWorkflow(contracts.ProvideInput, "good", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { s.Fail("rejected", err.Error()) },
 			OnAccept: func() {},
 			OnComplete: func(v any, err error) {
 				s.NoError(err)
-				r := v.(ProvideInputResult)
+				r := v.(contracts.ProvideInputResult)
 				accepted = &r
 			},
 		}, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
@@ -204,7 +202,7 @@ func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 func (s *DelegationSuite) TestInvalidArtifactKind() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
 		Return(snap("completed", claim("claim_opened"), claim("refund_issued")), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusInvalidOutput, o.Status)
 	s.Len(o.Outputs, 1)
@@ -219,7 +217,7 @@ func (s *DelegationSuite) TestRemoteFailed() {
 	failed.StatusText = "no shipment found"
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(failed, nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusFailed, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
@@ -229,7 +227,7 @@ func (s *DelegationSuite) TestRemoteFailed() {
 
 func (s *DelegationSuite) TestRemoteRejected() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("rejected"), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusRejected, s.outcome().Status)
 }
 
@@ -237,10 +235,10 @@ func (s *DelegationSuite) TestCancelCancelsRemoteTask() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(10*time.Minute).Return(snap("completed"), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, activities.CancelInput{
-		Interface: cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, TaskID: "task-1", ContextID: "ctx-1",
+		Interface: contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, TaskID: "task-1", ContextID: "ctx-1",
 	}).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryCanceled, o.Error.Category)
@@ -251,14 +249,14 @@ func (s *DelegationSuite) TestCancelWhileWaitingForInput() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCanceled, s.outcome().Status)
 }
 
 func (s *DelegationSuite) TestDeadlineWhileWaitingForInput() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal(contracts.CategoryDeadline, o.Error.Category)
@@ -269,14 +267,14 @@ func (s *DelegationSuite) TestDeadlineWhileWatching() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(2*time.Hour).Return(snap("completed"), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusDeadlineExceeded, s.outcome().Status)
 }
 
 func (s *DelegationSuite) TestDeadlinePassedBeforeTheWorkerRan() {
 	d := contract()
 	d.Deadline = t0.Add(-time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, d)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal("ended", s.state().A2AState)
@@ -284,8 +282,8 @@ func (s *DelegationSuite) TestDeadlinePassedBeforeTheWorkerRan() {
 
 func (s *DelegationSuite) TestUnauthorizedSend() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
-		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: HTTP 401", string(contracts.CategoryAuthorization), nil)).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: HTTP 401", string(contracts.CategoryAuthorization), nil)).Once()
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Equal(contracts.CategoryAuthorization, o.Error.Category)
@@ -294,7 +292,7 @@ func (s *DelegationSuite) TestUnauthorizedSend() {
 func (s *DelegationSuite) TestInvalidContractFailsWorkflow() {
 	d := contract()
 	d.WriteAuthority = "full"
-	s.env.ExecuteWorkflow(WorkflowType, d)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
 	s.True(s.env.IsWorkflowCompleted())
 	err := s.env.GetWorkflowError()
 	s.Require().Error(err)
@@ -304,8 +302,8 @@ func (s *DelegationSuite) TestInvalidContractFailsWorkflow() {
 func (s *DelegationSuite) TestSignalWithoutQuestionIsIgnored() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "unasked"}) }, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "unasked"}) }, time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 	st := s.state()
 	s.Equal(1, st.IgnoredAnswers)
@@ -343,7 +341,7 @@ func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 	s.freshEnv()
 	first := activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardDigest: "sha256:01"},
-		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
+		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
 		SkillFound: true,
 	}
 	changed := first
@@ -353,14 +351,14 @@ func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(changed, nil)
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
-		s.Equal(StateCardChanged, st.A2AState)
+		s.Equal(string(contracts.PhaseCardChanged), st.A2AState)
 		s.Require().Len(st.CardChanges, 1)
 		s.True(st.CardChanges[0].Matters)
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCardChanged, o.Status)
 	s.Contains(o.Error.Message, "sha256:01")
@@ -372,14 +370,14 @@ func (s *DelegationSuite) TestUntrustedCardSendsNothing() {
 	s.freshEnv()
 	s.ownPoll = false
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
-		After(72*time.Hour).Return(a2aclient.Snapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Maybe()
+		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Maybe()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.MatchedBy(func(in activities.ResolveCardInput) bool { return in.RequireSignature })).
 		Return(activities.ResolvedCard{SkillFound: true, SignatureRequired: true,
 			Agent:        contracts.AgentInfo{Name: "x", Signature: "unsigned"},
-			Verification: cards.Verification{Status: cards.SigUnsigned}}, nil).Once()
+			Verification: contracts.CardVerification{Status: contracts.SigUnsigned}}, nil).Once()
 	d := contract()
 	d.RequireSignedCard = true
-	s.env.ExecuteWorkflow(WorkflowType, d)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusCardUntrusted, o.Status)
 	s.Equal("unsigned", o.Agent.Signature)

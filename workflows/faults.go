@@ -11,103 +11,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
-
-// Names of the fault-handling handlers.
-const (
-	// ResolveUnknown is the Signal and Update by which an operator resolves
-	// a send whose outcome is unknown: {"action": "resend"|"adopt"|"abandon",
-	// "task_id": "..." (adopt)}.
-	ResolveUnknown = "resolve-unknown"
-	// Revoke is the Signal that withdraws the delegation's authorization:
-	// nothing more is sent, the remote task is canceled, the status is
-	// authorization_denied. Payload {"reason": "..."} (optional).
-	Revoke = "revoke"
-	// CancelReason is the Signal `delegate cancel --reason` sends just
-	// before it requests cancellation: {"reason": "..."}. Temporal keeps a
-	// cancel request's own reason in history only, where the workflow
-	// cannot read it; this one is shown in the state and the Outcome.
-	CancelReason = "cancel-reason"
-	// Reconcile is the Signal that makes the workflow read the remote task
-	// once now (GetTask) and record what it saw. Payload: none.
-	Reconcile = "reconcile"
-
-	// StateUnknownOutcome (A2AState): a send's outcome is unknown; waiting
-	// for resolve-unknown.
-	StateUnknownOutcome = "unknown_outcome"
-)
-
-// Unknown-outcome actions.
-const (
-	ActionResend  = "resend"
-	ActionAdopt   = "adopt"
-	ActionAbandon = "abandon"
-)
-
-// Resolution is the payload of resolve-unknown.
-type Resolution struct {
-	Action     string `json:"action"`
-	TaskID     string `json:"task_id,omitempty"`
-	ResolvedBy string `json:"resolved_by,omitempty"`
-}
-
-// Validate checks a Resolution.
-func (res Resolution) Validate() error {
-	switch res.Action {
-	case ActionResend, ActionAbandon:
-		return nil
-	case ActionAdopt:
-		if strings.TrimSpace(res.TaskID) == "" {
-			return &contracts.FieldError{Field: "task_id", Rule: "required with action adopt"}
-		}
-		return nil
-	}
-	return &contracts.FieldError{Field: "action", Rule: fmt.Sprintf(`must be "resend", "adopt" or "abandon", got %q`, res.Action)}
-}
-
-// UnknownOutcome is a send whose outcome is unknown (DESIGN.md principle 4).
-type UnknownOutcome struct {
-	Round     int       `json:"round"`
-	MessageID string    `json:"message_id"`
-	Since     time.Time `json:"since"`
-	Error     string    `json:"error"`
-	// AutoResends counts the automatic resends (on_unknown_outcome
-	// "resend", at most 3) before an operator was asked.
-	AutoResends int `json:"auto_resends"`
-	// Resolution is the operator's choice, once given.
-	Resolution *Resolution `json:"resolution,omitempty"`
-}
-
-// SendRecord is one send of a round.
-type SendRecord struct {
-	Round     int       `json:"round"`
-	MessageID string    `json:"message_id"`
-	At        time.Time `json:"at"`
-	// Result is "sent", "unknown_outcome", "adopted" or the error category.
-	Result string `json:"result"`
-	// Attempts is the activity attempt that sent (earlier attempts failed
-	// before anything was sent: connection refused, 503, ...).
-	Attempts int `json:"attempts,omitempty"`
-}
-
-// AuthorizationRecord is one authorization decision.
-type AuthorizationRecord struct {
-	activities.AuthorizationDecision
-	Round int       `json:"round"`
-	At    time.Time `json:"at"`
-}
-
-// Reconciliation is one GetTask made on Signal "reconcile".
-type Reconciliation struct {
-	At      time.Time `json:"at"`
-	Before  string    `json:"before"`
-	Seen    string    `json:"seen,omitempty"`
-	Changed bool      `json:"changed"`
-	Error   string    `json:"error,omitempty"`
-}
 
 var (
 	errDenied    = errors.New("authorization denied")
@@ -144,9 +50,9 @@ func (r *run) arm(ctx workflow.Context) {
 // are read by listen); its payload is received raw and decoded strictly by
 // the validator.
 func (r *run) registerFaultHandlers(ctx workflow.Context) error {
-	return workflow.SetUpdateHandlerWithOptions(ctx, ResolveUnknown,
+	return workflow.SetUpdateHandlerWithOptions(ctx, contracts.ResolveUnknown,
 		func(ctx workflow.Context, raw converter.RawValue) (string, error) {
-			var res Resolution
+			var res contracts.Resolution
 			if err := decodePayload(raw, &res, true); err != nil {
 				return "", err
 			}
@@ -156,7 +62,7 @@ func (r *run) registerFaultHandlers(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{
 			Description: `Resolve a send whose outcome is unknown; refused when none is pending. Payload {"action": "resend" | "adopt" | "abandon", "task_id": "..."}.`,
 			Validator: func(ctx workflow.Context, raw converter.RawValue) error {
-				var res Resolution
+				var res contracts.Resolution
 				if err := decodePayload(raw, &res, true); err != nil {
 					return invalidInput(err)
 				}
@@ -178,11 +84,11 @@ func (r *run) registerFaultHandlers(ctx workflow.Context) error {
 func (r *run) authorize(ctx workflow.Context, round int) error {
 	in := activities.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, AgentOrigin: r.s.Interface.CardOrigin,
 		Skill: r.d.Skill, Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round}
-	var dec activities.AuthorizationDecision
+	var dec contracts.AuthorizationDecision
 	if err := r.localActivity(ctx, authorizeOptions(), "CheckAuthorization", in, &dec); err != nil {
 		return err
 	}
-	r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{AuthorizationDecision: dec, Round: round, At: workflow.Now(ctx)})
+	r.s.Authorizations = append(r.s.Authorizations, contracts.AuthorizationRecord{AuthorizationDecision: dec, Round: round, At: workflow.Now(ctx)})
 	if !dec.Allowed {
 		r.denial = dec.Reason
 		return errDenied
@@ -194,30 +100,30 @@ func (r *run) authorize(ctx workflow.Context, round int) error {
 // whose outcome is unknown is resent (same messageId) under
 // on_unknown_outcome "resend" at most 3 times, else an operator is asked
 // through resolve-unknown.
-func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (a2aclient.Snapshot, error) {
+func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (contracts.TaskSnapshot, error) {
 	msgID := MessageID(r.wfID, r.firstRunID, round)
 	autoResends := 0
 	for {
-		var snap a2aclient.Snapshot
+		var snap contracts.TaskSnapshot
 		var err error
 		if r.v >= VersionLean {
 			snap, err = r.checkAndSend(ctx, round, text, data, credentialRef)
 		} else {
 			if err := r.authorize(ctx, round); err != nil {
-				return a2aclient.Snapshot{}, err
+				return contracts.TaskSnapshot{}, err
 			}
-			r.setState(ctx, PhaseSending)
+			r.setState(ctx, string(contracts.PhaseSending))
 			snap, err = r.send(ctx, round, text, data, credentialRef)
 		}
 		if err == nil {
-			r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "sent", Attempts: snap.Attempt})
+			r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "sent", Attempts: snap.Attempt})
 			return snap, nil
 		}
 		var appErr *temporal.ApplicationError
 		if !errors.As(err, &appErr) || appErr.Type() != string(contracts.CategoryUnknownOutcome) {
-			return a2aclient.Snapshot{}, err
+			return contracts.TaskSnapshot{}, err
 		}
-		r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "unknown_outcome"})
+		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "unknown_outcome"})
 		r.arm(ctx)
 		if r.d.OnUnknownOutcome == contracts.OnUnknownResend && autoResends < contracts.MaxAutoResends {
 			autoResends++
@@ -235,44 +141,44 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 // answer is resend (adopted false), a task that passes adoptTask (adopted
 // true), or abandon (errAbandoned); a refused adoption is asked again with
 // its reason.
-func (r *run) resolveUnknown(ctx workflow.Context, round int, msgID, cause string, autoResends int) (a2aclient.Snapshot, bool, error) {
+func (r *run) resolveUnknown(ctx workflow.Context, round int, msgID, cause string, autoResends int) (contracts.TaskSnapshot, bool, error) {
 	errText := cause
 	for {
 		res, err := r.askUnknown(ctx, round, msgID, errText, autoResends)
 		if err != nil {
-			return a2aclient.Snapshot{}, false, err
+			return contracts.TaskSnapshot{}, false, err
 		}
 		switch res.Action {
-		case ActionResend:
-			return a2aclient.Snapshot{}, false, nil
-		case ActionAbandon:
-			return a2aclient.Snapshot{}, false, errAbandoned
+		case contracts.ActionResend:
+			return contracts.TaskSnapshot{}, false, nil
+		case contracts.ActionAbandon:
+			return contracts.TaskSnapshot{}, false, errAbandoned
 		}
 		snap, err := r.adoptTask(ctx, res.TaskID)
 		if err == nil {
-			r.s.Sends = append(r.s.Sends, SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "adopted"})
+			r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "adopted"})
 			return snap, true, nil
 		}
 		if r.interrupt() != nil || temporal.IsCanceledError(err) {
-			return a2aclient.Snapshot{}, false, err
+			return contracts.TaskSnapshot{}, false, err
 		}
 		errText = "adopt refused: " + err.Error() + " (after: " + cause + ")"
 	}
 }
 
 // askUnknown waits for an operator's resolution.
-func (r *run) askUnknown(ctx workflow.Context, round int, msgID, errText string, autoResends int) (Resolution, error) {
-	r.s.Unknown = &UnknownOutcome{Round: round, MessageID: msgID, Since: workflow.Now(ctx), Error: truncate(errText, 1000), AutoResends: autoResends}
+func (r *run) askUnknown(ctx workflow.Context, round int, msgID, errText string, autoResends int) (contracts.Resolution, error) {
+	r.s.Unknown = &contracts.UnknownOutcome{Round: round, MessageID: msgID, Since: workflow.Now(ctx), Error: truncate(errText, 1000), AutoResends: autoResends}
 	r.resolution = nil
-	r.setState(ctx, StateUnknownOutcome)
+	r.setState(ctx, string(contracts.PhaseUnknownOutcome))
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, unknownDetails(r.s, r.wfID))
 	r.arm(ctx)
 	if err := workflow.Await(ctx, func() bool { return r.resolution != nil || r.interrupt() != nil }); err != nil {
-		return Resolution{}, err
+		return contracts.Resolution{}, err
 	}
 	if r.resolution == nil {
-		return Resolution{}, r.interrupt()
+		return contracts.Resolution{}, r.interrupt()
 	}
 	res := *r.resolution
 	r.s.Unknown.Resolution = &res
@@ -284,38 +190,38 @@ func (r *run) askUnknown(ctx workflow.Context, round int, msgID, errText string,
 // adoptTask checks a task named by an operator with GetTask before the
 // delegation carries on with it: it must exist, be the delegation's task
 // when one is known, and share its contextId when one is known.
-func (r *run) adoptTask(ctx workflow.Context, taskID string) (a2aclient.Snapshot, error) {
+func (r *run) adoptTask(ctx workflow.Context, taskID string) (contracts.TaskSnapshot, error) {
 	if r.s.RemoteTaskID != "" && taskID != r.s.RemoteTaskID {
-		return a2aclient.Snapshot{}, fmt.Errorf("task %q is not this delegation's task %q", taskID, r.s.RemoteTaskID)
+		return contracts.TaskSnapshot{}, fmt.Errorf("task %q is not this delegation's task %q", taskID, r.s.RemoteTaskID)
 	}
-	var snap a2aclient.Snapshot
+	var snap contracts.TaskSnapshot
 	in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: taskID, Limits: r.d.EffectiveLimits()}
 	if err := r.activity(ctx, getTaskOptions(), acts.GetTask, in, &snap); err != nil {
 		if r.interrupt() != nil || temporal.IsCanceledError(err) {
-			return a2aclient.Snapshot{}, err
+			return contracts.TaskSnapshot{}, err
 		}
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
-			return a2aclient.Snapshot{}, fmt.Errorf("GetTask %q: %s", taskID, appErr.Message())
+			return contracts.TaskSnapshot{}, fmt.Errorf("GetTask %q: %s", taskID, appErr.Message())
 		}
-		return a2aclient.Snapshot{}, fmt.Errorf("GetTask %q: %v", taskID, err)
+		return contracts.TaskSnapshot{}, fmt.Errorf("GetTask %q: %v", taskID, err)
 	}
 	if r.s.ContextID != "" && snap.ContextID != r.s.ContextID {
-		return a2aclient.Snapshot{}, fmt.Errorf("task %q has contextId %q, the delegation's is %q", taskID, snap.ContextID, r.s.ContextID)
+		return contracts.TaskSnapshot{}, fmt.Errorf("task %q has contextId %q, the delegation's is %q", taskID, snap.ContextID, r.s.ContextID)
 	}
 	return snap, nil
 }
 
 // reconcile reads the remote task once and records what it saw.
 func (r *run) reconcile(ctx workflow.Context) {
-	rec := Reconciliation{At: workflow.Now(ctx), Before: r.s.A2AState}
+	rec := contracts.Reconciliation{At: workflow.Now(ctx), Before: r.s.A2AState}
 	seen := r.observations
 	if r.s.RemoteTaskID == "" {
 		rec.Error = "no remote task yet"
 		r.addReconciliation(rec)
 		return
 	}
-	var snap a2aclient.Snapshot
+	var snap contracts.TaskSnapshot
 	actx := workflow.WithActivityOptions(ctx, getTaskOptions())
 	err := workflow.ExecuteActivity(actx, acts.GetTask, activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
 	if err != nil {
@@ -331,7 +237,7 @@ func (r *run) reconcile(ctx workflow.Context) {
 			rec.Error = truncate(err.Error(), 500)
 		}
 	} else {
-		rec.Seen, rec.Changed = snap.State, snap.State != r.s.A2AState
+		rec.Seen, rec.Changed = string(snap.State), string(snap.State) != r.s.A2AState
 		switch {
 		case r.v >= VersionCarryInput && r.observations != seen:
 			// The delegation observed the task again while this read was
@@ -347,15 +253,15 @@ func (r *run) reconcile(ctx workflow.Context) {
 	r.addReconciliation(rec)
 }
 
-// maxReconciliations bounds State.Reconciliations (the oldest are
+// maxReconciliations bounds contracts.State.Reconciliations (the oldest are
 // dropped; ReconcileCount keeps counting).
 const maxReconciliations = 20
 
-func (r *run) addReconciliation(rec Reconciliation) {
+func (r *run) addReconciliation(rec contracts.Reconciliation) {
 	r.s.ReconcileCount++
 	r.s.Reconciliations = append(r.s.Reconciliations, rec)
 	if n := len(r.s.Reconciliations); n > maxReconciliations && r.v >= VersionCarryInput {
-		r.s.Reconciliations = append([]Reconciliation(nil), r.s.Reconciliations[n-maxReconciliations:]...)
+		r.s.Reconciliations = append([]contracts.Reconciliation(nil), r.s.Reconciliations[n-maxReconciliations:]...)
 	}
 }
 
@@ -365,17 +271,17 @@ func (r *run) addReconciliation(rec Reconciliation) {
 // deadline) to record late results. It returns whether the cancel was
 // confirmed.
 func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
-	if r.s.RemoteTaskID == "" || a2aclient.Terminal(r.s.A2AState) {
+	if r.s.RemoteTaskID == "" || contracts.TaskState(r.s.A2AState).Terminal() {
 		return true
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	var snap a2aclient.Snapshot
+	var snap contracts.TaskSnapshot
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, cancelOptions()), acts.CancelTask,
 		activities.CancelInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID}, &snap).Get(dctx, &snap)
 	if err == nil {
 		r.observe(dctx, snap)
-		if snap.State == a2aclient.StateCanceled {
+		if snap.State == contracts.TaskStateCanceled {
 			return true
 		}
 	} else {
@@ -396,10 +302,10 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 	wctx, wcancel := workflow.WithCancel(dctx)
 	defer wcancel()
 	timer := workflow.NewTimer(wctx, max(until.Sub(workflow.Now(dctx)), 0))
-	for !a2aclient.Terminal(r.s.A2AState) {
-		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: r.s.A2AState, Limits: r.d.EffectiveLimits()}
+	for !contracts.TaskState(r.s.A2AState).Terminal() {
+		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: contracts.TaskState(r.s.A2AState), Limits: r.d.EffectiveLimits()}
 		f := workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(wctx)), acts.WatchTask, in)
-		var next a2aclient.Snapshot
+		var next contracts.TaskSnapshot
 		sel := workflow.NewSelector(wctx)
 		done := false
 		sel.AddFuture(f, func(f workflow.Future) {
@@ -408,7 +314,7 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 				return
 			}
 			r.observe(wctx, next)
-			if next.State == a2aclient.StateCompleted {
+			if next.State == contracts.TaskStateCompleted {
 				r.s.LateResults = append(r.s.LateResults, next.Artifacts...)
 			}
 		})
@@ -418,16 +324,16 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 			break
 		}
 	}
-	return r.s.A2AState == a2aclient.StateCanceled
+	return contracts.TaskState(r.s.A2AState) == contracts.TaskStateCanceled
 }
 
-func unknownDetails(s *State, wfID string) string {
+func unknownDetails(s *contracts.State, wfID string) string {
 	u := s.Unknown
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Unknown outcome (round %d)\n\n", u.Round)
 	fmt.Fprintf(&b, "The message `%s` was written to the agent, but no answer came (since %s); it may or may not have been processed.\n\n", u.MessageID, u.Since.UTC().Format(time.RFC3339))
 	fmt.Fprintf(&b, "Error: %s\n\n", escapeMarkdown(u.Error))
-	fmt.Fprintf(&b, "**Choose** with Signal or Update `%s`:\n\n", ResolveUnknown)
+	fmt.Fprintf(&b, "**Choose** with Signal or Update `%s`:\n\n", contracts.ResolveUnknown)
 	b.WriteString("- `{\"action\": \"resend\"}`: send again with the same messageId (an agent that deduplicates sees one message);\n")
 	b.WriteString("- `{\"action\": \"adopt\", \"task_id\": \"...\"}`: carry on with a task the agent created (checked with GetTask first);\n")
 	b.WriteString("- `{\"action\": \"abandon\"}`: end with status `unknown_outcome`.\n\n")
@@ -469,12 +375,12 @@ func (r *run) listen(ctx workflow.Context) {
 		return workflow.GetSignalChannelWithOptions(ctx, name, workflow.SignalChannelOptions{Description: desc})
 	}
 	r.sig = signals{
-		input:        sig(ProvideInput, `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name"}; for AUTH_REQUIRED {"credential_ref": "name"}.`),
-		rediscover:   sig(Rediscover, "Accept the agent's new card after a change that stopped the delegation (state card-changed): it is negotiated again and used. Payload: none."),
-		resolve:      sig(ResolveUnknown, `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`),
-		revoke:       sig(Revoke, `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`),
-		reconcile:    sig(Reconcile, "Read the remote task once now (GetTask) and record what was seen. Payload: none."),
-		cancelReason: sig(CancelReason, `The reason of a cancel requested next (delegate cancel --reason): {"reason": "..."}; shown in the state and the Outcome. It cancels nothing by itself.`),
+		input:        sig(contracts.ProvideInput, `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name"}; for AUTH_REQUIRED {"credential_ref": "name"}.`),
+		rediscover:   sig(contracts.SignalRediscover, "Accept the agent's new card after a change that stopped the delegation (state card-changed): it is negotiated again and used. Payload: none."),
+		resolve:      sig(contracts.ResolveUnknown, `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`),
+		revoke:       sig(contracts.SignalRevoke, `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`),
+		reconcile:    sig(contracts.SignalReconcile, "Read the remote task once now (GetTask) and record what was seen. Payload: none."),
+		cancelReason: sig(contracts.SignalCancelReason, `The reason of a cancel requested next (delegate cancel --reason): {"reason": "..."}; shown in the state and the Outcome. It cancels nothing by itself.`),
 	}
 	r.flush = workflow.NewBufferedChannel(ctx, 1)
 	workflow.Go(ctx, func(g workflow.Context) {
@@ -546,29 +452,29 @@ func (r *run) drainSignals(ctx workflow.Context) {
 func (r *run) onInput(g workflow.Context, raw converter.RawValue) {
 	var a contracts.Answer
 	if err := decodePayload(raw, &a, true); err != nil {
-		r.ignore(g, ProvideInput, err, raw)
+		r.ignore(g, contracts.ProvideInput, err, raw)
 		return
 	}
 	if err := r.checkAnswer(a); err != nil {
 		r.s.IgnoredAnswers++
-		r.ignore(g, ProvideInput, err, raw)
+		r.ignore(g, contracts.ProvideInput, err, raw)
 		return
 	}
 	r.pending, r.pendingVia = &a, "signal"
 }
 
 func (r *run) onRediscover(g workflow.Context, raw converter.RawValue) {
-	if r.s.A2AState == StateCardChanged {
+	if r.s.A2AState == string(contracts.PhaseCardChanged) {
 		r.rediscover = true
 		return
 	}
 	if r.v >= VersionCarryInput {
-		r.ignore(g, Rediscover, fmt.Errorf("no card change is pending (state %q)", r.s.A2AState), raw)
+		r.ignore(g, contracts.SignalRediscover, fmt.Errorf("no card change is pending (state %q)", r.s.A2AState), raw)
 	}
 }
 
 func (r *run) onResolve(g workflow.Context, raw converter.RawValue) {
-	var res Resolution
+	var res contracts.Resolution
 	err := decodePayload(raw, &res, true)
 	if err == nil {
 		err = res.Validate()
@@ -577,7 +483,7 @@ func (r *run) onResolve(g workflow.Context, raw converter.RawValue) {
 		err = fmt.Errorf("no send with an unknown outcome is pending (state %q)", r.s.A2AState)
 	}
 	if err != nil {
-		r.ignore(g, ResolveUnknown, err, raw)
+		r.ignore(g, contracts.ResolveUnknown, err, raw)
 		return
 	}
 	if r.resolution == nil {
@@ -602,7 +508,7 @@ func (r *run) readCancelReason(g workflow.Context) {
 			Reason string `json:"reason"`
 		}
 		if err := decodePayload(raw, &p, true); err != nil {
-			r.ignore(g, CancelReason, err, raw)
+			r.ignore(g, contracts.SignalCancelReason, err, raw)
 			continue
 		}
 		if reason := strings.TrimSpace(p.Reason); reason != "" {
@@ -618,7 +524,7 @@ func (r *run) onRevoke(g workflow.Context, raw converter.RawValue) {
 		Reason string `json:"reason"`
 	}
 	if err := decodePayload(raw, &p, false); err != nil {
-		r.ignore(g, Revoke, fmt.Errorf("payload not read (the revoke is applied): %w", err), raw)
+		r.ignore(g, contracts.SignalRevoke, fmt.Errorf("payload not read (the revoke is applied): %w", err), raw)
 		p.Reason = ""
 	}
 	r.applyRevoke(g, p.Reason)
@@ -634,8 +540,8 @@ func (r *run) applyRevoke(g workflow.Context, reason string) {
 	}
 	reason = truncate(reason, 1000)
 	r.revoked = &reason
-	r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{
-		AuthorizationDecision: activities.AuthorizationDecision{Allowed: false, Reason: "Signal revoke: " + reason, Policy: "signal"},
+	r.s.Authorizations = append(r.s.Authorizations, contracts.AuthorizationRecord{
+		AuthorizationDecision: contracts.AuthorizationDecision{Allowed: false, Reason: "Signal revoke: " + reason, Policy: "signal"},
 		Round:                 r.s.InputRounds, At: workflow.Now(g)})
 }
 
@@ -650,7 +556,7 @@ func (r *run) onReconcile(g workflow.Context, _ converter.RawValue) {
 		return
 	}
 	if r.reconciling {
-		r.addReconciliation(Reconciliation{At: workflow.Now(g), Before: r.s.A2AState, Error: "a read is already running; this request was folded into it"})
+		r.addReconciliation(contracts.Reconciliation{At: workflow.Now(g), Before: r.s.A2AState, Error: "a read is already running; this request was folded into it"})
 		return
 	}
 	r.reconciling = true
@@ -660,19 +566,7 @@ func (r *run) onReconcile(g workflow.Context, _ converter.RawValue) {
 	})
 }
 
-// IgnoredSignal is a signal payload that was not applied: it did not
-// decode or did not validate. Name is the signal's, Excerpt the start of
-// the payload as sent (at most 200 bytes), Size its length in bytes, Time
-// when it arrived.
-type IgnoredSignal struct {
-	Name    string    `json:"name"`
-	Reason  string    `json:"reason"`
-	Excerpt string    `json:"excerpt,omitempty"`
-	Size    int       `json:"size"`
-	Time    time.Time `json:"time"`
-}
-
-// maxIgnoredSignals bounds State.IgnoredSignals (the oldest are dropped;
+// maxIgnoredSignals bounds contracts.State.IgnoredSignals (the oldest are dropped;
 // IgnoredSignalCount keeps counting).
 const maxIgnoredSignals = 20
 
@@ -715,7 +609,7 @@ func payloadExample(v any) string {
 	switch v.(type) {
 	case *contracts.Answer:
 		return `{"text": "...", "answered_by": "your name"}`
-	case *Resolution:
+	case *contracts.Resolution:
 		return `{"action": "resend"}`
 	}
 	return `{"reason": "..."}`
@@ -741,14 +635,14 @@ func (r *run) ignore(ctx workflow.Context, signal string, err error, raw convert
 	if p := raw.Payload(); p != nil {
 		data = p.GetData()
 	}
-	rec := IgnoredSignal{Name: signal, Reason: truncate(err.Error(), 500), Size: len(data), Time: workflow.Now(ctx)}
+	rec := contracts.IgnoredSignal{Name: signal, Reason: truncate(err.Error(), 500), Size: len(data), Time: workflow.Now(ctx)}
 	if len(data) > 0 {
 		rec.Excerpt = truncate(strings.ToValidUTF8(string(data), "\uFFFD"), 200)
 	}
 	r.s.IgnoredSignalCount++
 	r.s.IgnoredSignals = append(r.s.IgnoredSignals, rec)
 	if n := len(r.s.IgnoredSignals); n > maxIgnoredSignals {
-		r.s.IgnoredSignals = append([]IgnoredSignal(nil), r.s.IgnoredSignals[n-maxIgnoredSignals:]...)
+		r.s.IgnoredSignals = append([]contracts.IgnoredSignal(nil), r.s.IgnoredSignals[n-maxIgnoredSignals:]...)
 	}
 	if r.s.Question != nil {
 		workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -18,42 +17,42 @@ func unknownErr() error {
 }
 
 func (s *DelegationSuite) TestUnknownOutcomeAskOperatorThenResend() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(a2aclient.Snapshot{}, unknownErr()).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(contracts.TaskSnapshot{}, unknownErr()).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("completed", claim("claim_opened")), nil).Once()
 	var rejected error
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
-		s.Equal(StateUnknownOutcome, st.A2AState)
+		s.Equal(string(contracts.PhaseUnknownOutcome), st.A2AState)
 		s.Require().NotNil(st.Unknown)
 		s.Equal(MessageID("default-test-workflow-id", "", 0), st.Unknown.MessageID)
-		s.env.UpdateWorkflow(ResolveUnknown, "bad", &testsuite.TestUpdateCallback{
+		s.env.UpdateWorkflow(contracts.ResolveUnknown, "bad", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { rejected = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Resolution{Action: "adopt"})
-		s.env.UpdateWorkflow(ResolveUnknown, "good", &testsuite.TestUpdateCallback{
+		}, contracts.Resolution{Action: "adopt"})
+		s.env.UpdateWorkflow(contracts.ResolveUnknown, "good", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { s.Fail(err.Error()) }, OnAccept: func() {}, OnComplete: func(any, error) {},
-		}, Resolution{Action: ActionResend, ResolvedBy: "ops"})
+		}, contracts.Resolution{Action: contracts.ActionResend, ResolvedBy: "ops"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.ErrorContains(rejected, "task_id")
 	st := s.state()
 	s.Require().Len(st.UnknownHistory, 1)
-	s.Equal(ActionResend, st.UnknownHistory[0].Resolution.Action)
+	s.Equal(contracts.ActionResend, st.UnknownHistory[0].Resolution.Action)
 	s.Len(st.Sends, 2)
 }
 
 func (s *DelegationSuite) TestUnknownOutcomeAutoResendThenAbandon() {
 	d := contract()
 	d.OnUnknownOutcome = contracts.OnUnknownResend
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(a2aclient.Snapshot{}, unknownErr()).Times(4)
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(contracts.TaskSnapshot{}, unknownErr()).Times(4)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		s.Require().NotNil(st.Unknown)
 		s.Equal(3, st.Unknown.AutoResends)
-		s.env.SignalWorkflow(ResolveUnknown, Resolution{Action: ActionAbandon})
+		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionAbandon})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, d)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusUnknownOutcome, o.Status)
 	s.Equal(contracts.CategoryUnknownOutcome, o.Error.Category)
@@ -63,20 +62,22 @@ func (s *DelegationSuite) TestAdoptChecksTheContext() {
 	// Round 1 (a follow-up) has an unknown outcome; the operator adopts a
 	// task of another context (refused), then the right one.
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(a2aclient.Snapshot{}, unknownErr()).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(contracts.TaskSnapshot{}, unknownErr()).Once()
 	other := snap("working")
 	other.ContextID = "ctx-other"
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(other, nil).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ResolveUnknown, Resolution{Action: ActionAdopt, TaskID: "task-1"}) }, 2*time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionAdopt, TaskID: "task-1"})
+	}, 2*time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		s.Require().NotNil(st.Unknown)
 		s.Contains(st.Unknown.Error, "contextId")
-		s.env.SignalWorkflow(ResolveUnknown, Resolution{Action: ActionAdopt, TaskID: "task-1"})
+		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionAdopt, TaskID: "task-1"})
 	}, 3*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 }
 
@@ -88,13 +89,13 @@ func (s *DelegationSuite) TestDeniedBeforeTheFollowUp() {
 	s.env.OnGetVersion(ChangeFollowAgents, workflow.DefaultVersion, VersionLean).Return(VersionQuestionInNextRun).Maybe()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{SkillFound: true}, nil)
 	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.MatchedBy(func(in activities.AuthorizationInput) bool { return in.Round == 0 })).
-		Return(activities.AuthorizationDecision{Allowed: true}, nil).Once()
+		Return(contracts.AuthorizationDecision{Allowed: true}, nil).Once()
 	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.MatchedBy(func(in activities.AuthorizationInput) bool { return in.Round == 1 })).
-		Return(activities.AuthorizationDecision{Allowed: false, Reason: "local_workflow_id revoked"}, nil).Once()
+		Return(contracts.AuthorizationDecision{Allowed: false, Reason: "local_workflow_id revoked"}, nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Contains(o.Error.Message, "revoked")
@@ -104,8 +105,10 @@ func (s *DelegationSuite) TestDeniedBeforeTheFollowUp() {
 func (s *DelegationSuite) TestRevokeSignalWhileWaiting() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Revoke, map[string]string{"reason": "customer withdrew consent"}) }, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "customer withdrew consent"})
+	}, time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Contains(o.Error.Message, "customer withdrew consent")
@@ -115,10 +118,10 @@ func (s *DelegationSuite) TestCancelUnconfirmedRecordsLateResults() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).
-		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("CancelTask: task cannot be canceled", "protocol", nil)).Once()
+		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("CancelTask: task cannot be canceled", "protocol", nil)).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCancelUnconfirmed, o.Status)
 	s.Empty(o.Outputs)
@@ -137,10 +140,10 @@ func (s *DelegationSuite) TestAuthRequiredAnsweredWithAReference() {
 		cb := func(dst *error) *testsuite.TestUpdateCallback {
 			return &testsuite.TestUpdateCallback{OnReject: func(err error) { *dst = err }, OnAccept: func() {}, OnComplete: func(any, error) {}}
 		}
-		s.env.UpdateWorkflow(ProvideInput, "no-ref", cb(&noRef), contracts.Answer{Text: "my password is hunter2"})
-		s.env.UpdateWorkflow(ProvideInput, "ref", cb(&refForInput), contracts.Answer{CredentialRef: "claims-prod"})
+		s.env.UpdateWorkflow(contracts.ProvideInput, "no-ref", cb(&noRef), contracts.Answer{Text: "my password is hunter2"})
+		s.env.UpdateWorkflow(contracts.ProvideInput, "ref", cb(&refForInput), contracts.Answer{CredentialRef: "claims-prod"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 	s.ErrorContains(noRef, "credential_ref")
 	s.NoError(refForInput)
@@ -150,7 +153,7 @@ func (s *DelegationSuite) TestReconcileRecordsWhatItSaw() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		s.Require().Len(st.Reconciliations, 1)
@@ -158,7 +161,7 @@ func (s *DelegationSuite) TestReconcileRecordsWhatItSaw() {
 		s.False(st.Reconciliations[0].Changed)
 		s.env.CancelWorkflow()
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCanceled, s.outcome().Status)
 }
 
@@ -167,7 +170,7 @@ func (s *DelegationSuite) TestAuthRequiredResolvedOutOfBand() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "auth-required" })).
 		After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(0, o.InputRounds)
@@ -178,8 +181,8 @@ func (s *DelegationSuite) TestReconcileSeesTheTaskEndedWhileWaiting() {
 	ended := snap("canceled")
 	ended.StatusText = "canceled at the agent"
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
@@ -190,17 +193,17 @@ func (s *DelegationSuite) TestUnknownCredentialRefIsAskedAgain() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool { return in.CredentialRef == "typo" })).
-		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("unknown ref", activities.ErrTypeCredentialRef, nil)).Once()
+		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("unknown ref", activities.ErrTypeCredentialRef, nil)).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool { return in.CredentialRef == "claims-prod" })).
 		Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{CredentialRef: "typo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{CredentialRef: "typo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		s.Require().NotNil(st.Question, "asked again")
 		s.Contains(st.Answers[0].Refused, "typo")
-		s.env.SignalWorkflow(ProvideInput, contracts.Answer{CredentialRef: "claims-prod"})
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{CredentialRef: "claims-prod"})
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)

@@ -8,14 +8,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
 // question is an interrupted snapshot whose status has the identity key.
-func question(state, key, text string) a2aclient.Snapshot {
+func question(state contracts.TaskState, key, text string) contracts.TaskSnapshot {
 	sn := snap(state)
 	sn.StatusText, sn.StatusKey = text, key
 	return sn
@@ -31,8 +29,8 @@ func (s *DelegationSuite) TestRepublishedQuestionIsNotANewRound() {
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
 		return in.Since == "input-required" && in.SinceKey == "msg:q-1"
 	})).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo attached"}) }, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo attached"}) }, time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Equal(1, o.InputRounds)
@@ -47,15 +45,15 @@ func (s *DelegationSuite) TestNewQuestionAfterAnswerOpensARound() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(question("input-required", "msg:q-2", "and the receipt?"), nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(2, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		s.Require().NotNil(st.Question)
 		s.Equal(2, st.Question.Round)
 		s.Equal("and the receipt?", st.Question.Text)
-		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "receipt"})
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "receipt"})
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(2, o.InputRounds)
@@ -74,7 +72,7 @@ func (s *DelegationSuite) TestAgentEndsTheTaskWhileWaiting() {
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
 		return in.Since == "input-required" && in.SinceKey == "msg:q-1" && in.TaskID == "task-1"
 	})).After(10*time.Minute).Return(ended, nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, d)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
@@ -87,12 +85,12 @@ func (s *DelegationSuite) TestAgentEndsTheTaskWhileWaiting() {
 func (s *DelegationSuite) TestFollowUpToAnEndedTaskKeepsTheAgentsReason() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).
-		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: protocol (JSON-RPC error -32004): task is in a terminal state", "protocol", nil)).Once()
+		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: protocol (JSON-RPC error -32004): task is in a terminal state", "protocol", nil)).Once()
 	ended := snap("canceled")
 	ended.StatusText = "closed by the agent"
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
@@ -106,10 +104,10 @@ func (s *DelegationSuite) TestFollowUpToAnEndedTaskKeepsTheAgentsReason() {
 func (s *DelegationSuite) TestAnotherTaskIDIsNotAdopted() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).
-		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError(`GetTask: protocol: the reply names taskId "task-9", the delegation tracks taskId "task-1"`, "protocol", nil)).Once()
+		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError(`GetTask: protocol: the reply names taskId "task-9", the delegation tracks taskId "task-1"`, "protocol", nil)).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusProtocolError, o.Status)
 	s.Contains(o.Error.Message, "task-9")
@@ -120,7 +118,7 @@ func (s *DelegationSuite) TestAnotherTaskIDIsNotAdopted() {
 // goes through; meanwhile the state shows the last error.
 func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 	transientErr := temporal.NewApplicationError("SendMessage: transient (HTTP 503): agent overloaded", "transient")
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(a2aclient.Snapshot{}, transientErr).Times(3)
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(contracts.TaskSnapshot{}, transientErr).Times(3)
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
@@ -129,7 +127,7 @@ func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 			s.Contains(st.Retrying.LastError, "agent overloaded")
 		}
 	}, 2*time.Second)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	st := s.state()
@@ -141,8 +139,8 @@ func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 // retried to the deadline, which names the last error.
 func (s *DelegationSuite) TestTransientFailureUntilTheDeadline() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
-		Return(a2aclient.Snapshot{}, temporal.NewApplicationError("SendMessage: transient: connection refused", "transient"))
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+		Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("SendMessage: transient: connection refused", "transient"))
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Contains(o.Error.Message, "connection refused")
@@ -154,14 +152,14 @@ func (s *DelegationSuite) TestCardFetchRetriedWhileTransient() {
 	s.freshEnv()
 	card := activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardDigest: "sha256:00"},
-		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
+		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
 		SkillFound: true,
 	}
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).
 		Return(activities.ResolvedCard{}, temporal.NewApplicationError("ResolveCard: connection refused", "transient")).Times(6)
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(card, nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 }
@@ -179,29 +177,29 @@ func (s *DelegationSuite) freshEnv() {
 	s.env.OnGetVersion(ChangeFollowAgents, workflow.DefaultVersion, VersionLean).Return(VersionQuestionInNextRun).Maybe()
 	s.allowAll()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
-		After(72*time.Hour).Return(a2aclient.Snapshot{}, errors.New("unchanged")).Maybe()
+		After(72*time.Hour).Return(contracts.TaskSnapshot{}, errors.New("unchanged")).Maybe()
 }
 
 // A status with no message id and no timestamp cannot tell a republished
 // question from the same question asked again: after StaleWindow without
 // change it is asked again (a new round), never left waiting unseen.
 func (s *DelegationSuite) TestSameQuestionWithoutIdentityIsAskedAgain() {
-	weak := question("input-required", a2aclient.StatusKeyOf("input-required", "", "", "photo?", nil), "photo?")
+	weak := question("input-required", contracts.StatusKeyOf("input-required", "", "", "photo?", nil), "photo?")
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(weak, nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(weak, nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
 		return in.Within == int(StaleWindow/time.Second)
 	})).Return(weak, nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(2, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		if s.NotNil(st.Question, "asked again") {
 			s.Equal(2, st.Question.Round)
 		}
-		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo, again"})
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo, again"})
 	}, 5*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Equal(2, o.InputRounds)
@@ -213,10 +211,10 @@ func (s *DelegationSuite) TestSameQuestionWithoutIdentityIsAskedAgain() {
 func (s *DelegationSuite) TestFollowUpRefusedTransientlyAfterTheTaskEnded() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).
-		Return(a2aclient.Snapshot{}, temporal.NewApplicationError("SendMessage: transient (JSON-RPC error -32603): task t-1 is already completed", "transient")).Once()
+		Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("SendMessage: transient (JSON-RPC error -32603): task t-1 is already completed", "transient")).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Len(o.Outputs, 1)
@@ -230,7 +228,7 @@ func (s *DelegationSuite) TestCancelDuringTheSendCancelsTheTaskItCreated() {
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal("task-1", o.RemoteTaskID)
@@ -242,7 +240,7 @@ func (s *DelegationSuite) TestDeadlineWithASendThatNeverFinishes() {
 	d := contract()
 	d.Deadline = t0.Add(time.Minute)
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
-	s.env.ExecuteWorkflow(WorkflowType, d)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Contains(o.Error.Message, MessageID("default-test-workflow-id", "", 0))
@@ -258,9 +256,9 @@ func (s *DelegationSuite) TestWaitingReadGivesUpBeforeTheDeadline() {
 	d.Deadline = t0.Add(2 * time.Minute)
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).
-		Return(a2aclient.Snapshot{}, temporal.NewNonRetryableApplicationError("the first read is one interval away", activities.ErrTypeUnchanged, nil)).Once()
+		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("the first read is one interval away", activities.ErrTypeUnchanged, nil)).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, d)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status, "%+v", o.Error)
 }

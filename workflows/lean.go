@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -29,10 +28,10 @@ func (e *refusedError) Error() string { return e.info.Message }
 // (a transient failure, with backoff, until the deadline). A follow-up on a
 // card that changed in a way that matters waits in "card-changed" for
 // Signal "rediscover", as recheckCard does before VersionLean.
-func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (a2aclient.Snapshot, error) {
+func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (contracts.TaskSnapshot, error) {
 	for {
 		prev := r.s.A2AState
-		r.setState(ctx, PhaseSending)
+		r.setState(ctx, string(contracts.PhaseSending))
 		var in activities.CheckAndSendInput
 		var res activities.CheckAndSendResult
 		opts := sendOptions()
@@ -59,7 +58,7 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 			return attempt(r.handoverOptions(ctx, sendOptions()))
 		})
 		if err != nil {
-			return a2aclient.Snapshot{}, err
+			return contracts.TaskSnapshot{}, err
 		}
 		if res.Sent {
 			snap := res.Snapshot
@@ -68,17 +67,17 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 		}
 		if a := res.Authorization; a != nil && !a.Allowed {
 			r.denial = a.Reason
-			return a2aclient.Snapshot{}, errDenied
+			return contracts.TaskSnapshot{}, errDenied
 		}
 		if in.InUse == nil {
-			return a2aclient.Snapshot{}, r.refusal(res)
+			return contracts.TaskSnapshot{}, r.refusal(res)
 		}
 		// A follow-up on a card that changed in a way that matters.
 		if r.rediscover && !res.Card.Trusted() {
-			return a2aclient.Snapshot{}, r.untrustedAfterRediscover(res.Card)
+			return contracts.TaskSnapshot{}, r.untrustedAfterRediscover(res.Card)
 		}
 		if err := r.awaitRediscover(ctx, res.Card.Agent.CardDigest, res.Change); err != nil {
-			return a2aclient.Snapshot{}, err
+			return contracts.TaskSnapshot{}, err
 		}
 		r.setState(ctx, prev)
 	}
@@ -91,7 +90,7 @@ func (r *run) checkSendInput(round int, text string, data json.RawMessage, crede
 		AcceptChange: r.rediscover,
 		Authorization: activities.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, Skill: r.d.Skill,
 			Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round},
-		Send: activities.SendInput{Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: a2aclient.Outbound{
+		Send: activities.SendInput{Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: contracts.OutboundMessage{
 			MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
 		}},
 	}
@@ -115,7 +114,7 @@ func (r *run) applyChecks(ctx workflow.Context, in activities.CheckAndSendInput,
 		}
 	} else {
 		if card.Agent.CardDigest != r.s.Agent.CardDigest || res.Change != "" {
-			r.s.CardChanges = append(r.s.CardChanges, CardChange{At: workflow.Now(ctx), OldDigest: r.s.Agent.CardDigest,
+			r.s.CardChanges = append(r.s.CardChanges, contracts.CardChange{At: workflow.Now(ctx), OldDigest: r.s.Agent.CardDigest,
 				NewDigest: card.Agent.CardDigest, Matters: res.Change != "", What: res.Change, Accepted: in.AcceptChange})
 		}
 		if res.Refused == "" {
@@ -128,7 +127,7 @@ func (r *run) applyChecks(ctx workflow.Context, in activities.CheckAndSendInput,
 		// and only a different decision is recorded again.
 		n := len(r.s.Authorizations)
 		if n == 0 || r.s.Authorizations[n-1].Round != in.Authorization.Round || r.s.Authorizations[n-1].AuthorizationDecision != *a {
-			r.s.Authorizations = append(r.s.Authorizations, AuthorizationRecord{AuthorizationDecision: *a, Round: in.Authorization.Round, At: workflow.Now(ctx)})
+			r.s.Authorizations = append(r.s.Authorizations, contracts.AuthorizationRecord{AuthorizationDecision: *a, Round: in.Authorization.Round, At: workflow.Now(ctx)})
 		}
 	}
 }
@@ -168,14 +167,14 @@ func (r *run) refusal(res activities.CheckAndSendResult) error {
 // failed one's details (the checks made before the send) are read into
 // out.
 func (r *run) checkSendActivity(ctx workflow.Context, opts workflow.ActivityOptions, round int, in activities.CheckAndSendInput, out *activities.CheckAndSendResult) error {
-	return r.inFlight(ctx, opts, round, in.Send.Message.MessageID, acts.CheckAndSend, in, func(c workflow.Context, f workflow.Future) (a2aclient.Snapshot, error) {
+	return r.inFlight(ctx, opts, round, in.Send.Message.MessageID, acts.CheckAndSend, in, func(c workflow.Context, f workflow.Future) (contracts.TaskSnapshot, error) {
 		err := f.Get(c, out)
 		var ae *temporal.ApplicationError
 		if errors.As(err, &ae) && ae.HasDetails() {
 			_ = ae.Details(out)
 		}
 		if err != nil || !out.Sent {
-			return a2aclient.Snapshot{}, err
+			return contracts.TaskSnapshot{}, err
 		}
 		return out.Snapshot, nil
 	})

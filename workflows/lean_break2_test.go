@@ -20,14 +20,14 @@ func (s *LeanSuite) TestCredentialRefAskedAgain() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
 		return in.Send.CredentialRef == "good"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{CredentialRef: "bad"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{CredentialRef: "bad"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		s.Equal("auth-required", st.A2AState)
 		s.NotNil(st.Question)
-		s.env.SignalWorkflow(ProvideInput, contracts.Answer{CredentialRef: "good"})
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{CredentialRef: "good"})
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	st := s.state()
@@ -48,10 +48,10 @@ func (s *LeanSuite) TestRevokeWithResendSendsNothing() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("working")), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(Revoke, map[string]string{"reason": "stop"})
-		s.env.SignalWorkflow(ResolveUnknown, Resolution{Action: ActionResend})
+		s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop"})
+		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionResend})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.env.AssertNumberOfCalls(s.T(), "CheckAndSend", 1)

@@ -32,9 +32,9 @@ func (s *LeanSuite) TestCardChangeRecordedPerRetry() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
 		return in.Authorization.Round == 1 && !in.AcceptChange && in.InUse != nil && in.InUse.Interface.URL == moved.Interface.URL
 	})).Return(res, nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Rediscover, nil) }, 2*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRediscover, nil) }, 2*time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 	st := s.state()
 	s.Len(st.CardChanges, 2, "%+v", st.CardChanges)

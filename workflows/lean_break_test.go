@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -17,7 +16,7 @@ func (s *LeanSuite) TestDeadlinePassedAtStartSendsNothing() {
 	s.env.SetStartTime(t0.Add(2 * time.Hour)) // contract deadline is t0+1h
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.env.AssertNotCalled(s.T(), "CheckAndSend", mock.Anything, mock.Anything)
@@ -32,10 +31,10 @@ func (s *LeanSuite) TestRevokeWithAnswerSendsNothing() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(sent(snap("working")), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(Revoke, map[string]string{"reason": "stop"})
-		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
+		s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop"})
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.env.AssertNumberOfCalls(s.T(), "CheckAndSend", 1)
@@ -51,10 +50,10 @@ func (s *LeanSuite) TestAuthorizationsPerAttempt() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
 		temporal.NewApplicationErrorWithOptions("503", string(contracts.CategoryTransient), temporal.ApplicationErrorOptions{Details: []any{res}})).Times(2)
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Len(s.state().Authorizations, 1)
 }
 
-var _ = a2aclient.Snapshot{}
+var _ = contracts.TaskSnapshot{}

@@ -12,9 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -31,7 +29,7 @@ func (s *LeanSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
 
 func (s *LeanSuite) outcome() contracts.Outcome { return outcomeOf(&s.Suite, s.env) }
 
-func (s *LeanSuite) state() State { return stateOf(&s.Suite, s.env) }
+func (s *LeanSuite) state() contracts.State { return stateOf(&s.Suite, s.env) }
 
 func TestLean(t *testing.T) { suite.Run(t, new(LeanSuite)) }
 
@@ -46,17 +44,17 @@ func (s *LeanSuite) SetupTest() {
 func leanCard() activities.ResolvedCard {
 	return activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
-		Interface:  cards.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0", CardOrigin: "http://agent"},
+		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0", CardOrigin: "http://agent"},
 		SkillFound: true,
 	}
 }
 
-func allowed() *activities.AuthorizationDecision {
-	return &activities.AuthorizationDecision{Allowed: true, Policy: "allow-all"}
+func allowed() *contracts.AuthorizationDecision {
+	return &contracts.AuthorizationDecision{Allowed: true, Policy: "allow-all"}
 }
 
 // sent is a CheckAndSend that sent and got sn back.
-func sent(sn a2aclient.Snapshot) activities.CheckAndSendResult {
+func sent(sn contracts.TaskSnapshot) activities.CheckAndSendResult {
 	return activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed(), Sent: true, Snapshot: sn}
 }
 
@@ -71,7 +69,7 @@ func (s *LeanSuite) TestPlainDelegationIsOneActivity() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
 		return in.InUse == nil && in.Card.Skill == "open-claim" && in.Authorization.Round == 0 && in.Send.Message.Text == "lost parcel A-1001"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(contracts.ProtocolInfo{Version: "1.0", Binding: "JSONRPC", URL: "http://agent/a2a/jsonrpc"}, o.Protocol)
@@ -95,11 +93,11 @@ func (s *LeanSuite) TestAnswerBeforeTheFirstReadCostsNoRead() {
 		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", 1) && in.InUse != nil &&
 			in.InUse.Interface.URL == "http://agent/a2a/jsonrpc" && in.Send.Message.TaskID == "task-1" && in.Send.Message.Text == "photo.jpg"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(a2aclient.Snapshot{}, nil).Never()
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, 4*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
@@ -112,7 +110,7 @@ func (s *LeanSuite) TestFirstReadAfterTheWaitingInterval() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.ReadFirst && in.SinceKey == "msg:q-1" })).
 		Return(snap("failed"), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusFailed, o.Status)
 	s.Equal(t0.Add(contracts.DefaultWaitingPollSeconds*time.Second), s.env.Now().UTC())
@@ -123,9 +121,9 @@ func (s *LeanSuite) TestFirstReadAfterTheWaitingInterval() {
 func (s *LeanSuite) TestDeadlineAfterTheFirstRead() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).
-		After(72*time.Hour).Return(a2aclient.Snapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Once()
+		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal(t0.Add(time.Hour), s.env.Now().UTC())
@@ -136,9 +134,9 @@ func (s *LeanSuite) TestDeadlineBeforeTheFirstRead() {
 	d := contract()
 	d.Deadline = t0.Add(2 * time.Minute)
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(a2aclient.Snapshot{}, nil).Never()
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, d)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal(t0.Add(2*time.Minute), s.env.Now().UTC())
@@ -152,7 +150,7 @@ func (s *LeanSuite) TestCloseDeadlineIsArmedBeforeTheSend() {
 	d.Deadline = t0.Add(30 * time.Second)
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).After(40*time.Second).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, d)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal("task-1", o.RemoteTaskID)
@@ -162,7 +160,7 @@ func (s *LeanSuite) TestCloseDeadlineIsArmedBeforeTheSend() {
 func (s *LeanSuite) TestRefusedFirstSends() {
 	untrusted := leanCard()
 	untrusted.SignatureRequired = true
-	untrusted.Verification = cards.Verification{Status: cards.SigUnsigned}
+	untrusted.Verification = contracts.CardVerification{Status: contracts.SigUnsigned}
 	noSkill := leanCard()
 	noSkill.SkillFound = false
 	for name, tc := range map[string]struct {
@@ -173,13 +171,13 @@ func (s *LeanSuite) TestRefusedFirstSends() {
 		"untrusted": {activities.CheckAndSendResult{Card: untrusted, Refused: "card"}, contracts.StatusCardUntrusted, "verified card signature is required"},
 		"no skill":  {activities.CheckAndSendResult{Card: noSkill, Refused: "card"}, contracts.StatusProtocolError, `offers no skill "open-claim"`},
 		"modes":     {activities.CheckAndSendResult{Card: leanCard(), Refused: "input modes: text/plain is not accepted"}, contracts.StatusProtocolError, "text/plain"},
-		"denied": {activities.CheckAndSendResult{Card: leanCard(), Authorization: &activities.AuthorizationDecision{Reason: "skill not allowed"}},
+		"denied": {activities.CheckAndSendResult{Card: leanCard(), Authorization: &contracts.AuthorizationDecision{Reason: "skill not allowed"}},
 			contracts.StatusAuthorizationDenied, "skill not allowed"},
 	} {
 		s.Run(name, func() {
 			s.SetupTest()
 			s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(tc.res, nil).Once()
-			s.env.ExecuteWorkflow(WorkflowType, contract())
+			s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 			o := s.outcome()
 			s.Equal(tc.want, o.Status)
 			s.Contains(o.Error.Message, tc.msg)
@@ -205,12 +203,12 @@ func (s *LeanSuite) TestCardChangeBeforeAFollowUpWaitsForRediscover() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
 		return in.Authorization.Round == 1 && in.AcceptChange
 	})).Return(res, nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
-		s.Equal(StateCardChanged, s.state().A2AState)
-		s.env.SignalWorkflow(Rediscover, nil)
+		s.Equal(string(contracts.PhaseCardChanged), s.state().A2AState)
+		s.env.SignalWorkflow(contracts.SignalRediscover, nil)
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal("http://agent/v2/jsonrpc", o.Protocol.URL)
@@ -230,12 +228,12 @@ func (s *LeanSuite) TestUnknownOutcomeKeepsTheCard() {
 			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{details}})).Once()
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
-		s.Equal(StateUnknownOutcome, st.A2AState)
+		s.Equal(string(contracts.PhaseUnknownOutcome), st.A2AState)
 		s.Equal("http://agent/a2a/jsonrpc", st.Interface.URL)
 		s.Len(st.Authorizations, 1)
-		s.env.SignalWorkflow(ResolveUnknown, Resolution{Action: ActionAbandon})
+		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionAbandon})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusUnknownOutcome, o.Status)
 }
@@ -246,6 +244,6 @@ func (s *LeanSuite) TestUnknownActivityOnAnOlderWorkerIsRetried() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
 		temporal.NewApplicationError("unable to find activityType=CheckAndSend", "ActivityNotRegisteredError")).Once()
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 }

@@ -9,13 +9,6 @@ import (
 	"github.com/a2adelegate/delegate/activities"
 )
 
-// ReconcileWorkflowType is the workflow a reconcile Schedule starts.
-const ReconcileWorkflowType = "ReconcileDelegations"
-
-// ReconcileScheduleID is the id of the Schedule `delegate reconcile
-// --schedule` creates.
-const ReconcileScheduleID = "delegate-reconcile"
-
 // ReconcileDelegations signals "reconcile" to the open delegations that in
 // selects (a Temporal Schedule runs it every interval). It returns the ids.
 func ReconcileDelegations(ctx workflow.Context, in activities.ReconcileInput) ([]string, error) {

@@ -25,7 +25,7 @@ var badPayloads = map[string]any{
 // Every signal with every bad payload, then revoke: the revoke still ends
 // the delegation authorization_denied, and the bad payload is recorded.
 func (s *DelegationSuite) TestBadSignalPayloadsNeverDisarmRevoke() {
-	for _, signal := range []string{ProvideInput, ResolveUnknown, Revoke, Reconcile, Rediscover} {
+	for _, signal := range []string{contracts.ProvideInput, contracts.ResolveUnknown, contracts.SignalRevoke, contracts.SignalReconcile, contracts.SignalRediscover} {
 		for name, payload := range badPayloads {
 			s.Run(fmt.Sprintf("%s/%s", signal, name), func() {
 				s.SetupTest()
@@ -33,17 +33,17 @@ func (s *DelegationSuite) TestBadSignalPayloadsNeverDisarmRevoke() {
 				s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
 				s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
 				s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(signal, payload) }, time.Minute)
-				if signal != Revoke {
-					s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Revoke, map[string]string{"reason": "stop"}) }, 2*time.Minute)
+				if signal != contracts.SignalRevoke {
+					s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop"}) }, 2*time.Minute)
 				}
-				s.env.ExecuteWorkflow(WorkflowType, contract())
+				s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 				o := s.outcome()
 				s.Equal(contracts.StatusAuthorizationDenied, o.Status, "%+v", o.Error)
 				st := s.state()
-				if signal == Reconcile || signal == Rediscover {
+				if signal == contracts.SignalReconcile || signal == contracts.SignalRediscover {
 					return // no payload is read
 				}
-				if signal == Revoke && name == "null" {
+				if signal == contracts.SignalRevoke && name == "null" {
 					return // a revoke without payload is a plain revoke
 				}
 				if s.NotEmpty(st.IgnoredSignals, "the bad payload is recorded") {
@@ -65,8 +65,8 @@ func (s *DelegationSuite) TestBadSignalPayloadsNeverDisarmTheDeadline() {
 			s.SetupTest()
 			s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
 			s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-			s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, payload) }, time.Minute)
-			s.env.ExecuteWorkflow(WorkflowType, contract())
+			s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, payload) }, time.Minute)
+			s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 			o := s.outcome()
 			s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 			s.Equal(1, s.state().IgnoredSignalCount)
@@ -78,11 +78,11 @@ func (s *DelegationSuite) TestBadSignalPayloadsNeverDisarmTheDeadline() {
 func (s *DelegationSuite) TestGoodAnswerAfterABadOne() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, "photo attached: box.jpg") }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, "photo attached: box.jpg") }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "alice"})
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "alice"})
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status)
 	st := s.state()
@@ -97,10 +97,10 @@ func (s *DelegationSuite) TestSlowReconcileHoldsNothing() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, time.Minute)
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, 90*time.Second)
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(ProvideInput, contracts.Answer{Text: "photo"}) }, 2*time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, 90*time.Second)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, 2*time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	st := s.state()
@@ -112,8 +112,8 @@ func (s *DelegationSuite) TestSlowReconcileDoesNotHoldTheDeadline() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(Reconcile, nil) }, time.Minute)
-	s.env.ExecuteWorkflow(WorkflowType, contract())
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	o := s.outcome()
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.True(s.env.Now().Before(t0.Add(time.Hour+5*time.Minute)), "ended at %s, deadline %s", s.env.Now(), t0.Add(time.Hour))
@@ -142,10 +142,10 @@ func (s *DelegationSuite) TestCancelReasonShown() {
 			s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Maybe()
 			s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 			for _, p := range tc.payloads {
-				s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(CancelReason, p) }, time.Minute)
+				s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalCancelReason, p) }, time.Minute)
 			}
 			s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, time.Minute+time.Second)
-			s.env.ExecuteWorkflow(WorkflowType, contract())
+			s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 			o := s.outcome()
 			s.Equal(contracts.StatusCanceled, o.Status)
 			st := s.state()

@@ -100,7 +100,7 @@ func TestInterruptInTheContinueAsNewTriggerTask(t *testing.T) {
 		"revoke": {
 			"eventType": "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED",
 			"workflowExecutionSignaledEventAttributes": map[string]any{
-				"signalName": Revoke, "identity": "operator",
+				"signalName": contracts.SignalRevoke, "identity": "operator",
 				"input": map[string]any{"payloads": []any{map[string]any{
 					"metadata": map[string]any{"encoding": b64("json/plain")}, "data": b64(`{"reason":"withdrawn"}`)}}},
 			},
@@ -112,7 +112,7 @@ func TestInterruptInTheContinueAsNewTriggerTask(t *testing.T) {
 			if replayErr != nil || !errors.As(returned, &can) {
 				return // the run did not continue as new at the trigger: handled here
 			}
-			var c Carry
+			var c contracts.Carry
 			if err := converter.GetDefaultDataConverter().FromPayload(can.Input.GetPayloads()[1], &c); err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestAnswerInTheContinueAsNewTriggerTask(t *testing.T) {
 	f := injectAfter(t, src, 20, map[string]any{
 		"eventType": "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED",
 		"workflowExecutionSignaledEventAttributes": map[string]any{
-			"signalName": ProvideInput, "identity": "operator",
+			"signalName": contracts.ProvideInput, "identity": "operator",
 			"input": map[string]any{"payloads": []any{map[string]any{
 				"metadata": map[string]any{"encoding": b64("json/plain")}, "data": b64(`{"text":"late photo"}`)}}},
 		},
@@ -145,13 +145,13 @@ func TestAnswerInTheContinueAsNewTriggerTask(t *testing.T) {
 	if !errors.As(returned, &can) {
 		t.Fatalf("returned %v, want the recorded continue-as-new", returned)
 	}
-	var c Carry
+	var c contracts.Carry
 	if err := converter.GetDefaultDataConverter().FromPayload(can.Input.GetPayloads()[1], &c); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, s := range c.State.IgnoredSignals {
-		if s.Name == ProvideInput {
+		if s.Name == contracts.ProvideInput {
 			n++
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/a2adelegate/delegate/cards"
+	"github.com/a2adelegate/delegate/contracts"
 )
 
 func newCardCmd() *cobra.Command {
@@ -62,17 +63,17 @@ func newCardFetchCmd() *cobra.Command {
 			g := f.Guard()
 			iface, ierr := cards.SelectInterface(card.Parsed, func(u string) error { return g.CheckInterface(u, card.Origin) })
 			out := struct {
-				URL               string             `json:"url"`
-				Name              string             `json:"name"`
-				Version           string             `json:"version"`
-				Digest            string             `json:"digest"`
-				Signature         string             `json:"signature"`
-				Verification      cards.Verification `json:"verification"`
-				SignatureRequired bool               `json:"signature_required"`
-				Interface         *cards.Interface   `json:"interface,omitempty"`
-				InterfaceError    string             `json:"interface_error,omitempty"`
-				Skills            []string           `json:"skills"`
-				Streaming         bool               `json:"streaming"`
+				URL               string                     `json:"url"`
+				Name              string                     `json:"name"`
+				Version           string                     `json:"version"`
+				Digest            string                     `json:"digest"`
+				Signature         string                     `json:"signature"`
+				Verification      contracts.CardVerification `json:"verification"`
+				SignatureRequired bool                       `json:"signature_required"`
+				Interface         *contracts.Interface       `json:"interface,omitempty"`
+				InterfaceError    string                     `json:"interface_error,omitempty"`
+				Skills            []string                   `json:"skills"`
+				Streaming         bool                       `json:"streaming"`
 			}{URL: card.URL, Name: card.Parsed.Name, Version: card.Parsed.Version, Digest: card.Digest,
 				Signature: card.Verification.Label(), Verification: card.Verification,
 				SignatureRequired: f.RequireSignature(card.Origin), Streaming: card.Parsed.Capabilities.Streaming, Skills: []string{}}
@@ -105,7 +106,7 @@ func newCardFetchCmd() *cobra.Command {
 				fmt.Fprintf(tw, "streaming:\t%v\n", out.Streaming)
 				_ = tw.Flush()
 			}
-			if out.SignatureRequired && card.Verification.Status != cards.SigVerified {
+			if out.SignatureRequired && card.Verification.Status != contracts.SigVerified {
 				return &exitError{code: exitNotComplete, err: errors.New("the trust store requires a verified signature for this origin")}
 			}
 			if ierr != nil {

@@ -286,7 +286,7 @@ const queryTimeout = 20 * time.Second
 
 // queryState runs Query "state". Without a worker, a delegation that has
 // ended is still shown, from its result in the history.
-func queryState(ctx context.Context, c client.Client, id string) (workflows.State, error) {
+func queryState(ctx context.Context, c client.Client, id string) (contracts.State, error) {
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
 	s, err := workflows.QueryStateOf(qctx, c, id)
@@ -295,13 +295,13 @@ func queryState(ctx context.Context, c client.Client, id string) (workflows.Stat
 	}
 	desc, derr := c.DescribeWorkflowExecution(ctx, id, "")
 	if derr != nil {
-		return workflows.State{}, temporalErr(derr)
+		return contracts.State{}, temporalErr(derr)
 	}
 	st := desc.GetWorkflowExecutionInfo().GetStatus()
 	if st == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return workflows.State{}, temporalErr(fmt.Errorf("query %q of %s got no answer within %s: is a worker running on task queue %q? (%v)", workflows.QueryState, id, queryTimeout, workflows.TaskQueue, err))
+		return contracts.State{}, temporalErr(fmt.Errorf("query %q of %s got no answer within %s: is a worker running on task queue %q? (%v)", contracts.QueryState, id, queryTimeout, contracts.TaskQueue, err))
 	}
-	s = workflows.State{LocalWorkflowID: id, A2AState: "(no worker to ask; from the history)"}
+	s = contracts.State{LocalWorkflowID: id, A2AState: "(no worker to ask; from the history)"}
 	var out contracts.Outcome
 	if gerr := c.GetWorkflow(ctx, id, "").Get(ctx, &out); gerr != nil {
 		s.Failure = fmt.Sprintf("workflow %s: %v", statusName(st), gerr)
@@ -322,7 +322,7 @@ func clean(s string) string {
 	return q[1 : len(q)-1]
 }
 
-func printState(w io.Writer, s workflows.State, given string) {
+func printState(w io.Writer, s contracts.State, given string) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -450,7 +450,7 @@ question is pending, is refused at once with the reason.`,
 			round, err := dclient.Get(c, args[0]).Answer(actx, a)
 			if err != nil {
 				if actx.Err() != nil && ctx.Err() == nil {
-					return temporalErr(fmt.Errorf("the answer was not taken within %s: is a worker running on task queue %q?", queryTimeout, workflows.TaskQueue))
+					return temporalErr(fmt.Errorf("the answer was not taken within %s: is a worker running on task queue %q?", queryTimeout, contracts.TaskQueue))
 				}
 				return temporalErr(fmt.Errorf("answer refused: %w", err))
 			}
@@ -511,7 +511,7 @@ func newListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if state != "" {
-				if err := workflows.CheckA2AState(state); err != nil {
+				if err := contracts.CheckA2AState(state); err != nil {
 					return usageErr(fmt.Errorf("--state: %w", err))
 				}
 			}
@@ -520,7 +520,7 @@ func newListCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			q := fmt.Sprintf("WorkflowType = %q", workflows.WorkflowType)
+			q := fmt.Sprintf("WorkflowType = %q", contracts.WorkflowType)
 			if state != "" {
 				q += fmt.Sprintf(" AND A2AState = %q", state)
 			}
@@ -543,7 +543,7 @@ func newListCmd() *cobra.Command {
 		},
 	}
 	cf.add(cmd)
-	cmd.Flags().StringVar(&state, "state", "", "only delegations whose A2AState is S: "+strings.Join(workflows.A2AStates, ", "))
+	cmd.Flags().StringVar(&state, "state", "", "only delegations whose A2AState is S: "+strings.Join(contracts.A2AStates, ", "))
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -636,7 +636,7 @@ func statusName(s enums.WorkflowExecutionStatus) string {
 // answerHint is the command line that answers s's question: a credential
 // reference for AUTH_REQUIRED, text otherwise; with the connection flags
 // given to this command.
-func answerHint(s workflows.State, given string) string {
+func answerHint(s contracts.State, given string) string {
 	how := `--text "..." --by NAME`
 	if s.A2AState == "auth-required" {
 		how = "--credential-ref NAME --by NAME"

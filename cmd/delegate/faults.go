@@ -16,12 +16,11 @@ import (
 	"github.com/a2adelegate/delegate/activities"
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 func newResolveCmd() *cobra.Command {
 	var cf clientFlags
-	var res workflows.Resolution
+	var res contracts.Resolution
 	cmd := &cobra.Command{
 		Use:   "resolve ID --action resend|adopt|abandon [--task-id T] [--by NAME]",
 		Short: "Resolve a send whose outcome is unknown (Update \"resolve-unknown\")",
@@ -128,7 +127,7 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 				return usageErr(errors.New("--older-than must not be negative"))
 			}
 			if in.State != "" {
-				if err := workflows.CheckA2AState(in.State); err != nil {
+				if err := contracts.CheckA2AState(in.State); err != nil {
 					return usageErr(fmt.Errorf("--state: %w", err))
 				}
 			}
@@ -206,7 +205,7 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 	}
 	cf.add(cmd)
 	cmd.Flags().DurationVar(&in.OlderThan, "older-than", 0, "only delegations started more than this long ago")
-	cmd.Flags().StringVar(&in.State, "state", "", "only delegations whose A2AState is S: "+strings.Join(workflows.A2AStates, ", "))
+	cmd.Flags().StringVar(&in.State, "state", "", "only delegations whose A2AState is S: "+strings.Join(contracts.A2AStates, ", "))
 	cmd.Flags().StringVar(&schedule, "schedule", "", `create a Temporal Schedule that reconciles every interval (e.g. 15m); "off" removes it`)
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for each delegation's answer")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -216,33 +215,33 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 // removeReconcileSchedule deletes Schedule delegate-reconcile; none is not
 // an error.
 func removeReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.Client) error {
-	err := c.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID).Delete(ctx)
+	err := c.ScheduleClient().GetHandle(ctx, contracts.ReconcileScheduleID).Delete(ctx)
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
-		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: there is none\n", workflows.ReconcileScheduleID)
+		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: there is none\n", contracts.ReconcileScheduleID)
 	case err != nil:
-		return temporalErr(fmt.Errorf("removing schedule %s: %w", workflows.ReconcileScheduleID, err))
+		return temporalErr(fmt.Errorf("removing schedule %s: %w", contracts.ReconcileScheduleID, err))
 	default:
-		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s removed\n", workflows.ReconcileScheduleID)
+		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s removed\n", contracts.ReconcileScheduleID)
 	}
 	return nil
 }
 
 func createReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.Client, in activities.ReconcileInput, every time.Duration) error {
-	h := c.ScheduleClient().GetHandle(ctx, workflows.ReconcileScheduleID)
+	h := c.ScheduleClient().GetHandle(ctx, contracts.ReconcileScheduleID)
 	_ = h.Delete(ctx) // replace an earlier schedule
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:   workflows.ReconcileScheduleID,
+		ID:   contracts.ReconcileScheduleID,
 		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
 		Action: &client.ScheduleWorkflowAction{
-			ID: workflows.ReconcileScheduleID, Workflow: workflows.ReconcileWorkflowType,
-			TaskQueue: workflows.TaskQueue, Args: []any{in},
+			ID: contracts.ReconcileScheduleID, Workflow: contracts.ReconcileWorkflowType,
+			TaskQueue: contracts.TaskQueue, Args: []any{in},
 		},
 	})
 	if err != nil {
-		return temporalErr(fmt.Errorf("creating schedule %s: %w", workflows.ReconcileScheduleID, err))
+		return temporalErr(fmt.Errorf("creating schedule %s: %w", contracts.ReconcileScheduleID, err))
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: reconcile every %s (state %q, older than %s)\n", workflows.ReconcileScheduleID, every, in.State, in.OlderThan)
+	fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: reconcile every %s (state %q, older than %s)\n", contracts.ReconcileScheduleID, every, in.State, in.OlderThan)
 	return nil
 }

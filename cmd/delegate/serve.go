@@ -21,6 +21,7 @@ import (
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/cards"
 	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/bench"
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/internal/metrics"
@@ -102,13 +103,13 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 	if f.cacheSize > 0 {
 		worker.SetStickyWorkflowCacheSize(f.cacheSize)
 	}
-	w := worker.New(c, workflows.TaskQueue, bench.WorkerOptions())
+	w := worker.New(c, contracts.TaskQueue, bench.WorkerOptions())
 	workflows.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
 		Fetcher: &cards.Fetcher{Trust: ts}, Policy: pf, Credentials: creds, Temporal: c})
 	if err := w.Start(); err != nil {
 		return temporalErr(fmt.Errorf("starting the worker: %w", err))
 	}
-	logger.Info("worker started", "task_queue", workflows.TaskQueue)
+	logger.Info("worker started", "task_queue", contracts.TaskQueue)
 	<-ctx.Done()
 	w.Stop()
 	logger.Info("worker stopped")
@@ -204,7 +205,7 @@ The server runs with dynamic config chosen for one host (docs/performance.md);
 			if err := checkPorts(cfg); err != nil {
 				return err
 			}
-			cfg.SearchAttributes = workflows.SearchAttributeNames
+			cfg.SearchAttributes = contracts.SearchAttributeNames
 			srv, err := devserver.Start(ctx, cfg)
 			if err != nil {
 				return temporalErr(err)

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/internal/testcerts"
 	"github.com/a2adelegate/delegate/internal/testutil"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // Every command that dials Temporal reaches a frontend that takes mutual
@@ -26,7 +26,7 @@ func TestDialingCommandsTakeTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: -1, LogLevel: "fatal",
-		SearchAttributes: workflows.SearchAttributeNames, TLS: &devserver.TLS{
+		SearchAttributes: contracts.SearchAttributeNames, TLS: &devserver.TLS{
 			CertFile: certs.ServerCert, KeyFile: certs.ServerKey, CAFile: certs.CA, RequireClientAuth: true,
 			ClientCertFile: certs.ClientCert, ClientKeyFile: certs.ClientKey,
 		}})

@@ -210,7 +210,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		say("measuring on the %s server (%s)", sv.name, sv.desc)
 		srv, err := devserver.Start(ctx, devserver.Config{Memory: sv.postgres == "", Postgres: sv.postgres, UIPort: -1,
-			SearchAttributes: workflows.SearchAttributeNames, LogLevel: "fatal", DynamicConfig: cfg.DynamicConfig})
+			SearchAttributes: contracts.SearchAttributeNames, LogLevel: "fatal", DynamicConfig: cfg.DynamicConfig})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sv.name, err)
 		}
@@ -250,7 +250,7 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 		return nil, err
 	}
 	defer c.Close()
-	w := worker.New(c, workflows.TaskQueue, WorkerOptions())
+	w := worker.New(c, contracts.TaskQueue, WorkerOptions())
 	workflows.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet, Temporal: c})
 	w.RegisterWorkflowWithOptions(Trivial, workflow.RegisterOptions{Name: "BenchTrivial"})
 	w.RegisterActivity(Noop)
@@ -279,7 +279,7 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 	defer rc.Close()
 	raw := func(ctx context.Context) error { return rawExchange(ctx, rc) }
 	trivial := func(ctx context.Context) error {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue, ID: fmt.Sprintf("bench-trivial-%d", seq.Add(1))}, "BenchTrivial")
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: contracts.TaskQueue, ID: fmt.Sprintf("bench-trivial-%d", seq.Add(1))}, "BenchTrivial")
 		if err != nil {
 			return err
 		}
@@ -354,19 +354,19 @@ func contract(id, base, scenario string) contracts.Delegation {
 // durability: send, then GetTask until the task is done, first after
 // activities.SettleFirstRead as SendMessage does, then doubling.
 func rawExchange(ctx context.Context, c *a2aclient.Client) error {
-	snap, err := c.SendMessage(ctx, a2aclient.Outbound{MessageID: fmt.Sprintf("raw-%d", time.Now().UnixNano()), Text: "order A-1 lost", Data: json.RawMessage(`{"order_id":"A-1","scenario":"instant"}`)})
+	snap, err := c.SendMessage(ctx, contracts.OutboundMessage{MessageID: fmt.Sprintf("raw-%d", time.Now().UnixNano()), Text: "order A-1 lost", Data: json.RawMessage(`{"order_id":"A-1","scenario":"instant"}`)})
 	if err != nil {
 		return err
 	}
 	wait := activities.SettleFirstRead
-	for !a2aclient.Terminal(snap.State) {
+	for !snap.State.Terminal() {
 		time.Sleep(wait)
 		wait = min(wait*2, time.Second)
 		if snap, err = c.GetTask(ctx, snap.TaskID, snap.ContextID); err != nil {
 			return err
 		}
 	}
-	if snap.State != a2aclient.StateCompleted {
+	if snap.State != contracts.TaskStateCompleted {
 		return fmt.Errorf("state %s", snap.State)
 	}
 	return nil

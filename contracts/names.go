@@ -1,0 +1,118 @@
+package contracts
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Temporal names fixed by the public contract: the Task Queue, the
+// Workflow types, and the names of the Delegation workflow's Signals,
+// Updates and Queries. A backend that does not use package client sends
+// these.
+const (
+	// TaskQueue is the Temporal Task Queue the worker polls.
+	TaskQueue = "delegate"
+	// WorkflowType is the registered name of the Delegation workflow.
+	WorkflowType = "Delegation"
+	// ReconcileWorkflowType is the workflow a reconcile Schedule starts.
+	ReconcileWorkflowType = "ReconcileDelegations"
+	// ReconcileScheduleID is the id of the Schedule `delegate reconcile
+	// --schedule` creates.
+	ReconcileScheduleID = "delegate-reconcile"
+
+	// ProvideInput is the name of both the Signal and the Update that carry
+	// an operator's Answer; the Update returns a ProvideInputResult.
+	ProvideInput = "provide-input"
+	// QueryState is the Query returning the whole local State as JSON.
+	QueryState = "state"
+	// SignalRediscover is the Signal by which an operator accepts a changed
+	// agent card (A2AState "card-changed"). Payload: none.
+	SignalRediscover = "rediscover"
+	// ResolveUnknown is the Signal and Update by which an operator resolves
+	// a send whose outcome is unknown. Payload: a Resolution.
+	ResolveUnknown = "resolve-unknown"
+	// SignalRevoke withdraws the delegation's authorization: nothing more
+	// is sent, the remote task is canceled, the status is
+	// authorization_denied. Payload: a Revocation (optional).
+	SignalRevoke = "revoke"
+	// SignalCancelReason is the Signal `delegate cancel --reason` sends
+	// just before it requests cancellation. Payload: a Revocation-shaped
+	// {"reason": "..."}. Temporal keeps a cancel request's own reason in
+	// history only, where the workflow cannot read it; this one is shown
+	// in State.CancelReason and the Outcome.
+	SignalCancelReason = "cancel-reason"
+	// SignalReconcile makes the workflow read the remote task once now
+	// (GetTask) and record what it saw. Payload: none.
+	SignalReconcile = "reconcile"
+)
+
+// MaxCancelReason bounds a cancel's reason (Signal "cancel-reason"), in
+// bytes.
+const MaxCancelReason = 1000
+
+// Revocation is the payload of Signal "revoke" and of Signal
+// "cancel-reason": why.
+type Revocation struct {
+	Reason string `json:"reason"`
+}
+
+// Keyword Search Attributes the Delegation workflow sets; `delegate dev`
+// registers them, operators of other servers register them once (see
+// docs/deployment.md).
+const (
+	SearchAttributeA2AState        = "A2AState"
+	SearchAttributeA2AAgent        = "A2AAgent"
+	SearchAttributeA2ARemoteTaskID = "A2ARemoteTaskId"
+	SearchAttributeA2APurpose      = "A2APurpose"
+)
+
+// SearchAttributeNames lists the custom search attributes, all Keyword.
+var SearchAttributeNames = []string{SearchAttributeA2AState, SearchAttributeA2AAgent, SearchAttributeA2ARemoteTaskID, SearchAttributeA2APurpose}
+
+// Phase is a local phase of a delegation, shown in A2AState when no
+// remote TaskState tells where it stands: before the task exists, while
+// an operator must decide, after it ended locally.
+type Phase string
+
+// The local phases.
+const (
+	PhaseResolving Phase = "resolving"
+	PhaseSending   Phase = "sending"
+	// PhaseEnded: the delegation ended locally while the remote task was
+	// not in a terminal state (or there was none).
+	PhaseEnded Phase = "ended"
+	// PhaseCardChanged: the card changed in a way that matters; waiting
+	// for Signal "rediscover".
+	PhaseCardChanged Phase = "card-changed"
+	// PhaseUnknownOutcome: a send's outcome is unknown; waiting for
+	// resolve-unknown.
+	PhaseUnknownOutcome Phase = "unknown_outcome"
+)
+
+// Phases lists every Phase.
+var Phases = []Phase{PhaseResolving, PhaseSending, PhaseCardChanged, PhaseUnknownOutcome, PhaseEnded}
+
+// A2AStates lists every value the search attribute A2AState (and
+// State.A2AState) takes: the local phases and the remote task states
+// (TaskStates).
+var A2AStates = func() []string {
+	var out []string
+	for _, p := range Phases {
+		out = append(out, string(p))
+	}
+	for _, s := range TaskStates {
+		out = append(out, string(s))
+	}
+	return out
+}()
+
+// CheckA2AState returns an error naming every valid value when s is not
+// one of A2AStates (for filters typed by a person: a typo must not list
+// nothing and succeed).
+func CheckA2AState(s string) error {
+	if slices.Contains(A2AStates, s) {
+		return nil
+	}
+	return fmt.Errorf("%q is not an A2AState; one of: %s", s, strings.Join(A2AStates, ", "))
+}
