@@ -12,11 +12,17 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
 
+	"github.com/google/uuid"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	sdkclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // Handle is a started (or looked-up) delegation.
@@ -25,19 +31,6 @@ type Handle struct {
 	namespace string
 	id        string
 	run       sdkclient.WorkflowRun
-}
-
-// Start validates the contract and starts the delegation; its Workflow ID
-// is d.LocalWorkflowID. Errors: a *contracts.FieldError (joined) for a
-// contract that does not validate (errors.Is(err, contracts.ErrInvalidContract)),
-// workflows.ErrAlreadyRunning for an id whose delegation is running, or the
-// Temporal error.
-func Start(ctx context.Context, c sdkclient.Client, d contracts.Delegation) (*Handle, error) {
-	run, err := workflows.Start(ctx, c, d)
-	if err != nil {
-		return nil, err
-	}
-	return &Handle{c: c, id: d.LocalWorkflowID, run: run}, nil
 }
 
 // Get returns a handle to an existing delegation.
@@ -54,39 +47,102 @@ func (h *Handle) WithNamespace(ns string) *Handle {
 // ID is the delegation's local_workflow_id (its Workflow ID).
 func (h *Handle) ID() string { return h.id }
 
-// Answer answers the remote agent's question (Update "provide-input"); a
-// refused answer (empty, no question pending, credential_ref for a question
-// that is not AUTH_REQUIRED, ...) is an error saying why. It returns the
-// round the answer is for.
+// Answer answers the remote agent's question (Update "provide-input") and
+// waits until the workflow accepted it; it returns the round the answer is
+// for. Errors: the Answer's own (contracts.Answer.Validate), checked
+// before anything is sent, or the workflow's refusal saying why (no
+// question pending, credential_ref for a question that is not
+// AUTH_REQUIRED, ...).
 func (h *Handle) Answer(ctx context.Context, a contracts.Answer) (int, error) {
-	res, err := workflows.Answer(ctx, h.c, h.id, a)
+	if err := a.Validate(); err != nil {
+		return 0, err
+	}
+	u, err := h.c.UpdateWorkflow(ctx, sdkclient.UpdateWorkflowOptions{
+		WorkflowID: h.id, UpdateName: contracts.ProvideInput, Args: []any{a},
+		WaitForStage: sdkclient.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return 0, err
+	}
+	var res contracts.ProvideInputResult
+	err = u.Get(ctx, &res)
 	return res.Round, err
 }
 
-// Cancel requests cancellation; the workflow cancels the remote task and
-// ends "canceled" (or "cancel_unconfirmed").
+// Cancel requests cancellation of the delegation: the workflow cancels the
+// remote task and ends "canceled" (or "cancel_unconfirmed"). A reason is
+// sent first as Signal "cancel-reason" (the workflow shows it in
+// contracts.State.CancelReason and the Outcome's error message) and is
+// recorded in the WorkflowExecutionCancelRequested event. Errors: a
+// *contracts.FieldError for a reason that is not UTF-8 or is over
+// contracts.MaxCancelReason bytes (nothing is sent), or the Temporal error.
 func (h *Handle) Cancel(ctx context.Context, reason string) error {
+	// Checked before anything is sent: a reason signalled for a cancel that
+	// then fails would be taken by the next cancel.
+	if !utf8.ValidString(reason) {
+		return &contracts.FieldError{Field: "reason", Rule: "must be valid UTF-8"}
+	}
+	if len(reason) > contracts.MaxCancelReason {
+		return &contracts.FieldError{Field: "reason", Rule: fmt.Sprintf("%d bytes is over the %d-byte limit", len(reason), contracts.MaxCancelReason)}
+	}
 	ns := h.namespace
 	if ns == "" {
 		ns = "default"
 	}
-	return workflows.Cancel(ctx, h.c, ns, h.id, reason)
+	if strings.TrimSpace(reason) != "" {
+		// The workflow cannot read a cancel request's reason; it reads
+		// this signal when the cancel arrives.
+		input, err := converter.GetDefaultDataConverter().ToPayloads(contracts.Revocation{Reason: reason})
+		if err != nil {
+			return err
+		}
+		if _, err := h.c.WorkflowService().SignalWorkflowExecution(ctx, &workflowservice.SignalWorkflowExecutionRequest{
+			Namespace:         ns,
+			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: h.id},
+			SignalName:        contracts.SignalCancelReason,
+			Input:             input,
+			Identity:          "delegate-cli",
+			RequestId:         uuid.NewString(),
+		}); err != nil {
+			return err
+		}
+	}
+	_, err := h.c.WorkflowService().RequestCancelWorkflowExecution(ctx, &workflowservice.RequestCancelWorkflowExecutionRequest{
+		Namespace:         ns,
+		WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: h.id},
+		Identity:          "delegate-cli",
+		RequestId:         uuid.NewString(),
+		Reason:            reason,
+	})
+	return err
 }
 
 // State returns the delegation's local state (Query "state"); it needs a
 // running worker.
 func (h *Handle) State(ctx context.Context) (contracts.State, error) {
-	return workflows.QueryStateOf(ctx, h.c, h.id)
+	v, err := h.c.QueryWorkflow(ctx, h.id, "", contracts.QueryState)
+	if err != nil {
+		return contracts.State{}, err
+	}
+	var s contracts.State
+	err = v.Get(&s)
+	return s, err
 }
 
 // Outcome waits for the delegation to end and returns its Outcome (the
 // workflow's result, following continue-as-new).
 func (h *Handle) Outcome(ctx context.Context) (contracts.Outcome, error) {
-	run := h.run
-	if run == nil {
-		run = h.c.GetWorkflow(ctx, h.id, "")
-	}
 	var out contracts.Outcome
-	err := run.Get(ctx, &out)
+	err := h.Run().Get(ctx, &out)
 	return out, err
+}
+
+// Run is the delegation's Temporal workflow run: the one Start started, or
+// the latest run of the Workflow ID for a handle from Get. Its Get follows
+// continue-as-new to the Outcome.
+func (h *Handle) Run() sdkclient.WorkflowRun {
+	if h.run == nil {
+		h.run = h.c.GetWorkflow(context.Background(), h.id, "")
+	}
+	return h.run
 }

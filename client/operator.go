@@ -10,17 +10,12 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// revokeRequest is the payload of Signal "revoke".
-type revokeRequest struct {
-	Reason string `json:"reason"`
-}
-
 // Revoke withdraws the delegation's authorization (Signal "revoke"): the
 // workflow sends nothing more, cancels the remote task and ends
 // "authorization_denied" with reason (at most 1000 bytes kept). Errors:
 // the Temporal error (for example, the delegation has ended).
 func (h *Handle) Revoke(ctx context.Context, reason string) error {
-	return h.c.SignalWorkflow(ctx, h.id, "", contracts.SignalRevoke, revokeRequest{Reason: reason})
+	return h.c.SignalWorkflow(ctx, h.id, "", contracts.SignalRevoke, contracts.Revocation{Reason: reason})
 }
 
 // Resolve settles a send whose outcome is unknown (Update

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
@@ -21,7 +23,6 @@ import (
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 const kid = "claims-2026"
@@ -101,7 +102,7 @@ func TestSignedCardVerifiedAndAlteredCardUntrusted(t *testing.T) {
 	d := lostParcel("signed-1", e.base)
 	d.RequireSignedCard = true
 	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"instant"}`)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestSignedCardVerifiedAndAlteredCardUntrusted(t *testing.T) {
 
 	d2 := lostParcel("signed-altered", proxyOrigin)
 	d2.RequireSignedCard = true
-	run, err = workflows.Start(ctx, e.c, d2)
+	run, err = startRun(ctx, e.c, d2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,14 +147,14 @@ func TestCardChangeStopsUntilRediscover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("changed-1", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitState := func(want string) contracts.State {
 		var s contracts.State
 		waitFor(t, want, 60*time.Second, func() (bool, string) {
-			s, err = workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+			s, err = dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -166,7 +167,7 @@ func TestCardChangeStopsUntilRediscover(t *testing.T) {
 		c.Description = "Opens claims. Now with a new description."
 		dropJSONRPC10(c)
 	})
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo"}); err != nil {
 		t.Fatal(err)
 	}
 	s := waitState("card-changed")
@@ -201,26 +202,26 @@ func TestCardChangeThatTouchesNothingSelected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("changed-2", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "input-required", 60*time.Second, func() (bool, string) {
-		s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+		s, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
 		return s.Question != nil, s.A2AState
 	})
 	e.agent.Update(func(c *a2a.AgentCard) { c.Description = "new words" })
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo"}); err != nil {
 		t.Fatal(err)
 	}
 	var out contracts.Outcome
 	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
 		t.Fatalf("outcome = %+v, %v", out, err)
 	}
-	s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+	s, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

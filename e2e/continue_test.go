@@ -42,7 +42,7 @@ func TestReconcileDelegations(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("reconcile-1", e.base)
-	if _, err := workflows.Start(ctx, e.c, d); err != nil {
+	if _, err := startRun(ctx, e.c, d); err != nil {
 		t.Fatal(err)
 	}
 	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")

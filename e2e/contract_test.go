@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // TestMixedArtifactsOnTheWorkflowPath: the claims agent returns one valid
@@ -39,7 +38,7 @@ func TestMixedArtifactsOnTheWorkflowPath(t *testing.T) {
 				"required": ["claim_id", "order_id"], "additionalProperties": false}`)}
 			d.ResourceScope = []string{"A-1001"}
 			d.OnInvalidArtifact = policy
-			run, err := workflows.Start(ctx, e.c, d)
+			run, err := startRun(ctx, e.c, d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +77,7 @@ func TestInputModesCheckedBeforeSending(t *testing.T) {
 	d := lostParcel("modes-1", e.base)
 	d.Message.Data = json.RawMessage(`{"order_id":"A-1001"}`)
 	e.agent.SetInputModes([]string{"text/plain"})
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}

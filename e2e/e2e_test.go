@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
@@ -150,19 +152,19 @@ func TestLostParcelEndToEnd(t *testing.T) {
 	defer cancel()
 
 	d := lostParcel("lost-parcel-e2e", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
-		t.Fatalf("workflows.Start() error = %v", err)
+		t.Fatalf("startRun() error = %v", err)
 	}
 
 	waitFor(t, "input-required", 60*time.Second, func() (bool, string) {
-		s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+		s, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
 		return s.A2AState == "input-required" && s.Question != nil, s.A2AState
 	})
-	s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+	s, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func TestLostParcelEndToEnd(t *testing.T) {
 	}
 
 	// A second delegation under the running id is refused.
-	if _, err := workflows.Start(ctx, e.c, d); !errors.Is(err, workflows.ErrAlreadyRunning) {
+	if _, err := startRun(ctx, e.c, d); !errors.Is(err, dclient.ErrAlreadyRunning) {
 		t.Errorf("second Start() error = %v, want ErrAlreadyRunning", err)
 	}
 
@@ -210,15 +212,15 @@ func TestLostParcelEndToEnd(t *testing.T) {
 	})
 
 	// An empty answer is refused by the Update's validator.
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{}); err == nil {
+	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{}); err == nil {
 		t.Errorf("Answer(empty) error = nil, want a refusal")
 	}
-	res, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo: box.jpg", AnsweredBy: "e2e"})
+	round, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo: box.jpg", AnsweredBy: "e2e"})
 	if err != nil {
 		t.Fatalf("Answer() error = %v", err)
 	}
-	if res.Round != 1 {
-		t.Errorf("Answer().Round = %d, want 1", res.Round)
+	if round != 1 {
+		t.Errorf("Answer() round = %d, want 1", round)
 	}
 
 	var out contracts.Outcome
@@ -259,11 +261,11 @@ func TestLostParcelEndToEnd(t *testing.T) {
 
 	// The id of an ended delegation may be used again: a new delegation with
 	// new message ids, so the agent opens a new task.
-	if _, err := workflows.Start(ctx, e.c, d); err != nil {
+	if _, err := startRun(ctx, e.c, d); err != nil {
 		t.Fatalf("Start() again after completion error = %v", err)
 	}
 	waitFor(t, "a second task", 60*time.Second, func() (bool, string) {
-		s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+		s, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -272,7 +274,7 @@ func TestLostParcelEndToEnd(t *testing.T) {
 	if n := e.agent.TaskCount(); n != 2 {
 		t.Errorf("agent task count after reuse = %d, want 2", n)
 	}
-	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "test done"); err != nil {
+	if err := dclient.Get(e.c, d.LocalWorkflowID).WithNamespace(e.srv.Namespace()).Cancel(ctx, "test done"); err != nil {
 		t.Errorf("Cancel() error = %v", err)
 	}
 

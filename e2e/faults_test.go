@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -28,7 +30,6 @@ import (
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // faultProxy forwards to the agent and lets a test decide, per JSON-RPC
@@ -97,7 +98,7 @@ func (d *discard) WriteHeader(int)             {}
 
 func stateOf(t *testing.T, ctx context.Context, c client.Client, id string) contracts.State {
 	t.Helper()
-	s, err := workflows.QueryStateOf(ctx, c, id)
+	s, err := dclient.Get(c, id).State(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func waitA2AState(t *testing.T, ctx context.Context, c client.Client, id, want s
 	var s contracts.State
 	waitFor(t, want, 60*time.Second, func() (bool, string) {
 		var err error
-		s, err = workflows.QueryStateOf(ctx, c, id)
+		s, err = dclient.Get(c, id).State(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -132,7 +133,7 @@ func TestFault503ThenSuccess(t *testing.T) {
 	defer cancel()
 	d := lostParcel("fault-503", e.base)
 	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"instant"}`)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestFaultAcceptedNeverAnswered(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("fault-hang", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,12 +201,12 @@ func TestFaultCancelWhileRemoteKeepsWorking(t *testing.T) {
 	defer cancel()
 	d := lostParcel("fault-stubborn", e.base)
 	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"stubborn"}`)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "working")
-	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "customer called back"); err != nil {
+	if err := dclient.Get(e.c, d.LocalWorkflowID).WithNamespace(e.srv.Namespace()).Cancel(ctx, "customer called back"); err != nil {
 		t.Fatal(err)
 	}
 	var out contracts.Outcome
@@ -234,7 +235,7 @@ func TestFaultPolicyRevokedWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("fault-revoked", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestFaultPolicyRevokedWhileWaiting(t *testing.T) {
 	if err := os.WriteFile(policy, []byte(`{"allowed_skills": ["open-claim"], "revoked_local_workflow_ids": ["fault-revoked"]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo"}); err != nil {
+	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo"}); err != nil {
 		t.Fatal(err)
 	}
 	var out contracts.Outcome
@@ -297,7 +298,7 @@ func TestFaultBearerTokenNeverInHistoryOrLogs(t *testing.T) {
 	// Without the credential: 401, authorization_denied, not retried.
 	e2 := setup(t, func(o *options) { o.agent.RequireBearer = token })
 	d2 := lostParcel("fault-no-token", e2.base)
-	run, err := workflows.Start(ctx, e2.c, d2)
+	run, err := startRun(ctx, e2.c, d2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +461,7 @@ func TestFaultWorkerKilledAfterCommit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("fault-killed", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -515,17 +516,17 @@ func TestAuthRequiredAnsweredWithACredentialRef(t *testing.T) {
 	defer cancel()
 	d := lostParcel("auth-1", e.base)
 	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"auth"}`)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "auth-required")
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "here is the token: " + secret}); err == nil {
+	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "here is the token: " + secret}); err == nil {
 		t.Fatalf("an answer without credential_ref to AUTH_REQUIRED was accepted")
 	}
 	// A ref bound to another origin is refused before anything is sent,
 	// the reason is in state, and the question is asked again.
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{CredentialRef: "other-agent", AnsweredBy: "ops"}); err != nil {
+	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{CredentialRef: "other-agent", AnsweredBy: "ops"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the refusal", 30*time.Second, func() (bool, string) {
@@ -539,7 +540,7 @@ func TestAuthRequiredAnsweredWithACredentialRef(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{CredentialRef: "claims-prod", AnsweredBy: "ops"}); err != nil {
+	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{CredentialRef: "claims-prod", AnsweredBy: "ops"}); err != nil {
 		t.Fatal(err)
 	}
 	gctx, gcancel := context.WithTimeout(ctx, 20*time.Second)
@@ -564,7 +565,7 @@ func TestAuthRequiredAnsweredWithACredentialRef(t *testing.T) {
 // one input round.
 func (e *env) answeredOnce(t *testing.T, ctx context.Context, d contracts.Delegation) contracts.Outcome {
 	t.Helper()
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,7 +581,7 @@ func (e *env) answeredOnce(t *testing.T, ctx context.Context, d contracts.Delega
 func (e *env) answerAndFinish(t *testing.T, ctx context.Context, id string, run client.WorkflowRun) contracts.Outcome {
 	t.Helper()
 	waitA2AState(t, ctx, e.c, id, "input-required")
-	if _, err := workflows.Answer(ctx, e.c, id, contracts.Answer{Text: "photo"}); err != nil {
+	if _, err := dclient.Get(e.c, id).Answer(ctx, contracts.Answer{Text: "photo"}); err != nil {
 		t.Fatal(err)
 	}
 	var out contracts.Outcome

@@ -4,10 +4,12 @@ import (
 	"context"
 	"testing"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 func listRequest(ns, query string) *workflowservice.ListWorkflowExecutionsRequest {
@@ -17,7 +19,7 @@ func listRequest(ns, query string) *workflowservice.ListWorkflowExecutionsReques
 // outcomeOf starts d and waits for its Outcome.
 func (e *env) outcomeOf(t *testing.T, ctx context.Context, d contracts.Delegation) contracts.Outcome {
 	t.Helper()
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatalf("Start(%s) error = %v", d.LocalWorkflowID, err)
 	}
@@ -26,4 +28,14 @@ func (e *env) outcomeOf(t *testing.T, ctx context.Context, d contracts.Delegatio
 		t.Fatalf("%s: %v", d.LocalWorkflowID, err)
 	}
 	return out
+}
+
+// startRun starts d through package client (as a backend does) and returns
+// its workflow run.
+func startRun(ctx context.Context, c client.Client, d contracts.Delegation) (client.WorkflowRun, error) {
+	h, err := dclient.Start(ctx, c, d)
+	if err != nil {
+		return nil, err
+	}
+	return h.Run(), nil
 }

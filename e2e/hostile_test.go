@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // Hostile agents and racing operators: each case asserts the Outcome and
@@ -45,14 +46,14 @@ func TestHostileCancelDuringTheSend(t *testing.T) {
 	defer cancel()
 	d := lostParcel("hostile-cancel-sending", e.base)
 	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"slow"}`)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the send to reach the agent", 30*time.Second, func() (bool, string) {
 		return e.agent.TaskCount() == 1, fmt.Sprint(e.agent.TaskCount())
 	})
-	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "changed my mind"); err != nil {
+	if err := dclient.Get(e.c, d.LocalWorkflowID).WithNamespace(e.srv.Namespace()).Cancel(ctx, "changed my mind"); err != nil {
 		t.Fatal(err)
 	}
 	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, string(contracts.PhaseSending))
@@ -146,12 +147,12 @@ func TestHostileHugeAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("hostile-huge-answer", e.base)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
-	_, err = workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: strings.Repeat("a", 2200<<10)})
+	_, err = dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: strings.Repeat("a", 2200<<10)})
 	if err == nil || !strings.Contains(err.Error(), "65536") {
 		t.Fatalf("2.2 MB answer: %v, want a refusal naming 65536", err)
 	}
@@ -222,14 +223,14 @@ func TestHostileCommentOnlyStreams(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("hostile-comment-streams", base)
-	run, err := workflows.Start(ctx, e.c, d)
+	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "three idle streams closed", time.Minute, func() (bool, string) {
 		return total.Load() >= 3 && open.Load() == 0, fmt.Sprintf("total %d, open %d", total.Load(), open.Load())
 	})
-	if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "done"); err != nil {
+	if err := dclient.Get(e.c, d.LocalWorkflowID).WithNamespace(e.srv.Namespace()).Cancel(ctx, "done"); err != nil {
 		t.Fatal(err)
 	}
 	var out contracts.Outcome

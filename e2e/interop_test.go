@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/interop"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // requireInterop skips when the a2a-js agents are not installed, unless
@@ -116,7 +117,7 @@ func TestInteropA2AJS(t *testing.T) {
 		var s contracts.State
 		waitFor(t, "input-required", time.Minute, func() (bool, string) {
 			var err error
-			s, err = workflows.QueryStateOf(ctx, e.c, id)
+			s, err = dclient.Get(e.c, id).State(ctx)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -176,7 +177,7 @@ func TestInteropA2AJS(t *testing.T) {
 				t.Run("lost-parcel", func(t *testing.T) {
 					reset(t)
 					d := jsContract(id("lost-parcel"), p.agent.CardURL, "lost-parcel", nil)
-					r, err := workflows.Start(ctx, e.c, d)
+					r, err := startRun(ctx, e.c, d)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -184,7 +185,7 @@ func TestInteropA2AJS(t *testing.T) {
 					if !strings.Contains(s.Question.Text, "photo of the box") || s.Question.Round != 1 {
 						t.Errorf("question = %+v", s.Question)
 					}
-					if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "interop"}); err != nil {
+					if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "interop"}); err != nil {
 						t.Fatalf("Answer() error = %v", err)
 					}
 					var out contracts.Outcome
@@ -222,18 +223,18 @@ func TestInteropA2AJS(t *testing.T) {
 				t.Run("cancel-mid-task", func(t *testing.T) {
 					reset(t)
 					d := jsContract(id("cancel"), p.agent.CardURL, "slow", nil)
-					r, err := workflows.Start(ctx, e.c, d)
+					r, err := startRun(ctx, e.c, d)
 					if err != nil {
 						t.Fatal(err)
 					}
 					waitFor(t, "working", time.Minute, func() (bool, string) {
-						s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+						s, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
 						if err != nil {
 							return false, err.Error()
 						}
 						return s.A2AState == "working" && s.RemoteTaskID != "", s.A2AState
 					})
-					if err := workflows.Cancel(ctx, e.c, e.srv.Namespace(), d.LocalWorkflowID, "interop"); err != nil {
+					if err := dclient.Get(e.c, d.LocalWorkflowID).WithNamespace(e.srv.Namespace()).Cancel(ctx, "interop"); err != nil {
 						t.Fatal(err)
 					}
 					var out contracts.Outcome

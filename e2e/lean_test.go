@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // eventTypes lists a workflow's history event types.
@@ -60,18 +61,18 @@ func TestHistoryIsLean(t *testing.T) {
 	}
 
 	round := lostParcel("lean-round", e.base)
-	run, err := workflows.Start(ctx, e.c, round)
+	run, err := startRun(ctx, e.c, round)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the question", 60*time.Second, func() (bool, string) {
-		s, err := workflows.QueryStateOf(ctx, e.c, round.LocalWorkflowID)
+		s, err := dclient.Get(e.c, round.LocalWorkflowID).State(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
 		return s.Question != nil, s.A2AState
 	})
-	if _, err := workflows.Answer(ctx, e.c, round.LocalWorkflowID, contracts.Answer{Text: "photo: box.jpg", AnsweredBy: "e2e"}); err != nil {
+	if _, err := dclient.Get(e.c, round.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo: box.jpg", AnsweredBy: "e2e"}); err != nil {
 		t.Fatal(err)
 	}
 	var out contracts.Outcome

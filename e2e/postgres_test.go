@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	"go.temporal.io/sdk/client"
 
 	"github.com/a2adelegate/delegate/contracts"
@@ -21,7 +23,6 @@ import (
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/internal/testcerts"
 	"github.com/a2adelegate/delegate/internal/testutil"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // workerProc is one `delegate worker` process.
@@ -110,7 +111,7 @@ func TestPostgresProductionPath(t *testing.T) {
 	// The lost-parcel delegation through one input round, found waiting
 	// by PostgreSQL's visibility store.
 	lp := lostParcel("pg-lost-parcel", agentURL)
-	run, err := workflows.Start(ctx, c, lp)
+	run, err := startRun(ctx, c, lp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestPostgresProductionPath(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d executions", len(resp.Executions))
 	})
-	if _, err := workflows.Answer(ctx, c, lp.LocalWorkflowID, contracts.Answer{Text: "photo attached", AnsweredBy: "pg"}); err != nil {
+	if _, err := dclient.Get(c, lp.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo attached", AnsweredBy: "pg"}); err != nil {
 		t.Fatalf("answer: %v", err)
 	}
 	var out contracts.Outcome
@@ -140,7 +141,7 @@ func TestPostgresProductionPath(t *testing.T) {
 	for i := range n {
 		d := lostParcel(fmt.Sprintf("pg-instant-%d", i), agentURL)
 		d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"instant"}`)
-		if runs[i], err = workflows.Start(ctx, c, d); err != nil {
+		if runs[i], err = startRun(ctx, c, d); err != nil {
 			t.Fatal(err)
 		}
 	}

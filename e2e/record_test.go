@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
@@ -65,7 +67,7 @@ func TestRecordHistories(t *testing.T) {
 		var s contracts.State
 		waitFor(t, id+" "+state, time.Minute, func() (bool, string) {
 			var err error
-			s, err = workflows.QueryStateOf(ctx, e.c, id)
+			s, err = dclient.Get(e.c, id).State(ctx)
 			if err != nil {
 				return false, err.Error()
 			}
@@ -121,7 +123,7 @@ func TestRecordHistories(t *testing.T) {
 		}
 	}
 	start := func(d contracts.Delegation) client.WorkflowRun {
-		run, err := workflows.Start(ctx, e.c, d)
+		run, err := startRun(ctx, e.c, d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +136,7 @@ func TestRecordHistories(t *testing.T) {
 		d := contract("continue-as-new", "")
 		run := start(d)
 		waitState(d.LocalWorkflowID, "input-required")
-		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
+		if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
 			t.Fatal(err)
 		}
 		write("continue-as-new", run, contracts.StatusCompleted)
@@ -152,7 +154,7 @@ func TestRecordHistories(t *testing.T) {
 	}
 	answer := func(id string) {
 		waitState(id, "input-required")
-		if _, err := workflows.Answer(ctx, e.c, id, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
+		if _, err := dclient.Get(e.c, id).Answer(ctx, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -199,7 +201,7 @@ func TestRecordHistories(t *testing.T) {
 		d = contract("update-round", "")
 		run = start(d)
 		waitState(d.LocalWorkflowID, "input-required")
-		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
+		if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
 			t.Fatal(err)
 		}
 		write("update-round", run, contracts.StatusCompleted)
@@ -211,13 +213,13 @@ func TestRecordHistories(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, "reconciled", time.Minute, func() (bool, string) {
-			s, err := workflows.QueryStateOf(ctx, e.c, d.LocalWorkflowID)
+			s, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
 			if err != nil {
 				return false, err.Error()
 			}
 			return len(s.Reconciliations) == 1, s.A2AState
 		})
-		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
+		if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
 			t.Fatal(err)
 		}
 		write("reconcile-then-answer", run, contracts.StatusCompleted)
@@ -252,7 +254,7 @@ func TestRecordHistories(t *testing.T) {
 		run := start(d)
 		waitState(d.LocalWorkflowID, "input-required")
 		e.agent.Update(dropJSONRPC10)
-		if _, err := workflows.Answer(ctx, e.c, d.LocalWorkflowID, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
+		if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
 			t.Fatal(err)
 		}
 		waitState(d.LocalWorkflowID, string(contracts.PhaseCardChanged))

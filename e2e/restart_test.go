@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -56,11 +58,11 @@ func TestRestartOnSameDBCarriesOn(t *testing.T) {
 
 	srv, c, w := up()
 	d := lostParcel("restart-1", base)
-	if _, err := workflows.Start(ctx, c, d); err != nil {
+	if _, err := startRun(ctx, c, d); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "input-required", 60*time.Second, func() (bool, string) {
-		s, err := workflows.QueryStateOf(ctx, c, d.LocalWorkflowID)
+		s, err := dclient.Get(c, d.LocalWorkflowID).State(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -76,7 +78,7 @@ func TestRestartOnSameDBCarriesOn(t *testing.T) {
 	defer srv.Stop()
 	defer c.Close()
 	defer w.Stop()
-	if _, err := workflows.Answer(ctx, c, d.LocalWorkflowID, contracts.Answer{Text: "photo", AnsweredBy: "e2e"}); err != nil {
+	if _, err := dclient.Get(c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo", AnsweredBy: "e2e"}); err != nil {
 		t.Fatalf("Answer() after restart error = %v", err)
 	}
 	t.Logf("answer accepted after %s", time.Since(t0))

@@ -16,7 +16,6 @@ import (
 
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/tracing"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // One trace from a backend's span to the agent: the backend starts a
@@ -42,7 +41,7 @@ func TestTraceReachesTheAgent(t *testing.T) {
 	sctx, span := tp.Tracer("backend").Start(ctx, "backend: open a claim")
 	d := lostParcel("trace-1", e.base)
 	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"instant"}`)
-	run, err := workflows.Start(sctx, e.c, d)
+	run, err := startRun(sctx, e.c, d)
 	span.End()
 	if err != nil {
 		t.Fatal(err)

@@ -446,7 +446,7 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 				r.s.InputRounds--
 				reason := "credential_ref " + a.CredentialRef + " is not in the worker's credential store"
 				if errorType(err) == activities.ErrTypeCredentialRefNotAllowed {
-					reason = "credential_ref " + a.CredentialRef + " refused, nothing sent: " + truncate(errorText(err), 500)
+					reason = "credential_ref " + a.CredentialRef + " refused, nothing sent: " + contracts.Truncate(errorText(err), 500)
 				}
 				r.s.Answers[len(r.s.Answers)-1].Refused = reason
 				r.observe(ctx, snap)
@@ -456,7 +456,7 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 				if ended, ok := r.endedMeanwhile(ctx, err); ok {
 					// The follow-up failed because the agent had ended the
 					// task: the agent's own state and reason stand.
-					r.s.Answers[len(r.s.Answers)-1].Refused = "the follow-up failed (" + truncate(errorText(err), 500) + ") and the task is " + string(ended.State) + ": the agent's own state stands"
+					r.s.Answers[len(r.s.Answers)-1].Refused = "the follow-up failed (" + contracts.Truncate(errorText(err), 500) + ") and the task is " + string(ended.State) + ": the agent's own state stands"
 					snap = ended
 					continue
 				}
@@ -654,7 +654,7 @@ func (r *run) retrying(ctx workflow.Context, op string, call, handover func() er
 		if r.s.Retrying == nil || r.s.Retrying.Op != op {
 			r.s.Retrying = &contracts.Retrying{Op: op, Since: now}
 		}
-		r.s.Retrying.Attempts, r.s.Retrying.LastError, r.s.Retrying.Next = attempt, truncate(errorText(err), 1000), now.Add(wait)
+		r.s.Retrying.Attempts, r.s.Retrying.LastError, r.s.Retrying.Next = attempt, contracts.Truncate(errorText(err), 1000), now.Add(wait)
 		r.details(ctx)
 		r.flushSA(ctx)
 		r.arm(ctx)
@@ -707,7 +707,7 @@ func (r *run) adopt(ctx workflow.Context, card activities.ResolvedCard) {
 	r.s.InputModes = card.InputModes
 	r.s.Streaming = card.Streaming
 	r.s.Protocol = contracts.ProtocolInfo{Version: card.Interface.Version, Binding: card.Interface.Binding, URL: card.Interface.URL}
-	r.setSA(SearchA2AAgent.ValueSet(truncate(card.Agent.Name, maxKeyword)))
+	r.setSA(SearchA2AAgent.ValueSet(contracts.Truncate(card.Agent.Name, contracts.MaxKeyword)))
 }
 
 // cardChange says what changed between the card in use and a new one in a
@@ -834,7 +834,7 @@ func (r *run) observe(ctx workflow.Context, snap contracts.TaskSnapshot) {
 	r.s.LastSnapshot = &s
 	if snap.TaskID != "" && r.s.RemoteTaskID == "" {
 		r.s.RemoteTaskID = snap.TaskID
-		r.setSA(SearchA2ARemoteTaskID.ValueSet(truncate(snap.TaskID, maxKeyword)))
+		r.setSA(SearchA2ARemoteTaskID.ValueSet(contracts.Truncate(snap.TaskID, contracts.MaxKeyword)))
 	}
 	if snap.ContextID != "" && r.s.ContextID == "" {
 		r.s.ContextID = snap.ContextID
@@ -848,7 +848,7 @@ func (r *run) setState(ctx workflow.Context, state string) {
 	}
 	r.s.A2AState = state
 	r.s.Transitions = append(r.s.Transitions, contracts.Transition{State: state, At: workflow.Now(ctx)})
-	r.setSA(SearchA2AState.ValueSet(truncate(state, maxKeyword)))
+	r.setSA(SearchA2AState.ValueSet(contracts.Truncate(state, contracts.MaxKeyword)))
 	r.details(ctx)
 }
 
@@ -859,15 +859,15 @@ func (r *run) details(ctx workflow.Context) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** · remote state `%s` · deadline %s", escapeMarkdown(r.d.Purpose), r.s.A2AState, r.d.Deadline.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "**%s** · remote state `%s` · deadline %s", contracts.InertMarkdown(r.d.Purpose), r.s.A2AState, r.d.Deadline.UTC().Format(time.RFC3339))
 	if contracts.TaskState(r.s.A2AState) == contracts.TaskStateUnknown && r.s.LastSnapshot != nil {
 		fmt.Fprintf(&b, "\n\nThe agent sent a task state this client cannot read: `%s` (shown as is; the task is still followed).",
-			escapeMarkdown(truncate(r.s.LastSnapshot.RawState, 200)))
+			contracts.InertMarkdown(contracts.Truncate(r.s.LastSnapshot.RawState, 200)))
 	}
 	ignoredNote(&b, r.s)
 	if rt := r.s.Retrying; rt != nil {
 		fmt.Fprintf(&b, "\n\n**contracts.Retrying %s** (attempt %d since %s, next at %s): %s", rt.Op, rt.Attempts,
-			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), escapeMarkdown(truncate(rt.LastError, 500)))
+			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), contracts.InertMarkdown(contracts.Truncate(rt.LastError, 500)))
 		if rt.HandedOver {
 			b.WriteString("\n\nTemporal now retries it every 5 minutes at most until the deadline; the pending activity shows each attempt's failure.")
 		}
@@ -1179,7 +1179,7 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 
 // finish turns a terminal remote task into the Outcome.
 func (r *run) finish(snap contracts.TaskSnapshot) contracts.Outcome {
-	reason := truncate(snap.StatusText, 2000)
+	reason := contracts.Truncate(snap.StatusText, 2000)
 	switch snap.State {
 	case contracts.TaskStateCompleted:
 		outputs, rejected := contracts.ValidateArtifacts(r.d, snap.Artifacts)
@@ -1253,61 +1253,15 @@ func cancelOptions() workflow.ActivityOptions {
 	}
 }
 
-// maxKeyword bounds a Keyword search attribute value (the server refuses
-// more than 2048 bytes and would terminate the workflow).
-const maxKeyword = 1000
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
-// escapeMarkdown makes untrusted text inert in the Temporal UI's markdown
-// (which renders links, HTML, images and autolinks): the text becomes one
-// inline code span (CommonMark §6.1), whose content is never interpreted,
-// on one line (line breaks and tabs become spaces, so no blank line can
-// end the span), fenced by more backticks than any run of backticks in it.
-// Empty text stays empty.
-func escapeMarkdown(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' || r == '\t' || r == '\v' || r == '\f' || r == 0x85 || r == 0x2028 || r == 0x2029 {
-			return ' '
-		}
-		return r
-	}, s)
-	if strings.TrimSpace(s) == "" {
-		return ""
-	}
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	return fence + " " + s + " " + fence
-}
-
 func questionDetails(d contracts.Delegation, s *contracts.State, wfID string) string {
 	q := s.Question
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Waiting for input (round %d)\n\n", q.Round)
-	fmt.Fprintf(&b, "**%s** asks, since %s (remote state `%s`):\n\n", escapeMarkdown(s.Agent.Name), q.Since.UTC().Format(time.RFC3339), q.State)
-	for _, line := range strings.Split(truncate(q.Text, 2000), "\n") {
-		fmt.Fprintf(&b, "> %s\n", escapeMarkdown(line))
+	fmt.Fprintf(&b, "**%s** asks, since %s (remote state `%s`):\n\n", contracts.InertMarkdown(s.Agent.Name), q.Since.UTC().Format(time.RFC3339), q.State)
+	for _, line := range strings.Split(contracts.Truncate(q.Text, 2000), "\n") {
+		fmt.Fprintf(&b, "> %s\n", contracts.InertMarkdown(line))
 	}
-	fmt.Fprintf(&b, "\nPurpose: %s · deadline %s\n\n", escapeMarkdown(d.Purpose), d.Deadline.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "\nPurpose: %s · deadline %s\n\n", contracts.InertMarkdown(d.Purpose), d.Deadline.UTC().Format(time.RFC3339))
 	b.WriteString("**How to answer:** send Signal or Update `provide-input` with\n\n")
 	b.WriteString("```json\n{\"text\": \"...\", \"answered_by\": \"your name\"}\n```\n\n")
 	fmt.Fprintf(&b, "or run `delegate answer %s --text \"...\" --by \"your name\"`.\n", wfID)
@@ -1320,14 +1274,14 @@ func ignoredNote(b *strings.Builder, s *contracts.State) {
 	if n := len(s.IgnoredSignals); n > 0 {
 		last := s.IgnoredSignals[n-1]
 		fmt.Fprintf(b, "\n\n**Not applied:** Signal `%s` at %s (%d ignored in all): %s. Payload: %s",
-			last.Name, last.Time.UTC().Format(time.RFC3339), s.IgnoredSignalCount, escapeMarkdown(last.Reason), escapeMarkdown(truncate(last.Excerpt, 100)))
+			last.Name, last.Time.UTC().Format(time.RFC3339), s.IgnoredSignalCount, contracts.InertMarkdown(last.Reason), contracts.InertMarkdown(contracts.Truncate(last.Excerpt, 100)))
 	}
 }
 
 func cardChangedDetails(s *contracts.State, c *contracts.CardChange, wfID string) string {
 	var b strings.Builder
 	b.WriteString("## The agent card changed\n\n")
-	fmt.Fprintf(&b, "%s\n\nOld digest `%s`, new digest `%s`.\n\n", escapeMarkdown(c.What), c.OldDigest, c.NewDigest)
+	fmt.Fprintf(&b, "%s\n\nOld digest `%s`, new digest `%s`.\n\n", contracts.InertMarkdown(c.What), c.OldDigest, c.NewDigest)
 	fmt.Fprintf(&b, "The follow-up is held. To accept the new card, send Signal `%s` (no payload), or run `delegate rediscover %s`. ", contracts.SignalRediscover, wfID)
 	fmt.Fprintf(&b, "Otherwise the delegation ends `card_changed` at its deadline; cancel it with `delegate cancel %s`.\n", wfID)
 	return b.String()

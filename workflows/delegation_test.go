@@ -323,20 +323,6 @@ func TestMessageIDIsDeterministicPerRound(t *testing.T) {
 	}
 }
 
-func TestEscapeMarkdown(t *testing.T) {
-	for in, want := range map[string]string{
-		"[click](http://x) <img src=x> ![i](y)": "` [click](http://x) <img src=x> ![i](y) `",
-		"two\n\nlines\r\n===":                   "` two  lines  === `",
-		"a ``` b ` c":                           "```` a ``` b ` c ````",
-		"https://evil.example/bare":             "` https://evil.example/bare `",
-		" \n\t":                                 "",
-	} {
-		if got := escapeMarkdown(in); got != want {
-			t.Errorf("escapeMarkdown(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 	s.freshEnv()
 	first := activities.ResolvedCard{
@@ -381,24 +367,4 @@ func (s *DelegationSuite) TestUntrustedCardSendsNothing() {
 	o := s.outcome()
 	s.Equal(contracts.StatusCardUntrusted, o.Status)
 	s.Equal("unsigned", o.Agent.Signature)
-}
-
-// A contract's text cannot add links, HTML, images or headings to the
-// UI's summary and details: every value is one inert code span on its line.
-func TestStaticMetadataInert(t *testing.T) {
-	d := contract()
-	d.Purpose = "[APPROVED](https://evil.example/phish) <img src=\"https://evil.example/i.png\">\n\nINJECTED\n===\n    code `x`"
-	d.Skill = "<b>skill</b>"
-	sum := StaticSummary(d)
-	if strings.ContainsAny(sum, "\n") || !strings.HasPrefix(sum, "``") {
-		t.Errorf("summary = %q, want one code span on one line", sum)
-	}
-	for _, line := range strings.Split(StaticDetails(d), "\n") {
-		if strings.HasPrefix(line, "INJECTED") || strings.HasPrefix(line, "===") || strings.HasPrefix(line, "    ") {
-			t.Errorf("details line %q comes from the contract's text", line)
-		}
-		if strings.Contains(line, "evil.example") && !strings.HasPrefix(line, "- Purpose: ``") {
-			t.Errorf("details line %q carries the purpose outside a code span", line)
-		}
-	}
 }

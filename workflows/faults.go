@@ -168,7 +168,7 @@ func (r *run) resolveUnknown(ctx workflow.Context, round int, msgID, cause strin
 
 // askUnknown waits for an operator's resolution.
 func (r *run) askUnknown(ctx workflow.Context, round int, msgID, errText string, autoResends int) (contracts.Resolution, error) {
-	r.s.Unknown = &contracts.UnknownOutcome{Round: round, MessageID: msgID, Since: workflow.Now(ctx), Error: truncate(errText, 1000), AutoResends: autoResends}
+	r.s.Unknown = &contracts.UnknownOutcome{Round: round, MessageID: msgID, Since: workflow.Now(ctx), Error: contracts.Truncate(errText, 1000), AutoResends: autoResends}
 	r.resolution = nil
 	r.setState(ctx, string(contracts.PhaseUnknownOutcome))
 	r.flushSA(ctx)
@@ -232,9 +232,9 @@ func (r *run) reconcile(ctx workflow.Context) {
 			// and follows its remote task itself until it ends.
 			rec.Error = "not read: a cancel of this delegation is in progress"
 		case errors.As(err, &appErr):
-			rec.Error = truncate(appErr.Message(), 500)
+			rec.Error = contracts.Truncate(appErr.Message(), 500)
 		default:
-			rec.Error = truncate(err.Error(), 500)
+			rec.Error = contracts.Truncate(err.Error(), 500)
 		}
 	} else {
 		rec.Seen, rec.Changed = string(snap.State), string(snap.State) != r.s.A2AState
@@ -287,9 +287,9 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 	} else {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {
-			r.s.CancelError = truncate(appErr.Message(), 500)
+			r.s.CancelError = contracts.Truncate(appErr.Message(), 500)
 		} else {
-			r.s.CancelError = truncate(err.Error(), 500)
+			r.s.CancelError = contracts.Truncate(err.Error(), 500)
 		}
 	}
 	if window <= 0 {
@@ -332,7 +332,7 @@ func unknownDetails(s *contracts.State, wfID string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Unknown outcome (round %d)\n\n", u.Round)
 	fmt.Fprintf(&b, "The message `%s` was written to the agent, but no answer came (since %s); it may or may not have been processed.\n\n", u.MessageID, u.Since.UTC().Format(time.RFC3339))
-	fmt.Fprintf(&b, "Error: %s\n\n", escapeMarkdown(u.Error))
+	fmt.Fprintf(&b, "Error: %s\n\n", contracts.InertMarkdown(u.Error))
 	fmt.Fprintf(&b, "**Choose** with Signal or Update `%s`:\n\n", contracts.ResolveUnknown)
 	b.WriteString("- `{\"action\": \"resend\"}`: send again with the same messageId (an agent that deduplicates sees one message);\n")
 	b.WriteString("- `{\"action\": \"adopt\", \"task_id\": \"...\"}`: carry on with a task the agent created (checked with GetTask first);\n")
@@ -512,7 +512,7 @@ func (r *run) readCancelReason(g workflow.Context) {
 			continue
 		}
 		if reason := strings.TrimSpace(p.Reason); reason != "" {
-			r.s.CancelReason = truncate(reason, 1000)
+			r.s.CancelReason = contracts.Truncate(reason, 1000)
 		}
 	}
 }
@@ -538,7 +538,7 @@ func (r *run) applyRevoke(g workflow.Context, reason string) {
 	if reason == "" {
 		reason = "revoked by an operator"
 	}
-	reason = truncate(reason, 1000)
+	reason = contracts.Truncate(reason, 1000)
 	r.revoked = &reason
 	r.s.Authorizations = append(r.s.Authorizations, contracts.AuthorizationRecord{
 		AuthorizationDecision: contracts.AuthorizationDecision{Allowed: false, Reason: "Signal revoke: " + reason, Policy: "signal"},
@@ -589,7 +589,7 @@ func decodePayload(raw converter.RawValue, v any, required bool) error {
 		return nil
 	}
 	if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
-		return &contracts.FieldError{Field: "(payload)", Rule: fmt.Sprintf("encoding %q: want %s", truncate(enc, 64), converter.MetadataEncodingJSON)}
+		return &contracts.FieldError{Field: "(payload)", Rule: fmt.Sprintf("encoding %q: want %s", contracts.Truncate(enc, 64), converter.MetadataEncodingJSON)}
 	}
 	if !required && strings.TrimSpace(string(p.GetData())) == "null" {
 		return nil
@@ -635,9 +635,9 @@ func (r *run) ignore(ctx workflow.Context, signal string, err error, raw convert
 	if p := raw.Payload(); p != nil {
 		data = p.GetData()
 	}
-	rec := contracts.IgnoredSignal{Name: signal, Reason: truncate(err.Error(), 500), Size: len(data), Time: workflow.Now(ctx)}
+	rec := contracts.IgnoredSignal{Name: signal, Reason: contracts.Truncate(err.Error(), 500), Size: len(data), Time: workflow.Now(ctx)}
 	if len(data) > 0 {
-		rec.Excerpt = truncate(strings.ToValidUTF8(string(data), "\uFFFD"), 200)
+		rec.Excerpt = contracts.Truncate(strings.ToValidUTF8(string(data), "\uFFFD"), 200)
 	}
 	r.s.IgnoredSignalCount++
 	r.s.IgnoredSignals = append(r.s.IgnoredSignals, rec)

@@ -26,7 +26,6 @@ import (
 
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // clientFlags are the flags every client command takes.
@@ -289,7 +288,7 @@ const queryTimeout = 20 * time.Second
 func queryState(ctx context.Context, c client.Client, id string) (contracts.State, error) {
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	s, err := workflows.QueryStateOf(qctx, c, id)
+	s, err := dclient.Get(c, id).State(qctx)
 	if err == nil {
 		return s, nil
 	}
@@ -568,7 +567,7 @@ func fillFromState(ctx context.Context, c client.Client, rows []listRow) {
 			continue
 		}
 		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		s, err := workflows.QueryStateOf(qctx, c, rows[i].ID)
+		s, err := dclient.Get(c, rows[i].ID).State(qctx)
 		cancel()
 		if err != nil {
 			continue

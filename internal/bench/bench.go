@@ -31,6 +31,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
+
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -287,7 +289,7 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 	}
 	delegate := func(ctx context.Context) error {
 		d := contract(fmt.Sprintf("bench-delegate-%d", seq.Add(1)), base, "instant")
-		run, err := workflows.Start(ctx, c, d)
+		run, err := startRun(ctx, c, d)
 		if err != nil {
 			return err
 		}
@@ -423,7 +425,7 @@ func historyEvents(ctx context.Context, c client.Client, base string) (HistoryEv
 	}
 	var h HistoryEvents
 	d := contract("bench-history-plain", base, "instant")
-	run, err := workflows.Start(ctx, c, d)
+	run, err := startRun(ctx, c, d)
 	if err != nil {
 		return h, err
 	}
@@ -434,7 +436,7 @@ func historyEvents(ctx context.Context, c client.Client, base string) (HistoryEv
 		return h, err
 	}
 	d = contract("bench-history-round", base, "lost-parcel")
-	run, err = workflows.Start(ctx, c, d)
+	run, err = startRun(ctx, c, d)
 	if err != nil {
 		return h, err
 	}
@@ -454,8 +456,8 @@ func historyEvents(ctx context.Context, c client.Client, base string) (HistoryEv
 func answerWhenAsked(ctx context.Context, c client.Client, id string) error {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		if st, err := workflows.QueryStateOf(ctx, c, id); err == nil && st.Question != nil {
-			_, err := workflows.Answer(ctx, c, id, contracts.Answer{Text: "photo", AnsweredBy: "bench"})
+		if st, err := dclient.Get(c, id).State(ctx); err == nil && st.Question != nil {
+			_, err := dclient.Get(c, id).Answer(ctx, contracts.Answer{Text: "photo", AnsweredBy: "bench"})
 			return err
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -525,7 +527,7 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 				// tried again; one that did start the first time is running.
 				var err error
 				for try := 0; try < 5; try++ {
-					if _, err = workflows.Start(ctx, c, d); err == nil || errors.Is(err, workflows.ErrAlreadyRunning) {
+					if _, err = startRun(ctx, c, d); err == nil || errors.Is(err, dclient.ErrAlreadyRunning) {
 						return
 					}
 					time.Sleep(time.Second)
@@ -564,7 +566,7 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 	answer := func(id int64) (time.Duration, error) {
 		wid := fmt.Sprintf("bench-waiting-%d", id)
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-			if st, err := workflows.QueryStateOf(ctx, c, wid); err == nil && st.Question != nil {
+			if st, err := dclient.Get(c, wid).State(ctx); err == nil && st.Question != nil {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -572,7 +574,7 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 			}
 		}
 		t0 := time.Now()
-		_, err := workflows.Answer(ctx, c, wid, contracts.Answer{Text: "photo", AnsweredBy: "bench"})
+		_, err := dclient.Get(c, wid).Answer(ctx, contracts.Answer{Text: "photo", AnsweredBy: "bench"})
 		return time.Since(t0), err
 	}
 
@@ -739,4 +741,13 @@ func targets(r *ServerResult) map[string]Verdict {
 		t["worker_rss_mb_10000_waiting_le_300"] = Verdict{Value: r.Waiting.WorkerRSSMB, Target: "<= 300", Holds: r.Waiting.WorkerRSSMB <= 300}
 	}
 	return t
+}
+
+// startRun starts d through package client and returns its workflow run.
+func startRun(ctx context.Context, c client.Client, d contracts.Delegation) (client.WorkflowRun, error) {
+	h, err := dclient.Start(ctx, c, d)
+	if err != nil {
+		return nil, err
+	}
+	return h.Run(), nil
 }

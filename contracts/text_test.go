@@ -1,0 +1,34 @@
+package contracts
+
+import "testing"
+
+func TestInertMarkdown(t *testing.T) {
+	for in, want := range map[string]string{
+		"[click](http://x) <img src=x> ![i](y)": "` [click](http://x) <img src=x> ![i](y) `",
+		"two\n\nlines\r\n===":                   "` two  lines  === `",
+		"a ``` b ` c":                           "```` a ``` b ` c ````",
+		"https://evil.example/bare":             "` https://evil.example/bare `",
+		" \n\t":                                 "",
+	} {
+		if got := InertMarkdown(in); got != want {
+			t.Errorf("InertMarkdown(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"abcdef", 3, "abc…"},
+		{"añb", 2, "a…"}, // ñ is two bytes: never cut inside a rune
+	} {
+		if got := Truncate(tc.in, tc.n); got != tc.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

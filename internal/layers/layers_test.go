@@ -1,0 +1,151 @@
+package layers
+
+import (
+	"go/build"
+	"io/fs"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/a2adelegate/delegate/"
+
+// allowed lists, for each room, the rooms of this module it may import
+// directly (arrows point down only). A package missing here fails the
+// test, so a new room gets its rule when it is made.
+var allowed = map[string][]string{
+	"contracts":            {},
+	"cards":                {"contracts"},
+	"a2aclient":            {"cards", "contracts"},
+	"activities":           {"a2aclient", "cards", "contracts"},
+	"workflows":            {"activities", "contracts"},
+	"client":               {"contracts"},
+	"internal/claimsagent": {"cards"},
+	"internal/devserver":   {},
+	"internal/metrics":     {},
+	"internal/tracing":     {},
+	"internal/testcerts":   {},
+	"internal/testutil":    {},
+	"internal/interop":     {},
+	"internal/layers":      {},
+	"internal/bench":       {"a2aclient", "activities", "cards", "client", "contracts", "internal/claimsagent", "internal/devserver", "workflows"},
+	"cmd/claims-agent":     {"cards", "internal/claimsagent"},
+	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "contracts", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "workflows"},
+	"deploy":               {},
+	"e2e":                  {},
+}
+
+// forbidden lists third-party modules a room must not reach even
+// indirectly: package client is what a backend links, so it carries the
+// Temporal SDK and contracts, never the A2A stack.
+var forbidden = map[string][]string{
+	"client":    {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
+	"contracts": {"go.temporal.io", "github.com/a2aproject/a2a-go", "net/http"},
+}
+
+// noIO lists what workflow code must not import directly: it never does
+// I/O (every network step is an activity) and stays deterministic.
+var noIO = []string{"net", "net/http", "os", "os/exec", "io/ioutil", "math/rand", "math/rand/v2", "crypto/rand"}
+
+func TestWorkflowsDoNoIO(t *testing.T) {
+	for _, imp := range imports(t, filepath.Join(root(t), "workflows")) {
+		if slices.Contains(noIO, imp) {
+			t.Errorf("workflows imports %s: workflow code does no I/O and stays deterministic", imp)
+		}
+	}
+}
+
+func root(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// imports returns a package's non-test imports (go/build: the files that
+// build on this platform).
+func imports(t *testing.T, dir string) []string {
+	t.Helper()
+	p, err := build.ImportDir(dir, 0)
+	if err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	return p.Imports
+}
+
+func TestImportsPointDown(t *testing.T) {
+	r := root(t)
+	for room, ok := range allowed {
+		for _, imp := range imports(t, filepath.Join(r, room)) {
+			rel, mine := strings.CutPrefix(imp, module)
+			if mine && !slices.Contains(ok, rel) {
+				t.Errorf("%s imports %s: not allowed (DESIGN.md, Rooms; allowed: %v)", room, rel, ok)
+			}
+		}
+	}
+}
+
+// TestEveryRoomHasARule fails when a package is added without a line in
+// allowed.
+func TestEveryRoomHasARule(t *testing.T) {
+	r := root(t)
+	err := filepath.WalkDir(r, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if name := d.Name(); path != r && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bin") {
+			return filepath.SkipDir
+		}
+		if _, err := build.ImportDir(path, build.ImportComment); err != nil {
+			return nil // no Go files here
+		}
+		rel, _ := filepath.Rel(r, path)
+		if _, ok := allowed[filepath.ToSlash(rel)]; !ok && rel != "." {
+			t.Errorf("package %s has no import rule in allowed", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestForbiddenDependencies walks each room's imports transitively
+// (through this module's packages and the module cache, as go/build finds
+// them) and fails when one reaches a forbidden module.
+func TestForbiddenDependencies(t *testing.T) {
+	r := root(t)
+	for room, bad := range forbidden {
+		seen := map[string]bool{}
+		var walk func(pkg string, via []string)
+		walk = func(pkg string, via []string) {
+			if seen[pkg] {
+				return
+			}
+			seen[pkg] = true
+			for _, b := range bad {
+				if pkg == b || strings.HasPrefix(pkg, b+"/") {
+					t.Errorf("%s depends on %s (via %s)", room, pkg, strings.Join(via, " → "))
+					return
+				}
+			}
+			p, err := build.Import(pkg, r, 0)
+			if err != nil {
+				return // the standard library's internals, cgo-only packages
+			}
+			for _, imp := range p.Imports {
+				if imp == "C" {
+					continue
+				}
+				walk(imp, append(slices.Clip(via), imp))
+			}
+		}
+		walk(module+room, []string{room})
+		if len(seen) < 2 {
+			t.Errorf("%s: found no imports; is the walk broken?", room)
+		}
+	}
+}
