@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/a2adelegate/delegate/contracts"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 )
@@ -21,9 +22,10 @@ type ReconcileInput struct {
 
 // ReconcileQuery is the visibility query of in.
 func ReconcileQuery(in ReconcileInput, now time.Time) string {
-	q := `WorkflowType = "Delegation" AND ExecutionStatus = "Running"`
+	q := fmt.Sprintf(`WorkflowType = %q AND ExecutionStatus = "Running"`, contracts.WorkflowType)
 	if in.State != "" {
-		q += fmt.Sprintf(` AND A2AState = %q`, in.State)
+		// A schedule made before a spelling changed keeps the old one.
+		q += " AND " + contracts.A2AStateFilter(contracts.CurrentA2AState(in.State))
 	}
 	if in.OlderThan > 0 {
 		q += fmt.Sprintf(` AND StartTime < %q`, now.Add(-in.OlderThan).UTC().Format(time.RFC3339))

@@ -86,9 +86,17 @@ const (
 	// for Signal "rediscover".
 	PhaseCardChanged Phase = "card-changed"
 	// PhaseUnknownOutcome: a send's outcome is unknown; waiting for
-	// resolve-unknown.
-	PhaseUnknownOutcome Phase = "unknown_outcome"
+	// resolve-unknown. Delegations started before v0.5 (workflow version
+	// VersionOneSpelling) spell it "unknown_outcome" (FormerA2AStates).
+	PhaseUnknownOutcome Phase = "unknown-outcome"
 )
+
+// FormerA2AStates maps an A2AState value to the spellings it had before:
+// delegations that were waiting when the spelling changed keep the old
+// one in their search attribute and State, so filters read both.
+var FormerA2AStates = map[string][]string{
+	string(PhaseUnknownOutcome): {"unknown_outcome"},
+}
 
 // Phases lists every Phase.
 var Phases = []Phase{PhaseResolving, PhaseSending, PhaseCardChanged, PhaseUnknownOutcome, PhaseEnded}
@@ -107,12 +115,44 @@ var A2AStates = func() []string {
 	return out
 }()
 
-// CheckA2AState returns an error naming every valid value when s is not
-// one of A2AStates (for filters typed by a person: a typo must not list
-// nothing and succeed).
-func CheckA2AState(s string) error {
+// ParseA2AState returns the current spelling of s, an A2AState value or
+// a former spelling of one (FormerA2AStates), and an error naming every
+// valid value when it is neither (for filters typed by a person: a typo
+// must not list nothing and succeed).
+func ParseA2AState(s string) (string, error) {
 	if slices.Contains(A2AStates, s) {
-		return nil
+		return s, nil
 	}
-	return fmt.Errorf("%q is not an A2AState; one of: %s", s, strings.Join(A2AStates, ", "))
+	for now, former := range FormerA2AStates {
+		if slices.Contains(former, s) {
+			return now, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not an A2AState; one of: %s", s, strings.Join(A2AStates, ", "))
+}
+
+// CurrentA2AState returns the current spelling of an A2AState value read
+// from a search attribute or a State (a former spelling is mapped; any
+// other value is returned as it is).
+func CurrentA2AState(s string) string {
+	if now, err := ParseA2AState(s); err == nil {
+		return now
+	}
+	return s
+}
+
+// A2AStateFilter is the Temporal visibility query clause that selects the
+// delegations in A2AState state (a valid, current value), under every
+// spelling it has had: `A2AState = "working"`, or `A2AState IN
+// ("unknown-outcome", "unknown_outcome")`.
+func A2AStateFilter(state string) string {
+	former := FormerA2AStates[state]
+	if len(former) == 0 {
+		return fmt.Sprintf("%s = %q", SearchAttributeA2AState, state)
+	}
+	quoted := []string{fmt.Sprintf("%q", state)}
+	for _, f := range former {
+		quoted = append(quoted, fmt.Sprintf("%q", f))
+	}
+	return fmt.Sprintf("%s IN (%s)", SearchAttributeA2AState, strings.Join(quoted, ", "))
 }

@@ -71,7 +71,7 @@ func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}
-	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionLean)
+	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionLatest)
 	// The deadline may have passed between the start and the first
 	// workflow task (no worker yet): that is a deadline, not a bad contract.
 	if err := d.Validate(d.Deadline.Add(-time.Nanosecond)); err != nil {
@@ -233,6 +233,12 @@ const (
 	// timer, the next read or the deadline, whichever comes first, and
 	// the task is then read at the waiting cadence (PollTask).
 	VersionLean workflow.Version = 5
+	// VersionOneSpelling: A2AState spells a send whose outcome is unknown
+	// "unknown-outcome", like every other value (before: "unknown_outcome",
+	// contracts.FormerA2AStates).
+	VersionOneSpelling workflow.Version = 6
+	// VersionLatest is the version new delegations run.
+	VersionLatest = VersionOneSpelling
 )
 
 // SendSettle bounds how long an interrupted delegation waits for a send in

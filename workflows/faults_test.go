@@ -22,7 +22,8 @@ func (s *DelegationSuite) TestUnknownOutcomeAskOperatorThenResend() {
 	var rejected error
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
-		s.Equal(string(contracts.PhaseUnknownOutcome), st.A2AState)
+		// This suite runs VersionQuestionInNextRun: the spelling of then.
+		s.Equal("unknown_outcome", st.A2AState)
 		s.Require().NotNil(st.Unknown)
 		s.Equal(MessageID("default-test-workflow-id", "", 0), st.Unknown.MessageID)
 		s.env.UpdateWorkflow(contracts.ResolveUnknown, "bad", &testsuite.TestUpdateCallback{
@@ -86,7 +87,7 @@ func (s *DelegationSuite) TestDeniedBeforeTheFollowUp() {
 	s.env.SetStartTime(t0)
 	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
-	s.env.OnGetVersion(ChangeFollowAgents, workflow.DefaultVersion, VersionLean).Return(VersionQuestionInNextRun).Maybe()
+	s.env.OnGetVersion(ChangeFollowAgents, workflow.DefaultVersion, VersionLatest).Return(VersionQuestionInNextRun).Maybe()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{SkillFound: true}, nil)
 	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.MatchedBy(func(in activities.AuthorizationInput) bool { return in.Round == 0 })).
 		Return(contracts.AuthorizationDecision{Allowed: true}, nil).Once()

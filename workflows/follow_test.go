@@ -174,7 +174,7 @@ func (s *DelegationSuite) freshEnv() {
 	// This suite mocks ResolveCard, CheckAuthorization and SendMessage, the
 	// activities of VersionQuestionInNextRun and before, which running
 	// delegations still use; LeanSuite tests VersionLean.
-	s.env.OnGetVersion(ChangeFollowAgents, workflow.DefaultVersion, VersionLean).Return(VersionQuestionInNextRun).Maybe()
+	s.env.OnGetVersion(ChangeFollowAgents, workflow.DefaultVersion, VersionLatest).Return(VersionQuestionInNextRun).Maybe()
 	s.allowAll()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
 		After(72*time.Hour).Return(contracts.TaskSnapshot{}, errors.New("unchanged")).Maybe()

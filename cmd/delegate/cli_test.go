@@ -50,7 +50,7 @@ func writeFile(t *testing.T, name, body string) string {
 func TestUnknownStateRefused(t *testing.T) {
 	for _, cmd := range [][]string{{"list"}, {"reconcile"}} {
 		args := append(cmd, "--state", "input_required", "--address", "127.0.0.1:1")
-		wantExit(t, exitUsage, []string{`"input_required" is not an A2AState`, "input-required", "unknown_outcome"}, args...)
+		wantExit(t, exitUsage, []string{`"input_required" is not an A2AState`, "input-required", "unknown-outcome"}, args...)
 	}
 	wantExit(t, exitUsage, []string{`--schedule "5s"`, "or off"}, "reconcile", "--schedule", "5s", "--address", "127.0.0.1:1")
 }

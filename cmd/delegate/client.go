@@ -510,7 +510,8 @@ func newListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if state != "" {
-				if err := contracts.CheckA2AState(state); err != nil {
+				var err error
+				if state, err = contracts.ParseA2AState(state); err != nil {
 					return usageErr(fmt.Errorf("--state: %w", err))
 				}
 			}
@@ -521,7 +522,7 @@ func newListCmd() *cobra.Command {
 			defer c.Close()
 			q := fmt.Sprintf("WorkflowType = %q", contracts.WorkflowType)
 			if state != "" {
-				q += fmt.Sprintf(" AND A2AState = %q", state)
+				q += " AND " + contracts.A2AStateFilter(state)
 			}
 			rows, err := listDelegations(ctx, c, cf.namespace, q)
 			if err != nil {
@@ -607,7 +608,7 @@ func listDelegations(ctx context.Context, c client.Client, ns, query string) ([]
 			r := listRow{ID: ex.Execution.WorkflowId, Status: statusName(ex.Status), Started: ex.StartTime.AsTime().UTC()}
 			if sa := ex.SearchAttributes; sa != nil {
 				r.Agent = keyword(sa.IndexedFields["A2AAgent"].GetData())
-				r.A2AState = keyword(sa.IndexedFields["A2AState"].GetData())
+				r.A2AState = contracts.CurrentA2AState(keyword(sa.IndexedFields[contracts.SearchAttributeA2AState].GetData()))
 			}
 			rows = append(rows, r)
 		}

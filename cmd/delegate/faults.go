@@ -127,7 +127,8 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 				return usageErr(errors.New("--older-than must not be negative"))
 			}
 			if in.State != "" {
-				if err := contracts.CheckA2AState(in.State); err != nil {
+				var err error
+				if in.State, err = contracts.ParseA2AState(in.State); err != nil {
 					return usageErr(fmt.Errorf("--state: %w", err))
 				}
 			}
