@@ -52,6 +52,10 @@ type Activities struct {
 	// SendTimeout bounds one SendMessage call (default 30 s). A call that
 	// times out after its request was written has an unknown outcome.
 	SendTimeout time.Duration
+	// StreamIdle is how long a SubscribeToTask stream may stay without an
+	// event before it is closed and the task read with GetTask (default
+	// DefaultStreamIdle).
+	StreamIdle time.Duration
 
 	once sync.Once
 }
@@ -414,18 +418,18 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 	// A stream that sends nothing (or only comments) must not hold the
 	// activity: it heartbeats all the while (so that a cancel from the
 	// workflow, which moved on, reaches it and closes the connection), and
-	// a stream idle for StreamIdle is closed and the task read instead.
+	// a stream idle for Activities.StreamIdle is closed and the task read instead.
 	sctx, closeStream := context.WithCancel(ctx)
 	defer closeStream()
 	stop := keepHeartbeating(sctx, 10*time.Second)
 	defer stop()
-	idle := time.AfterFunc(StreamIdle, closeStream)
+	idle := time.AfterFunc(a.streamIdle(), closeStream)
 	defer idle.Stop()
 	for ev, err := range c.SubscribeStates(sctx, in.TaskID) {
 		if err != nil {
 			break
 		}
-		idle.Reset(StreamIdle)
+		idle.Reset(a.streamIdle())
 		hb.Events++
 		activity.RecordHeartbeat(ctx, *hb)
 		if ev.Chunk != nil && chunks < maxStreamChunks {
@@ -443,9 +447,15 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 	return withStreamed(snap, &as), changed, err
 }
 
-// StreamIdle is how long a stream may stay without an event before it is
-// closed and the task read with GetTask.
-var StreamIdle = 2 * time.Minute
+// DefaultStreamIdle is Activities.StreamIdle when unset.
+const DefaultStreamIdle = 2 * time.Minute
+
+func (a *Activities) streamIdle() time.Duration {
+	if a.StreamIdle > 0 {
+		return a.StreamIdle
+	}
+	return DefaultStreamIdle
+}
 
 // maxStreamChunks bounds the artifact chunks kept from one stream.
 const maxStreamChunks = 1024

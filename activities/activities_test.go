@@ -231,12 +231,9 @@ func TestBoundByEncodedSize(t *testing.T) {
 	}
 }
 
-// A stream that sends only comments is closed after StreamIdle and the
-// task is read instead; the connection does not stay open.
+// A stream that sends only comments is closed after Activities.StreamIdle
+// and the task is read instead; the connection does not stay open.
 func TestCommentOnlyStreamIsLetGo(t *testing.T) {
-	old := StreamIdle
-	StreamIdle = 300 * time.Millisecond
-	t.Cleanup(func() { StreamIdle = old })
 	var streams, closed, byClient, gets atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -270,7 +267,7 @@ func TestCommentOnlyStreamIsLetGo(t *testing.T) {
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%q,"result":{"id":"t-1","contextId":"c-1","status":{"state":%q}}}`, req.ID, state)
 	}))
 	t.Cleanup(srv.Close)
-	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet}
+	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet, StreamIdle: 300 * time.Millisecond}
 	env := activityEnv(t, a)
 	v, err := env.ExecuteActivity(a.WatchTask, WatchInput{Interface: contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
 		TaskID: "t-1", Since: "working", Stream: true})

@@ -10,17 +10,16 @@ import (
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // TestContinueAsNewCarriesTheState lowers the history threshold so that
 // the delegation continues as new between watches; the state (remote task,
 // question, rounds) goes with it and the delegation completes.
 func TestContinueAsNewCarriesTheState(t *testing.T) {
-	old := workflows.ContinueAsNewEvents
-	workflows.ContinueAsNewEvents = 1
-	t.Cleanup(func() { workflows.ContinueAsNewEvents = old })
-	e := setup(t, func(o *options) { o.agent.WorkDelay = 200 * time.Millisecond })
+	e := setup(t, func(o *options) {
+		o.agent.WorkDelay = 200 * time.Millisecond
+		o.workflows.ContinueAsNewEvents = 1
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("continued-1", e.base)

@@ -54,6 +54,8 @@ type options struct {
 	acts func(a *activities.Activities, base string)
 	// noWorker: the test starts the worker itself (env.startWorker).
 	noWorker bool
+	// workflows configure the worker's Delegation workflow.
+	workflows workflows.Options
 	// interceptors of the Temporal client (the worker's and the test's).
 	interceptors []interceptor.ClientInterceptor
 }
@@ -105,7 +107,7 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		if o.acts != nil {
 			o.acts(a, base)
 		}
-		workflows.Register(w, a)
+		workflows.Register(w, a, o.workflows)
 		if err := w.Start(); err != nil {
 			t.Fatalf("worker.Start() error = %v", err)
 		}

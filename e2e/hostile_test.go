@@ -163,12 +163,10 @@ func TestHostileHugeAnswer(t *testing.T) {
 }
 
 // An agent whose streams send only comments: each stream is closed after
-// StreamIdle and, after three in a row, the task is polled; never more
-// than one stream is open for the delegation, none after it ends.
+// Activities.StreamIdle and, after three in a row, the task is polled;
+// never more than one stream is open for the delegation, none after it
+// ends.
 func TestHostileCommentOnlyStreams(t *testing.T) {
-	old := activities.StreamIdle
-	activities.StreamIdle = 300 * time.Millisecond
-	t.Cleanup(func() { activities.StreamIdle = old })
 	var open, total, maxOpen, cancels atomic.Int32
 	stub := httptest.NewUnstartedServer(nil)
 	base := "http://" + stub.Listener.Addr().String()
@@ -219,7 +217,9 @@ func TestHostileCommentOnlyStreams(t *testing.T) {
 	})
 	stub.Start()
 	t.Cleanup(stub.Close)
-	e := setup(t)
+	e := setup(t, func(o *options) {
+		o.acts = func(a *activities.Activities, _ string) { a.StreamIdle = 300 * time.Millisecond }
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	d := lostParcel("hostile-comment-streams", base)

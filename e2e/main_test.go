@@ -34,7 +34,7 @@ func runChildWorker(addr string) {
 		os.Exit(3)
 	}
 	w := worker.New(c, contracts.TaskQueue, worker.Options{})
-	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond, Logger: quiet})
+	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond, Logger: quiet}, workflows.Options{})
 	_ = w.Run(worker.InterruptCh())
 	os.Exit(0)
 }

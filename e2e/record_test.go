@@ -21,7 +21,6 @@ import (
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // TestRecordHistories runs one delegation per scenario and writes each
@@ -46,11 +45,12 @@ func TestRecordHistories(t *testing.T) {
 		return "pass"
 	})
 	defer p.close()
-	e := setup(t, func(o *options) {
+	recording := func(o *options) {
 		o.agent.WorkDelay = 600 * time.Millisecond
 		o.proxy = p.handler
 		o.acts = func(a *activities.Activities, _ string) { a.SendTimeout = 2 * time.Second }
-	})
+	}
+	e := setup(t, recording)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	only := os.Getenv("DELEGATE_RECORD_ONLY") // comma-separated scenario names
@@ -131,8 +131,10 @@ func TestRecordHistories(t *testing.T) {
 	}
 
 	if want("continue-as-new") {
-		old := workflows.ContinueAsNewEvents
-		workflows.ContinueAsNewEvents = 1
+		// A worker whose delegations continue as new at the first chance
+		// (the closures below use e).
+		saved := e
+		e = setup(t, recording, func(o *options) { o.workflows.ContinueAsNewEvents = 1 })
 		d := contract("continue-as-new", "")
 		run := start(d)
 		waitState(d.LocalWorkflowID, "input-required")
@@ -140,7 +142,7 @@ func TestRecordHistories(t *testing.T) {
 			t.Fatal(err)
 		}
 		write("continue-as-new", run, contracts.StatusCompleted)
-		workflows.ContinueAsNewEvents = old
+		e = saved
 	}
 	resolve := func(id string, res contracts.Resolution) {
 		h, err := e.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contracts.ResolveUnknown,

@@ -18,9 +18,7 @@ import (
 // lowThreshold makes every run continue as new at its first chance (the
 // test environment reports a history length of 0).
 func (s *DelegationSuite) lowThreshold() {
-	old := ContinueAsNewEvents
-	ContinueAsNewEvents = -1
-	s.T().Cleanup(func() { ContinueAsNewEvents = old })
+	s.opts.ContinueAsNewEvents = -1
 }
 
 // carryOf decodes the contracts.Carry of a run that continued as new.

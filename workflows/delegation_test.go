@@ -24,6 +24,9 @@ type DelegationSuite struct {
 	suite.Suite
 	testsuite.WorkflowTestSuite
 	env *testsuite.TestWorkflowEnvironment
+	// opts configure the Delegation workflow of the test (set before
+	// ExecuteWorkflow; SetupTest resets them).
+	opts Options
 	// ownPoll: the test mocks PollTask itself (the default mock, a task
 	// that does not change while an operator is asked, stands aside).
 	ownPoll bool
@@ -34,6 +37,7 @@ func TestDelegation(t *testing.T) { suite.Run(t, new(DelegationSuite)) }
 func (s *DelegationSuite) SetupTest() {
 	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	s.ownPoll = false
+	s.opts = Options{}
 	s.freshEnv()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},

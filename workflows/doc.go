@@ -4,7 +4,7 @@
 // Register puts both, and the activities, on a worker:
 //
 //	w := worker.New(c, contracts.TaskQueue, worker.Options{})
-//	workflows.Register(w, &activities.Activities{Logger: logger})
+//	workflows.Register(w, &activities.Activities{Logger: logger}, workflows.Options{})
 //
 // The workflow never does I/O; every network step is an activity of package
 // activities. What it reads and writes through history (its input, State,

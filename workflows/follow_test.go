@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -169,7 +170,9 @@ func (s *DelegationSuite) TestCardFetchRetriedWhileTransient() {
 func (s *DelegationSuite) freshEnv() {
 	s.env = s.NewTestWorkflowEnvironment()
 	s.env.SetStartTime(t0)
-	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+	s.env.RegisterWorkflowWithOptions(func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
+		return delegation(ctx, d, carried, s.opts)
+	}, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
 	// This suite mocks ResolveCard, CheckAuthorization and SendMessage, the
 	// activities of VersionQuestionInNextRun and before, which running

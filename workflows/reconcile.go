@@ -1,12 +1,14 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
 )
 
 // ReconcileDelegations signals "reconcile" to the open delegations that in
@@ -19,4 +21,57 @@ func ReconcileDelegations(ctx workflow.Context, in activities.ReconcileInput) ([
 	var ids []string
 	err := workflow.ExecuteActivity(ctx, acts.ReconcileOpen, in).Get(ctx, &ids)
 	return ids, err
+}
+
+// reconcile reads the remote task once and records what it saw.
+func (r *run) reconcile(ctx workflow.Context) {
+	rec := contracts.Reconciliation{At: workflow.Now(ctx), Before: r.s.A2AState}
+	seen := r.observations
+	if r.s.RemoteTaskID == "" {
+		rec.Error = "no remote task yet"
+		r.addReconciliation(rec)
+		return
+	}
+	var snap contracts.TaskSnapshot
+	actx := workflow.WithActivityOptions(ctx, getTaskOptions())
+	err := workflow.ExecuteActivity(actx, acts.GetTask, activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
+	if err != nil {
+		var appErr *temporal.ApplicationError
+		switch {
+		case temporal.IsCanceledError(err) || ctx.Err() != nil:
+			// The read was never scheduled: the delegation is stopping
+			// and follows its remote task itself until it ends.
+			rec.Error = "not read: a cancel of this delegation is in progress"
+		case errors.As(err, &appErr):
+			rec.Error = contracts.Truncate(appErr.Message(), 500)
+		default:
+			rec.Error = contracts.Truncate(err.Error(), 500)
+		}
+	} else {
+		rec.Seen, rec.Changed = string(snap.State), string(snap.State) != r.s.A2AState
+		switch {
+		case r.v >= VersionCarryInput && r.observations != seen:
+			// The delegation observed the task again while this read was
+			// running: the read is older than what it knows.
+			rec.Changed = false
+			rec.Error = "superseded: the task was observed again while this read ran"
+		case rec.Changed && r.s.Question != nil:
+			// The task moved on while we waited for an operator (it was
+			// canceled, completed or failed remotely): go on from there.
+			r.reconciled = &snap
+		}
+	}
+	r.addReconciliation(rec)
+}
+
+// maxReconciliations bounds contracts.State.Reconciliations (the oldest are
+// dropped; ReconcileCount keeps counting).
+const maxReconciliations = 20
+
+func (r *run) addReconciliation(rec contracts.Reconciliation) {
+	r.s.ReconcileCount++
+	r.s.Reconciliations = append(r.s.Reconciliations, rec)
+	if n := len(r.s.Reconciliations); n > maxReconciliations && r.v >= VersionCarryInput {
+		r.s.Reconciliations = append([]contracts.Reconciliation(nil), r.s.Reconciliations[n-maxReconciliations:]...)
+	}
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -8,11 +9,41 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// Register registers the Delegation workflow and the activities on a worker.
-func Register(r worker.Registry, a *activities.Activities) {
-	r.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
-	r.RegisterWorkflowWithOptions(ReconcileDelegations, workflow.RegisterOptions{Name: contracts.ReconcileWorkflowType})
+// Options configure the Delegation workflow on one worker; the zero value
+// is the default. Every worker of a Task Queue must use the same options:
+// they decide which commands the workflow issues.
+type Options struct {
+	// ContinueAsNewEvents is the history length past which a delegation
+	// continues as new even before Temporal suggests it (0: 10,000; a
+	// negative value: at the first chance, for tests).
+	ContinueAsNewEvents int
+}
+
+// DefaultContinueAsNewEvents is Options.ContinueAsNewEvents when unset.
+const DefaultContinueAsNewEvents = 10000
+
+func (o Options) continueAsNewEvents() int {
+	if o.ContinueAsNewEvents == 0 {
+		return DefaultContinueAsNewEvents
+	}
+	return o.ContinueAsNewEvents
+}
+
+// Register registers the Delegation workflow (configured by o), the
+// ReconcileDelegations workflow and the activities on a worker.
+func Register(r worker.Registry, a *activities.Activities, o Options) {
+	RegisterWorkflows(r, o)
 	r.RegisterActivity(a)
+}
+
+// RegisterWorkflows registers the workflows alone (configured by o): for a
+// worker.WorkflowReplayer, or a test environment that mocks the
+// activities.
+func RegisterWorkflows(r worker.WorkflowRegistry, o Options) {
+	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
+		return delegation(ctx, d, carried, o)
+	}, workflowRegisterOptions())
+	r.RegisterWorkflowWithOptions(ReconcileDelegations, workflow.RegisterOptions{Name: contracts.ReconcileWorkflowType})
 }
 
 func workflowRegisterOptions() workflow.RegisterOptions {

@@ -29,15 +29,14 @@ func TestReplayRecordedHistories(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(strings.TrimPrefix(f, filepath.Join("testdata", "histories")+string(os.PathSeparator)), ".json")
 		t.Run(name, func(t *testing.T) {
+			var o Options
 			if strings.Contains(name, "continue-as-new") {
 				// Recorded with the threshold lowered to 1 event, so that
 				// the chain continues as new at its first chance.
-				old := ContinueAsNewEvents
-				ContinueAsNewEvents = 1
-				defer func() { ContinueAsNewEvents = old }()
+				o.ContinueAsNewEvents = 1
 			}
 			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+			RegisterWorkflows(r, o)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}

@@ -72,11 +72,8 @@ func injectAfter(t *testing.T, src string, after int, ev map[string]any) string 
 // the error the workflow function returned.
 func replayReturning(t *testing.T, file string) (replayErr, returned error) {
 	t.Helper()
-	old := ContinueAsNewEvents
-	ContinueAsNewEvents = 1 // as recorded
-	defer func() { ContinueAsNewEvents = old }()
 	wrapper := func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
-		o, err := Delegation(ctx, d, carried)
+		o, err := delegation(ctx, d, carried, Options{ContinueAsNewEvents: 1}) // as recorded
 		returned = err
 		return o, err
 	}

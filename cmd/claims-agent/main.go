@@ -34,8 +34,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "claims-agent: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	claimsagent.StubbornDelay = *stubborn
-	cfg := claimsagent.Config{WorkDelay: *delay, StateDir: *stateDir, AuthToken: os.Getenv("CLAIMS_AGENT_AUTH_TOKEN")}
+	cfg := claimsagent.Config{WorkDelay: *delay, StubbornDelay: *stubborn, StateDir: *stateDir, AuthToken: os.Getenv("CLAIMS_AGENT_AUTH_TOKEN")}
 	if *signKey != "" {
 		if *kid == "" {
 			fmt.Fprintln(os.Stderr, "claims-agent: --kid is required with --sign-key")

@@ -38,10 +38,13 @@ type workerFlags struct {
 	trust                string
 	policy               string
 	credentials          string
+	// logFormat is --log-format: "text" (default) or "json" (slog). Logs
+	// carry ids and categories, never message bodies or secrets.
+	logFormat string
 }
 
 func (f *workerFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	cmd.Flags().StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve the Temporal SDK's metrics for Prometheus at host:port/metrics")
 	cmd.Flags().StringVar(&f.debugAddr, "debug-addr", "", "serve /debug/vars (expvar: memstats) and /debug/pprof on this loopback host:port")
 	cmd.Flags().IntVar(&f.cacheSize, "cache-size", 500, "workflows kept in the worker's sticky cache (waiting delegations beyond it are replayed when they wake)")
@@ -105,7 +108,7 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 	}
 	w := worker.New(c, contracts.TaskQueue, bench.WorkerOptions())
 	workflows.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
-		Fetcher: &cards.Fetcher{Trust: ts}, Policy: pf, Credentials: creds, Temporal: c})
+		Fetcher: &cards.Fetcher{Trust: ts}, Policy: pf, Credentials: creds, Temporal: c}, workflows.Options{})
 	if err := w.Start(); err != nil {
 		return temporalErr(fmt.Errorf("starting the worker: %w", err))
 	}
@@ -116,16 +119,17 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 	return nil
 }
 
-// logFormat is --log-format: "text" (default) or "json" (slog). Logs carry
-// ids and categories, never message bodies or secrets.
-var logFormat = "text"
-
-func newLogger() *slog.Logger {
+// logger returns the logger --log-format asks for, writing to stderr, or
+// a usage error for a format that is neither text nor json.
+func (f *workerFlags) logger() (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	if logFormat == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	switch f.logFormat {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	case "text", "":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return nil, usageErr(fmt.Errorf("--log-format %q: text or json", f.logFormat))
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -146,10 +150,10 @@ off otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if logFormat != "text" && logFormat != "json" {
-				return usageErr(fmt.Errorf("--log-format %q: text or json", logFormat))
+			logger, err := wf.logger()
+			if err != nil {
+				return err
 			}
-			logger := newLogger()
 			conn, err := cf.options(cmd)
 			if err != nil {
 				return err
@@ -191,10 +195,10 @@ The server runs with dynamic config chosen for one host (docs/performance.md);
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if logFormat != "text" && logFormat != "json" {
-				return usageErr(fmt.Errorf("--log-format %q: text or json", logFormat))
+			logger, err := wf.logger()
+			if err != nil {
+				return err
 			}
-			logger := newLogger()
 			if dynamicConfigFile != "" {
 				dc, err := devserver.LoadDynamicConfig(dynamicConfigFile)
 				if err != nil {

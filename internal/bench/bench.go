@@ -253,7 +253,7 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 	}
 	defer c.Close()
 	w := worker.New(c, contracts.TaskQueue, WorkerOptions())
-	workflows.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet, Temporal: c})
+	workflows.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet, Temporal: c}, workflows.Options{})
 	w.RegisterWorkflowWithOptions(Trivial, workflow.RegisterOptions{Name: "BenchTrivial"})
 	w.RegisterActivity(Noop)
 	if err := w.Start(); err != nil {

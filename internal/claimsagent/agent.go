@@ -19,11 +19,11 @@
 // docs/claims-agent.md): "instant" (completes at once), "fail" (FAILED with a
 // reason), "wrong-kind" (completes with an artifact named "refund_issued"),
 // "slow" (stays WORKING until canceled), "stubborn" (refuses to be canceled
-// with TaskNotCancelable and completes after StubbornDelay), "mixed" (completes with one valid
+// with TaskNotCancelable and completes after Config.StubbornDelay), "mixed" (completes with one valid
 // claim_opened and seven artifacts that each break one contract rule; see
 // MixedArtifacts), "auth" (AUTH_REQUIRED until a follow-up carries the
 // bearer token Config.AuthToken), "hang" (like "instant", but the answer to
-// the first delivery of its message is held HangDelay).
+// the first delivery of its message is held Config.HangDelay).
 //
 // A follow-up whose taskId is unknown is refused with TaskNotFoundError, one
 // whose contextId does not match the task with InvalidParams (A2A 1.0
@@ -73,11 +73,13 @@ var Scenarios = []struct{ Name, Does string }{
 	{ScenarioHang, "creates the task and completes it, but answers the first delivery of the message only after 40 s (longer than the worker's 30 s send timeout: unknown_outcome)"},
 }
 
-// HangDelay is how long scenario "hang" holds its first answer.
-var HangDelay = 40 * time.Second
+// DefaultHangDelay is how long scenario "hang" holds its first answer
+// unless Config.HangDelay says otherwise.
+const DefaultHangDelay = 40 * time.Second
 
-// StubbornDelay is how long a "stubborn" task works before it completes.
-var StubbornDelay = 2 * time.Second
+// DefaultStubbornDelay is how long a "stubborn" task works before it
+// completes unless Config.StubbornDelay says otherwise.
+const DefaultStubbornDelay = 2 * time.Second
 
 // Question is the status message of the INPUT_REQUIRED state.
 const Question = "Please send a photo of the box the parcel was shipped in."
@@ -89,7 +91,9 @@ var orderPattern = regexp.MustCompile(`\b[A-Z]{1,4}-\d{1,10}\b`)
 
 // executor implements a2asrv.AgentExecutor.
 type executor struct {
-	workDelay time.Duration
+	workDelay     time.Duration
+	hangDelay     time.Duration
+	stubbornDelay time.Duration
 	authToken string
 	authWait  map[a2a.TaskID]chan struct{}
 
@@ -98,8 +102,16 @@ type executor struct {
 	orders    map[a2a.TaskID]string
 }
 
-func newExecutor(workDelay time.Duration) *executor {
-	return &executor{workDelay: workDelay, scenarios: map[a2a.TaskID]string{}, orders: map[a2a.TaskID]string{}, authWait: map[a2a.TaskID]chan struct{}{}}
+func newExecutor(cfg Config) *executor {
+	e := &executor{workDelay: cfg.WorkDelay, hangDelay: cfg.HangDelay, stubbornDelay: cfg.StubbornDelay,
+		scenarios: map[a2a.TaskID]string{}, orders: map[a2a.TaskID]string{}, authWait: map[a2a.TaskID]chan struct{}{}}
+	if e.hangDelay == 0 {
+		e.hangDelay = DefaultHangDelay
+	}
+	if e.stubbornDelay == 0 {
+		e.stubbornDelay = DefaultStubbornDelay
+	}
+	return e
 }
 
 func (e *executor) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
@@ -138,8 +150,8 @@ func (e *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield 
 	case ScenarioSlow:
 		<-ctx.Done()
 	case ScenarioStubborn:
-		// Refuses to be canceled and completes after StubbornDelay.
-		t := time.NewTimer(StubbornDelay)
+		// Refuses to be canceled and completes after Config.StubbornDelay.
+		t := time.NewTimer(e.stubbornDelay)
 		defer t.Stop()
 		select {
 		case <-t.C:

@@ -12,10 +12,14 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 )
 
-func start(t *testing.T) (*Agent, string) {
+func start(t *testing.T, opts ...func(*Config)) (*Agent, string) {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
-	agent := New(Config{BaseURL: "http://" + srv.Listener.Addr().String()})
+	cfg := Config{BaseURL: "http://" + srv.Listener.Addr().String()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	agent := New(cfg)
 	srv.Config.Handler = agent
 	srv.Start()
 	t.Cleanup(srv.Close)

@@ -111,12 +111,9 @@ func TestStateDirLocked(t *testing.T) {
 // gave up waiting for the answer; the same message sent again gets that
 // task, not a second one.
 func TestHangScenarioMakesTheTaskAnyway(t *testing.T) {
-	old := HangDelay
-	HangDelay = time.Hour
-	defer func() { HangDelay = old }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	agent, base := start(t)
+	agent, base := start(t, func(c *Config) { c.HangDelay = time.Hour })
 	c := dial(t, ctx, base, a2a.TransportProtocolJSONRPC)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewDataPart(map[string]any{"scenario": "hang", "order_id": "A-1"}))
 	short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -132,7 +129,6 @@ func TestHangScenarioMakesTheTaskAnyway(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	HangDelay = 0
 	again := send(t, ctx, c, m)
 	if again.Status.State != a2a.TaskStateCompleted || agent.TaskCount() != 1 {
 		t.Errorf("resend: state %s, agent tasks %d; want COMPLETED and 1", again.Status.State, agent.TaskCount())

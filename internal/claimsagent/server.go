@@ -64,6 +64,12 @@ type Config struct {
 	// without "Authorization: Bearer <RequireBearer>"; the card then
 	// declares an HTTP bearer security scheme (A2A 1.0 §4.5.3).
 	RequireBearer string
+	// HangDelay is how long scenario "hang" holds the answer to the first
+	// delivery of a message (0: DefaultHangDelay).
+	HangDelay time.Duration
+	// StubbornDelay is how long a "stubborn" task works before it
+	// completes (0: DefaultStubbornDelay).
+	StubbornDelay time.Duration
 	// StateDir, when set, keeps the agent's tasks and its message-id
 	// table in files under this directory (created when missing), so that
 	// an agent restarted on it carries on with the tasks it created; empty:
@@ -225,7 +231,7 @@ func Open(cfg Config) (*Agent, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	card := Card(base)
-	ex := newExecutor(cfg.WorkDelay)
+	ex := newExecutor(cfg)
 	ex.authToken = cfg.AuthToken
 	opts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(logger)}
 	h := &dedupHandler{seen: map[string]*sendEntry{}, onCommit: cfg.OnCommit, exec: ex}
@@ -429,7 +435,7 @@ func (h *dedupHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequ
 	if scenario, _ := readRequest(req.Message); scenario == ScenarioHang && req.Message.TaskID == "" {
 		// The task exists and is done; only the answer is late, so the
 		// caller cannot know whether its message arrived.
-		t := time.NewTimer(HangDelay)
+		t := time.NewTimer(h.exec.hangDelay)
 		defer t.Stop()
 		select {
 		case <-t.C:

@@ -1,0 +1,112 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+var (
+	errDenied    = errors.New("authorization denied")
+	errRevoked   = errors.New("authorization revoked")
+	errAbandoned = errors.New("abandoned after an unknown outcome")
+)
+
+// interrupt returns the reason the delegation must stop now, if any.
+func (r *run) interrupt() error {
+	switch {
+	case r.revoked != nil:
+		return errRevoked
+	case r.deadlineHit:
+		return errDeadline
+	case r.deadlineTimer != nil && r.deadlineTimer.IsReady():
+		r.deadlineHit = true
+		return errDeadline
+	}
+	return nil
+}
+
+// arm starts the deadline timer (from VersionLean, when the delegation
+// first waits; before it, the listener starts it at once). The timer is
+// not canceled with the workflow: only its firing counts.
+func (r *run) arm(ctx workflow.Context) {
+	if r.v < VersionLean || r.deadlineTimer != nil || r.deadlineHit {
+		return
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	r.deadlineTimer = workflow.NewTimer(dctx, max(r.d.Deadline.Sub(workflow.Now(ctx)), 0))
+}
+
+// afterCancel asks the agent to cancel (in a disconnected context, so it
+// runs while the workflow is being canceled) and, when the agent does not
+// confirm, keeps watching for at most LateResultWindow (and never past the
+// deadline) to record late results. It returns whether the cancel was
+// confirmed.
+func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
+	if r.s.RemoteTaskID == "" || contracts.TaskState(r.s.A2AState).Terminal() {
+		return true
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	var snap contracts.TaskSnapshot
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, cancelOptions()), acts.CancelTask,
+		activities.CancelInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID}, &snap).Get(dctx, &snap)
+	if err == nil {
+		r.observe(dctx, snap)
+		if snap.State == contracts.TaskStateCanceled {
+			return true
+		}
+	} else {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			r.s.CancelError = contracts.Truncate(appErr.Message(), 500)
+		} else {
+			r.s.CancelError = contracts.Truncate(err.Error(), 500)
+		}
+	}
+	if window <= 0 {
+		return false
+	}
+	until := workflow.Now(dctx).Add(window)
+	if r.d.Deadline.Before(until) {
+		until = r.d.Deadline
+	}
+	wctx, wcancel := workflow.WithCancel(dctx)
+	defer wcancel()
+	timer := workflow.NewTimer(wctx, max(until.Sub(workflow.Now(dctx)), 0))
+	for !contracts.TaskState(r.s.A2AState).Terminal() {
+		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: contracts.TaskState(r.s.A2AState), Limits: r.d.EffectiveLimits()}
+		f := workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(wctx)), acts.WatchTask, in)
+		var next contracts.TaskSnapshot
+		sel := workflow.NewSelector(wctx)
+		done := false
+		sel.AddFuture(f, func(f workflow.Future) {
+			if f.Get(wctx, &next) != nil {
+				done = true
+				return
+			}
+			r.observe(wctx, next)
+			if next.State == contracts.TaskStateCompleted {
+				r.s.LateResults = append(r.s.LateResults, next.Artifacts...)
+			}
+		})
+		sel.AddFuture(timer, func(workflow.Future) { done = true })
+		sel.Select(wctx)
+		if done {
+			break
+		}
+	}
+	return contracts.TaskState(r.s.A2AState) == contracts.TaskStateCanceled
+}
+
+var errDeadline = errors.New("deadline reached")
+
+// LateResultWindow is how long, at most, the workflow keeps watching a
+// remote task whose cancel the agent did not confirm, to record late
+// results (never past the deadline).
+const LateResultWindow = 10 * time.Minute

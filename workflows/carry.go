@@ -1,0 +1,120 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// MaxCarryBytes bounds the encoded contracts.Carry (Temporal refuses a
+// continue-as-new whose input is over 2 MiB and ends the workflow).
+const MaxCarryBytes = 1 << 20
+
+// trimCarry keeps the carried state under MaxCarryBytes: the records that
+// grow with time (transitions, sends, answers' content, card changes,
+// resolved unknown outcomes) keep their newest entries; the ids, the
+// rounds, the question and the last snapshot always stay.
+func trimCarry(c *contracts.Carry) {
+	size := func() int { b, _ := json.Marshal(c); return len(b) }
+	if size() <= MaxCarryBytes {
+		return
+	}
+	st := &c.State
+	keep := func(n, max int) int { return n - min(n, max) }
+	st.Transitions = st.Transitions[keep(len(st.Transitions), 50):]
+	st.Sends = st.Sends[keep(len(st.Sends), 50):]
+	st.CardChanges = st.CardChanges[keep(len(st.CardChanges), 20):]
+	st.UnknownHistory = st.UnknownHistory[keep(len(st.UnknownHistory), 20):]
+	st.Authorizations = st.Authorizations[keep(len(st.Authorizations), 50):]
+	for i := range st.Answers[:keep(len(st.Answers), 5)] {
+		st.Answers[i].Text, st.Answers[i].Data = contracts.CutText(st.Answers[i].Text, 200), nil
+	}
+}
+
+// ErrTypeCarriedState is the ApplicationError type of a run whose carried
+// state (input or memo) does not decode: the delegation fails loudly
+// rather than start again and resend round 0.
+const ErrTypeCarriedState = "carried_state"
+
+// carriedInput reads what the previous run handed over: the second input,
+// or (runs recorded before it) the memo. nil when this is the first run.
+func carriedInput(raw converter.RawValue, info *workflow.Info) (*contracts.Carry, error) {
+	if p := raw.Payload(); p != nil && len(p.GetData()) > 0 {
+		if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
+			return nil, fmt.Errorf("carried state: payload encoding %q, want %s", enc, converter.MetadataEncodingJSON)
+		}
+		var c contracts.Carry
+		if err := json.Unmarshal(p.GetData(), &c); err != nil {
+			return nil, fmt.Errorf("carried state (workflow input 2) does not decode: %w", err)
+		}
+		switch {
+		case c.State.LastSnapshot == nil:
+			return nil, errors.New("carried state (workflow input 2): state.last_snapshot is missing")
+		case c.State.LastSnapshot.State.Terminal():
+			return nil, fmt.Errorf("carried state (workflow input 2): state.last_snapshot.state %q is terminal: a run never continues as new from an ended task", c.State.LastSnapshot.State)
+		case c.State.InputRounds < 0:
+			return nil, fmt.Errorf("carried state (workflow input 2): state.input_rounds %d is negative", c.State.InputRounds)
+		case c.State.RemoteTaskID == "":
+			return nil, errors.New("carried state (workflow input 2): state.remote_task_id is missing")
+		}
+		return &c, nil
+	}
+	if info.Memo == nil {
+		return nil, nil
+	}
+	p, ok := info.Memo.GetFields()[CarryMemoKey]
+	if !ok {
+		return nil, nil
+	}
+	var st contracts.State
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &st); err != nil {
+		return nil, fmt.Errorf("carried state (memo %s) does not decode: %w", CarryMemoKey, err)
+	}
+	return &contracts.Carry{State: st}, nil
+}
+
+// resume applies the intents a previous run carried over.
+func (r *run) resume(ctx workflow.Context, c *contracts.Carry) {
+	if c.Revoked != nil {
+		r.applyRevoke(ctx, *c.Revoked)
+	}
+	r.pending, r.pendingVia = c.Pending, c.PendingVia
+	r.resolution, r.rediscover = c.Resolution, c.Rediscover
+	if c.Reconcile {
+		r.onReconcile(ctx, converter.RawValue{})
+	}
+}
+
+// CarryMemoKey is the memo field in which runs recorded before the
+// carried input handed their contracts.State to the next run.
+const CarryMemoKey = "delegate_state"
+
+// shouldContinueAsNew reports (and notes) that this run continues as new
+// now: Temporal suggests it or the history is past Options.ContinueAsNewEvents, and
+// this run has watched at least once (so that a long chain still makes
+// progress). From VersionCarryInput, the signals still buffered are
+// applied first, and a revoke or the deadline among them is handled in
+// this run instead.
+func (r *run) shouldContinueAsNew(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	if r.watches == 0 || !(info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > r.o.continueAsNewEvents()) {
+		return false
+	}
+	if r.v >= VersionCarryInput {
+		// Let the listener handle what this workflow task delivered (a
+		// revoke, the deadline), then take what is still buffered; a
+		// cancel, a revoke or the deadline is handled in this run.
+		r.settleListener(ctx)
+		r.drainSignals(ctx)
+		if r.interrupt() != nil || ctx.Err() != nil {
+			return false
+		}
+	}
+	r.continueAsNew = true
+	return true
+}

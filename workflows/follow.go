@@ -1,0 +1,244 @@
+package workflows
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// follow follows the remote task from snap to the end.
+func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contracts.Outcome {
+	// askedAgain: a weakly identified question watched for StaleWindow
+	// came back unchanged, so it is taken as asked again.
+	askedAgain := false
+	for {
+		if snap.State.Interrupted() && !askedAgain && r.stale(snap) {
+			// The agent republished the task as it stood when we answered
+			// (a2a-js does so before it handles a follow-up): not a new
+			// question. Keep watching for the next status. A status with
+			// no message id and no timestamp cannot tell a republished
+			// question from the same one asked again: it is watched for
+			// StaleWindow at most, then taken as asked again.
+			r.s.StaleReplies++
+			s := snap
+			r.s.LastSnapshot = &s
+			within := 0
+			if contracts.WeakStatusKey(snap.StatusKey) {
+				within = int(StaleWindow / time.Second)
+			}
+			next, err := r.watchWithin(ctx, snap, within)
+			if err != nil {
+				return r.failed(ctx, err)
+			}
+			askedAgain = contracts.SameStatus(next, snap)
+			snap = next
+			continue
+		}
+		askedAgain = false
+		if r.v >= VersionQuestionInNextRun && snap.State.Interrupted() && r.shouldContinueAsNew(ctx) {
+			// An agent whose question keeps changing must not grow one
+			// run's history without bound. The question is observed and
+			// shown by the next run, so that the state never says
+			// input-required while no question is pending.
+			s := snap
+			r.s.LastSnapshot = &s
+			return contracts.Outcome{}
+		}
+		r.observe(ctx, snap)
+		switch {
+		case snap.State == contracts.TaskStateMessage:
+			return r.outcome(contracts.StatusInvalidOutput, &contracts.ErrorInfo{Category: contracts.CategoryInvalidOutput,
+				Message: "the agent replied with a Message and created no Task: there is no artifact to validate"})
+		case snap.State.Terminal():
+			return r.finish(snap)
+		case snap.State.Interrupted():
+			if r.v >= VersionCarryInput && r.v < VersionQuestionInNextRun && r.shouldContinueAsNew(ctx) {
+				// An agent whose question keeps changing must not grow
+				// one run's history without bound.
+				return contracts.Outcome{}
+			}
+			a, via, moved, err := r.waitForAnswer(ctx, snap)
+			if err != nil {
+				return r.failed(ctx, err)
+			}
+			if moved != nil {
+				snap = *moved
+				continue
+			}
+			r.s.InputRounds++
+			round := r.s.InputRounds
+			r.s.Answers = append(r.s.Answers, contracts.AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
+				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round),
+				QuestionState: snap.State, QuestionKey: snap.StatusKey})
+			r.s.Question = nil
+			if r.v < VersionLean {
+				if err := r.recheckCard(ctx); err != nil {
+					return r.failed(ctx, err)
+				}
+			}
+			text := a.Text
+			if strings.TrimSpace(text) == "" && len(a.Data) == 0 {
+				text = "Credentials provided."
+			}
+			next, err := r.sendRound(ctx, round, text, a.Data, a.CredentialRef)
+			if err != nil && a.CredentialRef != "" && (errorType(err) == activities.ErrTypeCredentialRef || errorType(err) == activities.ErrTypeCredentialRefNotAllowed) {
+				// Nothing was sent: the operator named a credential the
+				// worker does not have, or one this agent's origin may not
+				// receive. Ask again, saying so.
+				r.s.InputRounds--
+				reason := "credential_ref " + a.CredentialRef + " is not in the worker's credential store"
+				if errorType(err) == activities.ErrTypeCredentialRefNotAllowed {
+					reason = "credential_ref " + a.CredentialRef + " refused, nothing sent: " + contracts.Truncate(errorText(err), 500)
+				}
+				r.s.Answers[len(r.s.Answers)-1].Refused = reason
+				r.observe(ctx, snap)
+				continue
+			}
+			if err != nil {
+				if ended, ok := r.endedMeanwhile(ctx, err); ok {
+					// The follow-up failed because the agent had ended the
+					// task: the agent's own state and reason stand.
+					r.s.Answers[len(r.s.Answers)-1].Refused = "the follow-up failed (" + contracts.Truncate(errorText(err), 500) + ") and the task is " + string(ended.State) + ": the agent's own state stands"
+					snap = ended
+					continue
+				}
+				return r.failed(ctx, err)
+			}
+			snap = next
+		default:
+			if r.shouldContinueAsNew(ctx) {
+				return contracts.Outcome{}
+			}
+			if err := r.interrupt(); err != nil && r.v >= VersionCarryInput {
+				return r.failed(ctx, err)
+			}
+			next, err := r.watch(ctx, snap)
+			if err != nil {
+				return r.failed(ctx, err)
+			}
+			snap = next
+		}
+	}
+}
+
+// StaleWindow is how long a republished question whose status has no
+// message id and no timestamp is watched before it is taken as asked
+// again.
+const StaleWindow = 15 * time.Second
+
+// watch runs WatchTask from snap until the task changes.
+func (r *run) watch(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, error) {
+	return r.watchWithin(ctx, snap, 0)
+}
+
+// watchWithin runs WatchTask from snap until the task changes or, when
+// within > 0, for that many seconds at most.
+func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, within int) (contracts.TaskSnapshot, error) {
+	r.watches++
+	var next contracts.TaskSnapshot
+	in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming, Within: within}
+	if r.v >= VersionFollowAgents && snap.State.Interrupted() {
+		in.SinceKey = snap.StatusKey
+	}
+	err := r.activity(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next)
+	return next, err
+}
+
+// stale reports whether an interrupted snapshot shows the question the
+// last answer already answered (same task, state and status identity): a
+// round opens only on a question asked after the last answer.
+func (r *run) stale(snap contracts.TaskSnapshot) bool {
+	if r.v < VersionFollowAgents || len(r.s.Answers) == 0 {
+		return false
+	}
+	last := r.s.Answers[len(r.s.Answers)-1]
+	if last.Refused != "" || last.QuestionKey == "" {
+		return false
+	}
+	return snap.State == last.QuestionState && snap.StatusKey == last.QuestionKey &&
+		(snap.TaskID == "" || snap.TaskID == r.s.RemoteTaskID)
+}
+
+// endedMeanwhile: a follow-up failed for a reason other than the deadline,
+// a revoke or cancellation; the task is read once, and when the agent has
+// ended it, that snapshot is returned.
+func (r *run) endedMeanwhile(ctx workflow.Context, err error) (contracts.TaskSnapshot, bool) {
+	var ee *endedError
+	if errors.As(err, &ee) {
+		return ee.snap, true
+	}
+	if r.v < VersionFollowAgents || r.interrupt() != nil || temporal.IsCanceledError(err) || ctx.Err() != nil || r.s.RemoteTaskID == "" {
+		return contracts.TaskSnapshot{}, false
+	}
+	if errors.Is(err, errDenied) || errors.Is(err, errRevoked) || errors.Is(err, errCardChanged) || errors.Is(err, errUntrusted) || errors.Is(err, errAbandoned) {
+		return contracts.TaskSnapshot{}, false
+	}
+	return r.readTerminal(ctx)
+}
+
+// endedError: a follow-up was not taken and the task had ended, as snap
+// shows; cause is why the follow-up failed.
+type endedError struct {
+	snap  contracts.TaskSnapshot
+	cause string
+}
+
+func (e *endedError) Error() string {
+	return "the remote task had ended (" + string(e.snap.State) + "): " + e.cause
+}
+
+// readTerminal reads the task once; ok when the agent has ended it.
+func (r *run) readTerminal(ctx workflow.Context) (contracts.TaskSnapshot, bool) {
+	var snap contracts.TaskSnapshot
+	in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
+	if r.activity(ctx, getTaskOptions(), acts.GetTask, in, &snap) != nil || !snap.State.Terminal() {
+		return contracts.TaskSnapshot{}, false
+	}
+	return snap, true
+}
+
+// observe records a remote snapshot: ids, state, transition.
+func (r *run) observe(ctx workflow.Context, snap contracts.TaskSnapshot) {
+	r.observations++
+	s := snap
+	r.s.LastSnapshot = &s
+	if snap.TaskID != "" && r.s.RemoteTaskID == "" {
+		r.s.RemoteTaskID = snap.TaskID
+		r.setSA(SearchA2ARemoteTaskID.ValueSet(contracts.Truncate(snap.TaskID, contracts.MaxKeyword)))
+	}
+	if snap.ContextID != "" && r.s.ContextID == "" {
+		r.s.ContextID = snap.ContextID
+	}
+	r.setState(ctx, string(snap.State))
+}
+
+func (r *run) setState(ctx workflow.Context, state string) {
+	if state == r.s.A2AState {
+		return
+	}
+	r.s.A2AState = state
+	r.s.Transitions = append(r.s.Transitions, contracts.Transition{State: state, At: workflow.Now(ctx)})
+	r.setSA(SearchA2AState.ValueSet(contracts.Truncate(state, contracts.MaxKeyword)))
+	r.details(ctx)
+}
+
+// setSA notes a search attribute change; flushSA writes the changes noted
+// since the last flush as one UpsertWorkflowSearchAttributes event, before
+// the workflow blocks (so history grows per state change, not per field).
+func (r *run) setSA(u temporal.SearchAttributeUpdate) {
+	r.saPending = append(r.saPending, u)
+}
+
+func (r *run) flushSA(ctx workflow.Context) {
+	if len(r.saPending) == 0 {
+		return
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, r.saPending...)
+	r.saPending = nil
+}

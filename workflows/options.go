@@ -1,0 +1,88 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// activity runs one activity, interrupted by the deadline or cancellation.
+func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn any, in any, out any) error {
+	r.flushSA(ctx)
+	r.arm(ctx)
+	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
+	defer cancel()
+	f := workflow.ExecuteActivity(actx, fn, in)
+	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil }); err != nil {
+		return err
+	}
+	if !f.IsReady() {
+		return r.interrupt()
+	}
+	return f.Get(ctx, out)
+}
+
+// localActivity runs a short activity inside the workflow task (a local
+// activity: one marker event, no extra round trip), interrupted by the
+// deadline or cancellation. name is the registered activity name.
+func (r *run) localActivity(ctx workflow.Context, opts workflow.LocalActivityOptions, name string, in any, out any) error {
+	r.arm(ctx)
+	lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, opts))
+	defer cancel()
+	f := workflow.ExecuteLocalActivity(lctx, name, in)
+	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil }); err != nil {
+		return err
+	}
+	if !f.IsReady() {
+		return r.interrupt()
+	}
+	return f.Get(ctx, out)
+}
+
+func resolveOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	}
+}
+
+// sendOptions: a worker that dies during a send is noticed by the
+// heartbeat timeout; the retry resends with the same messageId.
+func sendOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		HeartbeatTimeout:    10 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	}
+}
+
+func (r *run) watchOptions(ctx workflow.Context) workflow.ActivityOptions {
+	left := r.d.Deadline.Sub(workflow.Now(ctx)) + time.Minute
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: max(left, time.Minute),
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+	}
+}
+
+func cancelOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+	}
+}
+
+func authorizeOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second},
+	}
+}
+
+func getTaskOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 5},
+	}
+}

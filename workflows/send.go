@@ -1,0 +1,288 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// authorize runs CheckAuthorization before an outbound message.
+func (r *run) authorize(ctx workflow.Context, round int) error {
+	in := activities.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, AgentOrigin: r.s.Interface.CardOrigin,
+		Skill: r.d.Skill, Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round}
+	var dec contracts.AuthorizationDecision
+	if err := r.localActivity(ctx, authorizeOptions(), "CheckAuthorization", in, &dec); err != nil {
+		return err
+	}
+	r.s.Authorizations = append(r.s.Authorizations, contracts.AuthorizationRecord{AuthorizationDecision: dec, Round: round, At: workflow.Now(ctx)})
+	if !dec.Allowed {
+		r.denial = dec.Reason
+		return errDenied
+	}
+	return nil
+}
+
+// send sends round n with the same taskId and contextId as before; a
+// send that failed before anything was taken (transient) is sent again
+// with the same messageId, with backoff, until the deadline.
+func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (contracts.TaskSnapshot, error) {
+	in := activities.SendInput{Interface: r.s.Interface, Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: contracts.OutboundMessage{
+		MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
+	}}
+	var snap contracts.TaskSnapshot
+	opts := sendOptions()
+	if r.v >= VersionFollowAgents {
+		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
+	}
+	attempts, err := r.retrying(ctx, "SendMessage", func() error {
+		err := r.sendActivity(ctx, opts, round, in, &snap)
+		if err != nil && round > 0 && r.v >= VersionFollowAgents && transient(err) && r.interrupt() == nil {
+			// A follow-up refused with what looks transient may be refused
+			// because the agent has ended the task: read it before trying
+			// again.
+			if ended, ok := r.readTerminal(ctx); ok {
+				return &endedError{snap: ended, cause: errorText(err)}
+			}
+		}
+		return err
+	}, func() error {
+		return r.sendActivity(ctx, r.handoverOptions(ctx, sendOptions()), round, in, &snap)
+	})
+	if r.v >= VersionFollowAgents && err == nil {
+		snap.Attempt = attempts
+	}
+	return snap, err
+}
+
+// sendRound sends round n: authorization checked first, every time; a send
+// whose outcome is unknown is resent (same messageId) under
+// on_unknown_outcome "resend" at most 3 times, else an operator is asked
+// through resolve-unknown.
+func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (contracts.TaskSnapshot, error) {
+	msgID := MessageID(r.wfID, r.firstRunID, round)
+	autoResends := 0
+	for {
+		var snap contracts.TaskSnapshot
+		var err error
+		if r.v >= VersionLean {
+			snap, err = r.checkAndSend(ctx, round, text, data, credentialRef)
+		} else {
+			if err := r.authorize(ctx, round); err != nil {
+				return contracts.TaskSnapshot{}, err
+			}
+			r.setState(ctx, string(contracts.PhaseSending))
+			snap, err = r.send(ctx, round, text, data, credentialRef)
+		}
+		if err == nil {
+			r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "sent", Attempts: snap.Attempt})
+			return snap, nil
+		}
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != string(contracts.CategoryUnknownOutcome) {
+			return contracts.TaskSnapshot{}, err
+		}
+		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "unknown_outcome"})
+		r.arm(ctx)
+		if r.d.OnUnknownOutcome == contracts.OnUnknownResend && autoResends < contracts.MaxAutoResends {
+			autoResends++
+			continue
+		}
+		snap, adopted, err := r.resolveUnknown(ctx, round, msgID, appErr.Message(), autoResends)
+		if err != nil || adopted {
+			return snap, err
+		}
+		// Resend: the loop sends again, authorization first.
+	}
+}
+
+// sendActivity runs SendMessage. From VersionSendInFlight, a send that is
+// in flight when the delegation is interrupted (cancel, deadline, revoke)
+// is not abandoned: it runs on in a disconnected context, is awaited for
+// SendSettle at most, and the task it created is recorded, so that the
+// stop that follows cancels it. A send that does not finish in time is
+// recorded in contracts.State.SendInFlight with its messageId.
+func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, round int, in activities.SendInput, out *contracts.TaskSnapshot) error {
+	if r.v < VersionSendInFlight {
+		return r.activity(ctx, opts, acts.SendMessage, in, out)
+	}
+	return r.inFlight(ctx, opts, round, in.Message.MessageID, acts.SendMessage, in, func(c workflow.Context, f workflow.Future) (contracts.TaskSnapshot, error) {
+		err := f.Get(c, out)
+		return *out, err
+	})
+}
+
+// inFlight runs a send activity fn as sendActivity describes; get reads
+// its result and the snapshot of the task it created. From VersionLean,
+// nothing is upserted before it, and the deadline timer is started only
+// when the send could outlast the deadline (retried by Temporal, or the
+// deadline closer than one attempt): otherwise the send ends first.
+func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, round int, msgID string, fn, in any, get func(workflow.Context, workflow.Future) (contracts.TaskSnapshot, error)) error {
+	if r.v < VersionLean {
+		r.flushSA(ctx)
+	} else {
+		left := r.d.Deadline.Sub(workflow.Now(ctx))
+		if opts.RetryPolicy == nil || opts.RetryPolicy.MaximumAttempts != 1 || left <= opts.StartToCloseTimeout+SendSettle {
+			r.arm(ctx)
+		} else {
+			// Unarmed, the send must start early enough to end before
+			// the deadline; one that waited in the queue longer times
+			// out with nothing sent (then retrying arms the deadline).
+			opts.ScheduleToStartTimeout = left - opts.StartToCloseTimeout
+		}
+		// Nothing is sent after a stop (a revoke or the deadline delivered
+		// with an answer or a resolution, a deadline already passed): the
+		// listener handles what this workflow task delivered first.
+		r.settleListener(ctx)
+		if err := r.interrupt(); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	dctx, dcancel := workflow.NewDisconnectedContext(ctx)
+	defer dcancel()
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, opts), fn, in)
+	werr := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil })
+	if werr == nil && f.IsReady() {
+		_, err := get(ctx, f)
+		return err
+	}
+	stop := werr
+	if stop == nil {
+		stop = r.interrupt()
+	}
+	// Interrupted with the send in flight: let it finish (bounded).
+	timer := workflow.NewTimer(dctx, SendSettle)
+	_ = workflow.Await(dctx, func() bool { return f.IsReady() || timer.IsReady() })
+	if !f.IsReady() {
+		r.s.SendInFlight = msgID
+		return stop
+	}
+	if snap, err := get(dctx, f); err == nil && snap.TaskID != "" && snap.State != contracts.TaskStateMessage {
+		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
+		r.observe(dctx, snap)
+	}
+	return stop
+}
+
+// SendSettle bounds how long an interrupted delegation waits for a send in
+// flight to finish, so that the task it created can be canceled.
+const SendSettle = 45 * time.Second
+
+// retrying runs call, and again after each transient failure (an
+// ApplicationError of category "transient", or a timeout) with backoff
+// from 1 s doubling to 30 s, until it succeeds, fails otherwise, or the
+// delegation is interrupted (deadline, revoke, cancel). Meanwhile
+// contracts.State.Retrying and the current details show the last error. After
+// WorkflowRetries attempts (about two minutes) it hands over to handover,
+// one activity that Temporal retries (every 5 minutes at most) until the
+// deadline, so that an agent down for days adds a bounded number of
+// events to history. It returns the number of attempts the workflow made.
+// Before VersionFollowAgents, call runs once (its activity's own retry
+// policy retried it).
+func (r *run) retrying(ctx workflow.Context, op string, call, handover func() error) (int, error) {
+	if r.v < VersionFollowAgents {
+		return 1, call()
+	}
+	wait := time.Second
+	for attempt := 1; ; attempt++ {
+		var err error
+		if attempt > WorkflowRetries && handover != nil && r.v >= VersionCarryInput {
+			r.arm(ctx)
+			r.s.Retrying.HandedOver = true
+			r.details(ctx)
+			r.flushSA(ctx)
+			err = handover()
+			if err != nil && transient(err) && r.interrupt() == nil && ctx.Err() == nil {
+				// Temporal retried until its schedule-to-close (the
+				// deadline): wait for the deadline itself; a transient
+				// failure never ends a delegation otherwise.
+				if werr := workflow.Await(ctx, func() bool { return r.interrupt() != nil }); werr != nil {
+					return attempt, werr
+				}
+				return attempt, r.interrupt()
+			}
+		} else {
+			err = call()
+		}
+		if err == nil || !r.transient(err) || r.interrupt() != nil || ctx.Err() != nil || (r.s.Retrying != nil && r.s.Retrying.HandedOver) {
+			if r.s.Retrying != nil {
+				r.s.Retrying = nil
+				r.details(ctx)
+			}
+			return attempt, err
+		}
+		now := workflow.Now(ctx)
+		if r.s.Retrying == nil || r.s.Retrying.Op != op {
+			r.s.Retrying = &contracts.Retrying{Op: op, Since: now}
+		}
+		r.s.Retrying.Attempts, r.s.Retrying.LastError, r.s.Retrying.Next = attempt, contracts.Truncate(errorText(err), 1000), now.Add(wait)
+		r.details(ctx)
+		r.flushSA(ctx)
+		r.arm(ctx)
+		timer := workflow.NewTimer(ctx, wait)
+		if err := workflow.Await(ctx, func() bool { return timer.IsReady() || r.interrupt() != nil }); err != nil {
+			return attempt, err
+		}
+		if !timer.IsReady() {
+			return attempt, r.interrupt()
+		}
+		wait = min(wait*2, 30*time.Second)
+	}
+}
+
+// WorkflowRetries is how many attempts retrying makes itself before it
+// hands over to Temporal's retries.
+const WorkflowRetries = 8
+
+// handoverOptions: one activity retried by Temporal (30 s doubling to 5
+// minutes) until the deadline; each attempt bounded as opts.
+func (r *run) handoverOptions(ctx workflow.Context, opts workflow.ActivityOptions) workflow.ActivityOptions {
+	opts.ScheduleToCloseTimeout = max(r.d.Deadline.Sub(workflow.Now(ctx)), time.Second)
+	opts.RetryPolicy = &temporal.RetryPolicy{InitialInterval: 30 * time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute}
+	return opts
+}
+
+// isTimeout reports an activity timeout.
+func isTimeout(err error) bool {
+	var te *temporal.TimeoutError
+	return errors.As(err, &te)
+}
+
+// transient reports whether an activity error may go away by itself.
+func transient(err error) bool {
+	return errorType(err) == string(contracts.CategoryTransient) || isTimeout(err)
+}
+
+// transient is transient(err), and from VersionLean also an activity the
+// worker that took it does not know (an older worker during a rolling
+// deploy: another worker will).
+func (r *run) transient(err error) bool {
+	return transient(err) || (r.v >= VersionLean && errorType(err) == "ActivityNotRegisteredError")
+}
+
+// errorText is the message of an activity error (its ApplicationError
+// message when it has one).
+func errorText(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
+}
+
+// errorType is the ApplicationError type of err, or "".
+func errorType(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}

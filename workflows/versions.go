@@ -1,0 +1,43 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// ChangeFollowAgents is the workflow.GetVersion change id of the rules
+// that follow independent agents exactly: a republished question never
+// opens a round, the task is read at the waiting cadence while an operator
+// is asked, transient card and send failures are retried by the workflow
+// (showing the last error) until the deadline, and a follow-up that fails
+// is checked against the task's own state. Histories recorded before it
+// replay with workflow.DefaultVersion.
+const ChangeFollowAgents = "follow-independent-agents"
+
+// Versions of ChangeFollowAgents.
+const (
+	// VersionFollowAgents: the rules above.
+	VersionFollowAgents workflow.Version = 1
+	// VersionCarryInput: continue-as-new hands the state over as the
+	// workflow's second input (contracts.Carry), with the signals drained and the
+	// intents not yet acted on; before it, in the memo.
+	VersionCarryInput workflow.Version = 2
+	// VersionSendInFlight: a send interrupted (cancel, deadline, revoke)
+	// while in flight is not abandoned: it is awaited for SendSettle at
+	// most, and the task it created is recorded (then canceled).
+	VersionSendInFlight workflow.Version = 3
+	// VersionQuestionInNextRun: a run that continues as new at a question
+	// does so before observing it; the next run shows it.
+	VersionQuestionInNextRun workflow.Version = 4
+	// VersionLean: a delegation costs what the protocol needs. The card
+	// check, the authorization and the send are one activity
+	// (CheckAndSend: no local-activity markers, no upsert before it); the
+	// deadline timer starts only when the delegation first waits (a send
+	// is bounded by its own timeouts); a question is waited on with one
+	// timer, the next read or the deadline, whichever comes first, and
+	// the task is then read at the waiting cadence (PollTask).
+	VersionLean workflow.Version = 5
+	// VersionOneSpelling: A2AState spells a send whose outcome is unknown
+	// "unknown-outcome", like every other value (before: "unknown_outcome",
+	// contracts.FormerA2AStates).
+	VersionOneSpelling workflow.Version = 6
+	// VersionLatest is the version new delegations run.
+	VersionLatest = VersionOneSpelling
+)
