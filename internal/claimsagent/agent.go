@@ -94,8 +94,8 @@ type executor struct {
 	workDelay     time.Duration
 	hangDelay     time.Duration
 	stubbornDelay time.Duration
-	authToken string
-	authWait  map[a2a.TaskID]chan struct{}
+	authToken     string
+	authWait      map[a2a.TaskID]chan struct{}
 
 	mu        sync.Mutex
 	scenarios map[a2a.TaskID]string
