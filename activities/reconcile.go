@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/a2adelegate/delegate/contracts"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/a2adelegate/delegate/contracts"
 )
 
 // ReconcileInput selects the open delegations to reconcile.

@@ -81,3 +81,16 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }
+
+// The connection flags are defined once, on the root: every command that
+// dials Temporal takes them before or after its name, and a command that
+// does not is refused them rather than ignoring them.
+func TestConnectionFlagsPersistent(t *testing.T) {
+	// Before the command's name: the flag reaches it (nothing listens on
+	// port 1, so the dial fails with a network error, exit 3).
+	wantExit(t, exitTemporal, []string{"127.0.0.1:1"}, "--address", "127.0.0.1:1", "status", "x")
+	wantExit(t, exitTemporal, []string{"127.0.0.1:1"}, "status", "x", "--address", "127.0.0.1:1")
+	wantExit(t, exitUsage, []string{`--address: "delegate dev" does not connect to a Temporal server`}, "dev", "--address", "127.0.0.1:1")
+	wantExit(t, exitUsage, []string{`--namespace: "delegate card fetch" does not connect`}, "card", "fetch", "http://127.0.0.1:1/", "--namespace", "x")
+	wantExit(t, exitUsage, []string{`--tls: "delegate bench" does not connect`}, "--tls", "bench")
+}

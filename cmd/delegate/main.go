@@ -130,7 +130,16 @@ Exit codes:
 		Version:       version(),
 	}
 	root.SetVersionTemplate("delegate {{.Version}}\n")
-	root.AddCommand(newDevCmd(), newWorkerCmd(), newStartCmd(), newStatusCmd(), newAnswerCmd(), newCancelCmd(), newListCmd(), newCardCmd(),
-		newResolveCmd(), newRevokeCmd(), newReconcileCmd(), newRediscoverCmd(), newBenchCmd())
+	// The connection flags are defined once, on the root; the commands
+	// that do not dial Temporal refuse them.
+	cf := &clientFlags{}
+	cf.add(root.PersistentFlags())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return cf.refuseUnused(cmd) }
+	for _, c := range []*cobra.Command{newWorkerCmd(cf), newStartCmd(cf), newStatusCmd(cf), newAnswerCmd(cf), newCancelCmd(cf), newListCmd(cf),
+		newResolveCmd(cf), newRevokeCmd(cf), newReconcileCmd(cf), newRediscoverCmd(cf)} {
+		c.Annotations = map[string]string{dialsTemporal: "true"}
+		root.AddCommand(c)
+	}
+	root.AddCommand(newDevCmd(), newCardCmd(), newBenchCmd())
 	return root
 }

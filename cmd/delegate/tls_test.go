@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-
 	"os"
 	"strings"
 	"testing"

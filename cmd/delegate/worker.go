@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,7 +22,6 @@ import (
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/bench"
-	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/internal/metrics"
 	"github.com/a2adelegate/delegate/internal/tracing"
 	"github.com/a2adelegate/delegate/workflows"
@@ -132,8 +130,7 @@ func (f *workerFlags) logger() (*slog.Logger, error) {
 	return nil, usageErr(fmt.Errorf("--log-format %q: text or json", f.logFormat))
 }
 
-func newWorkerCmd() *cobra.Command {
-	var cf clientFlags
+func newWorkerCmd(cf *clientFlags) *cobra.Command {
 	var wf workerFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -171,113 +168,8 @@ off otherwise.`,
 			return runWorker(ctx, c, wf, logger)
 		},
 	}
-	cf.add(cmd)
 	wf.add(cmd)
 	return cmd
-}
-
-func newDevCmd() *cobra.Command {
-	var cfg devserver.Config
-	var noWorker bool
-	var dynamicConfigFile string
-	var wf workerFlags
-	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "Run an embedded Temporal server (SQLite) with the Temporal UI and the worker",
-		Long: `Run a development Temporal server in this process: SQLite persistence in
-.delegate/temporal.db (or in memory with --memory), the frontend on 127.0.0.1:7233,
-the Temporal UI on 127.0.0.1:8233, namespace "default" with the search attributes
-A2AState, A2AAgent, A2ARemoteTaskId and A2APurpose, and the worker. Ctrl-C shuts
-down cleanly; a restart on the same --db carries on with the open delegations.
-
-The server runs with dynamic config chosen for one host (docs/performance.md);
---dynamic-config FILE takes Temporal's own dynamic-config YAML, key by key over it.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			logger, err := wf.logger()
-			if err != nil {
-				return err
-			}
-			if dynamicConfigFile != "" {
-				dc, err := devserver.LoadDynamicConfig(dynamicConfigFile)
-				if err != nil {
-					return usageErr(err)
-				}
-				cfg.DynamicConfig = dc
-			}
-			if err := checkPorts(cfg); err != nil {
-				return err
-			}
-			cfg.SearchAttributes = contracts.SearchAttributeNames
-			srv, err := devserver.Start(ctx, cfg)
-			if err != nil {
-				return temporalErr(err)
-			}
-			defer srv.Stop()
-			where := "in memory"
-			if !cfg.Memory {
-				where = cfg.DBPath
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Temporal server %s (namespace %q, %s)\n", srv.FrontendAddr(), srv.Namespace(), where)
-			if u := srv.UIURL(); u != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "Temporal UI     %s\n", u)
-			}
-			if dynamicConfigFile != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "Dynamic config  %d settings from %s over the one-host defaults\n", len(cfg.DynamicConfig), dynamicConfigFile)
-			}
-			if noWorker {
-				<-ctx.Done()
-				return nil
-			}
-			own, err := srv.ClientOptions()
-			if err != nil {
-				return temporalErr(err)
-			}
-			opts, err := wf.clientOptions(ctx, own, logger)
-			if err != nil {
-				return err
-			}
-			c, err := client.DialContext(ctx, opts)
-			if err != nil {
-				return temporalErr(err)
-			}
-			defer c.Close()
-			return runWorker(ctx, c, wf, logger)
-		},
-	}
-	cmd.Flags().StringVar(&cfg.DBPath, "db", ".delegate/temporal.db", "SQLite file")
-	cmd.Flags().BoolVar(&cfg.Memory, "memory", false, "keep everything in memory (lost at exit)")
-	cmd.Flags().IntVar(&cfg.Port, "port", 7233, "frontend gRPC port")
-	cmd.Flags().IntVar(&cfg.UIPort, "ui-port", 8233, "Temporal UI port (-1: no UI)")
-	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "do not run the worker in this process")
-	cmd.Flags().StringVar(&dynamicConfigFile, "dynamic-config", "", "Temporal dynamic-config YAML file, over the one-host defaults (docs/performance.md)")
-	cmd.Flags().StringVar(&cfg.LogLevel, "server-log-level", "fatal", "log level of the embedded Temporal server (to stderr): debug, info, warn, error, fatal")
-	wf.add(cmd)
-	return cmd
-}
-
-// checkPorts refuses out-of-range or busy ports before the server starts,
-// with an error that names the flag.
-func checkPorts(cfg devserver.Config) error {
-	for _, p := range []struct {
-		flag string
-		port int
-		off  bool
-	}{{"--port", cfg.Port, false}, {"--ui-port", cfg.UIPort, cfg.UIPort == -1}} {
-		if p.off {
-			continue
-		}
-		if p.port < 1 || p.port > 65535 {
-			return usageErr(fmt.Errorf("%s %d: must be 1-65535", p.flag, p.port))
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)))
-		if err != nil {
-			return temporalErr(fmt.Errorf("%s %d: the port is in use (another delegate dev or Temporal server?)", p.flag, p.port))
-		}
-		_ = ln.Close()
-	}
-	return nil
 }
 
 // serveDebug serves expvar and pprof on a loopback address.

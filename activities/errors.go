@@ -1,0 +1,129 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// ErrTypeCredentialRef is the ApplicationError type of a send whose
+// credential_ref is not in the worker's credential store (nothing sent).
+const ErrTypeCredentialRef = "credential_ref_unknown"
+
+// ErrTypeCredentialRefNotAllowed is the ApplicationError type of a send
+// whose credential_ref may not be sent to the agent's origin (nothing
+// sent).
+const ErrTypeCredentialRefNotAllowed = "credential_ref_not_allowed"
+
+// refError is a credential_ref that could not be used (nothing sent).
+type refError struct{ err error }
+
+func (e *refError) Error() string { return e.err.Error() }
+
+func (e *refError) Unwrap() error { return e.err }
+
+// callFail turns a call's error into the ApplicationError of its category;
+// its message (remote text included) is cut to the contract's
+// max_text_chars (lim), with the length and sha256 of what was cut.
+func (a *Activities) callFail(ctx context.Context, op string, err error, lim contracts.Limits) error {
+	var re *refError
+	if errors.As(err, &re) {
+		a.logger().Warn("credential_ref refused", "activity", op, "workflow_id", workflowID(ctx), "reason", err.Error())
+		if errors.Is(err, a2aclient.ErrRefNotAllowed) {
+			return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCredentialRefNotAllowed, nil)
+		}
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCredentialRef, nil)
+	}
+	cat := contracts.CategoryProtocol
+	var ce *a2aclient.CallError
+	if errors.As(err, &ce) {
+		cat = ce.Category
+	}
+	return a.failText(ctx, op, cat, contracts.CutText(err.Error(), lim.WithDefaults().MaxTextChars))
+}
+
+// fail logs the failure by id and category and returns the
+// ApplicationError the workflow will see, its message cut to the default
+// max_text_chars. The error is not wrapped as a cause: the message is all
+// that enters history.
+func (a *Activities) fail(ctx context.Context, op string, cat contracts.Category, err error) error {
+	return a.failText(ctx, op, cat, contracts.CutText(err.Error(), contracts.DefaultLimits.MaxTextChars))
+}
+
+func (a *Activities) failText(ctx context.Context, op string, cat contracts.Category, msg string) error {
+	a.logger().Warn("activity failed", "activity", op, "workflow_id", workflowID(ctx), "category", string(cat))
+	if cat == contracts.CategoryTransient {
+		return temporal.NewApplicationError(msg, string(cat))
+	}
+	return temporal.NewNonRetryableApplicationError(msg, string(cat), nil)
+}
+
+// bound applies the contract's limits to a snapshot before it becomes an
+// activity result, that is workflow history: oversize, too deep or surplus
+// artifacts are withheld (contracts.ApplyLimits) and remote text is cut
+// (contracts.CutText).
+func bound(s contracts.TaskSnapshot, l contracts.Limits) contracts.TaskSnapshot {
+	lim := l.WithDefaults()
+	s.Artifacts = contracts.ApplyLimits(s.Artifacts, lim)
+	s.StatusText = contracts.CutText(s.StatusText, lim.MaxTextChars)
+	s.Reply = contracts.CutText(s.Reply, lim.MaxTextChars)
+	s.RawState = contracts.CutText(s.RawState, 256)
+	s.StatusMessageID = contracts.CutText(s.StatusMessageID, 256)
+	s.StatusTimestamp = contracts.CutText(s.StatusTimestamp, 64)
+	if len(s.StatusData) > lim.MaxArtifactBytes {
+		s.StatusData = nil
+		s.StatusText += " [status data withheld: over the size limit]"
+	}
+	// Everything counts toward the encoded size (metadata, names, media
+	// types, part counts): the largest artifacts are withheld until the
+	// result fits, so that it never exceeds Temporal's payload limit (an
+	// activity result over it fails the activity, and a send would be
+	// sent again).
+	for encodedSize(s) > MaxResultBytes {
+		i := largestArtifact(s.Artifacts)
+		if i < 0 {
+			s.StatusData = nil
+			s.StatusText = contracts.CutText(s.StatusText, 1024)
+			break
+		}
+		a := s.Artifacts[i]
+		n := encodedSize(a)
+		s.Artifacts[i] = contracts.Artifact{ArtifactID: contracts.CutText(a.ArtifactID, 256), Name: contracts.CutText(a.Name, 256), Parts: []contracts.Part{},
+			Withheld: fmt.Sprintf("%s: the artifact is %d bytes encoded (metadata and parts included); the task's result must fit in %d", contracts.ReasonTooLarge, n, MaxResultBytes),
+			Size:     n, SHA256: a.SHA256}
+	}
+	return s
+}
+
+// MaxResultBytes bounds the encoded size of a snapshot an activity
+// returns into history (Temporal refuses payloads over 2 MiB).
+const MaxResultBytes = 1 << 20
+
+func encodedSize(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
+
+// largestArtifact is the index of the largest artifact not yet withheld,
+// or -1.
+func largestArtifact(arts []contracts.Artifact) int {
+	best, size := -1, 0
+	for i, a := range arts {
+		if a.Withheld != "" {
+			continue
+		}
+		if n := encodedSize(a); n > size {
+			best, size = i, n
+		}
+	}
+	return best
+}

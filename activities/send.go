@@ -1,0 +1,85 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// SendInput is one outbound message over the selected interface.
+type SendInput struct {
+	Interface contracts.Interface       `json:"interface"`
+	Message   contracts.OutboundMessage `json:"message"`
+	// CredentialRef names a credential of the worker's store to use for
+	// this call (an answer to AUTH_REQUIRED); the secret never enters
+	// history.
+	CredentialRef string `json:"credential_ref,omitempty"`
+	// Limits bound what the reply may put into history (see bound).
+	Limits contracts.Limits `json:"limits"`
+}
+
+// SendMessage sends one message (A2A 1.0 §3.1.1). The messageId is chosen
+// by the workflow and is the same on every attempt, so a retried send is
+// recognised by an agent that deduplicates (A2A 1.0 §3.3.1). Errors:
+// "transient" (not sent, or refused with 5xx/429: retried), "unknown_outcome"
+// (the request was written and no answer came: not retried),
+// "authorization" (401/403), "protocol".
+func (a *Activities) SendMessage(ctx context.Context, in SendInput) (contracts.TaskSnapshot, error) {
+	c, err := a.dial(ctx, in.Interface, in.CredentialRef, in.Limits)
+	if err != nil {
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
+	}
+	defer c.Close()
+	timeout := a.SendTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stop := keepHeartbeating(sctx, 3*time.Second)
+	snap, err := c.SendMessage(sctx, in.Message)
+	stop()
+	if err != nil {
+		return contracts.TaskSnapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
+	}
+	snap.Attempt = int(activity.GetInfo(ctx).Attempt)
+	snap = a.settle(ctx, c, snap)
+	a.logger().Info("a2a message sent", "workflow_id", workflowID(ctx), "message_id", in.Message.MessageID, "task_id", snap.TaskID, "state", snap.State)
+	return bound(snap, in.Limits), nil
+}
+
+// settle: a task that is still SUBMITTED or WORKING right after the send
+// (returnImmediately) is read again a few times within SettleWindow, so
+// that an agent that answers at once costs one activity, not two. A read
+// that fails changes nothing: the send has succeeded either way.
+// SettleFirstRead is when settle first reads a task the send reply left
+// submitted or working; each read after doubles the wait. An agent that
+// finishes at once has usually finished by then.
+const SettleFirstRead = 2 * time.Millisecond
+
+func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap contracts.TaskSnapshot) contracts.TaskSnapshot {
+	window := a.SettleWindow
+	if window == 0 {
+		window = 250 * time.Millisecond
+	}
+	if window < 0 || snap.TaskID == "" {
+		return snap
+	}
+	deadline := time.Now().Add(window)
+	wait := SettleFirstRead
+	for (snap.State == contracts.TaskStateSubmitted || snap.State == contracts.TaskStateWorking) && time.Now().Add(wait).Before(deadline) {
+		time.Sleep(wait)
+		wait *= 2
+		next, err := c.GetTask(ctx, snap.TaskID, snap.ContextID)
+		if err != nil {
+			break
+		}
+		next.Attempt = snap.Attempt
+		snap = next
+	}
+	return snap
+}

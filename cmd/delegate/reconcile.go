@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/a2adelegate/delegate/activities"
+	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+func newReconcileCmd(cf *clientFlags) *cobra.Command {
+	var in activities.ReconcileInput
+	var schedule string
+	var wait time.Duration
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "reconcile [--older-than D] [--state S] [--schedule 15m|off]",
+		Short: "Make open delegations read their remote task once now (Signal \"reconcile\") and show what changed",
+		Long: `Find the open delegations through visibility (optionally only those started more
+than --older-than ago, or whose A2AState is --state), send each the Signal
+"reconcile" (the workflow calls GetTask once and records what it saw), and print
+a table of what changed. With --schedule, create (or replace) a Temporal Schedule
+"delegate-reconcile" that does the same every interval; --schedule off removes it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if in.OlderThan < 0 {
+				return usageErr(errors.New("--older-than must not be negative"))
+			}
+			if in.State != "" {
+				var err error
+				if in.State, err = contracts.ParseA2AState(in.State); err != nil {
+					return usageErr(fmt.Errorf("--state: %w", err))
+				}
+			}
+			var every time.Duration
+			if strings.EqualFold(schedule, "off") {
+				schedule = "off"
+			} else if cmd.Flags().Changed("schedule") {
+				var err error
+				if every, err = time.ParseDuration(schedule); err != nil || every < time.Minute {
+					return usageErr(fmt.Errorf("--schedule %q: an interval of at least 1m (e.g. 15m), or off", schedule))
+				}
+			}
+			c, err := cf.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			in.Namespace = cf.namespace
+			if schedule == "off" {
+				return removeReconcileSchedule(ctx, cmd, c)
+			}
+			if every > 0 {
+				return createReconcileSchedule(ctx, cmd, c, in, every)
+			}
+			ids, err := activities.ListOpen(ctx, c, in, time.Now())
+			if err != nil {
+				return temporalErr(err)
+			}
+			type row struct {
+				id, before, seen, changed, note string
+			}
+			var rows []row
+			for _, id := range ids {
+				before, err := queryState(ctx, c, id)
+				if err != nil {
+					rows = append(rows, row{id: id, note: err.Error()})
+					continue
+				}
+				n := len(before.Reconciliations)
+				if err := dclient.Get(c, id).Reconcile(ctx); err != nil {
+					rows = append(rows, row{id: id, before: before.A2AState, note: err.Error()})
+					continue
+				}
+				r := row{id: id, before: before.A2AState, note: "no answer yet"}
+				deadline := time.Now().Add(wait)
+				for time.Now().Before(deadline) {
+					after, err := queryState(ctx, c, id)
+					if err == nil && len(after.Reconciliations) > n {
+						rec := after.Reconciliations[len(after.Reconciliations)-1]
+						r.seen, r.changed, r.note = rec.Seen, fmt.Sprint(rec.Changed), rec.Error
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+				rows = append(rows, r)
+			}
+			if asJSON {
+				out := []map[string]string{}
+				for _, r := range rows {
+					out = append(out, map[string]string{"id": r.id, "recorded_state": r.before, "remote_state": r.seen, "changed": r.changed, "note": r.note})
+				}
+				b, _ := json.MarshalIndent(out, "", "  ")
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tRECORDED STATE\tREMOTE STATE NOW\tCHANGED\tNOTE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clean(r.id), clean(r.before), clean(r.seen), r.changed, clean(r.note))
+			}
+			_ = tw.Flush()
+			fmt.Fprintf(cmd.OutOrStdout(), "%d open delegation(s) reconciled\n", len(rows))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&in.OlderThan, "older-than", 0, "only delegations started more than this long ago")
+	cmd.Flags().StringVar(&in.State, "state", "", "only delegations whose A2AState is S: "+strings.Join(contracts.A2AStates, ", "))
+	cmd.Flags().StringVar(&schedule, "schedule", "", `create a Temporal Schedule that reconciles every interval (e.g. 15m); "off" removes it`)
+	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for each delegation's answer")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// removeReconcileSchedule deletes Schedule delegate-reconcile; none is not
+// an error.
+func removeReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.Client) error {
+	err := c.ScheduleClient().GetHandle(ctx, contracts.ReconcileScheduleID).Delete(ctx)
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: there is none\n", contracts.ReconcileScheduleID)
+	case err != nil:
+		return temporalErr(fmt.Errorf("removing schedule %s: %w", contracts.ReconcileScheduleID, err))
+	default:
+		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s removed\n", contracts.ReconcileScheduleID)
+	}
+	return nil
+}
+
+func createReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.Client, in activities.ReconcileInput, every time.Duration) error {
+	h := c.ScheduleClient().GetHandle(ctx, contracts.ReconcileScheduleID)
+	_ = h.Delete(ctx) // replace an earlier schedule
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:   contracts.ReconcileScheduleID,
+		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
+		Action: &client.ScheduleWorkflowAction{
+			ID: contracts.ReconcileScheduleID, Workflow: contracts.ReconcileWorkflowType,
+			TaskQueue: contracts.TaskQueue, Args: []any{in},
+		},
+	})
+	if err != nil {
+		return temporalErr(fmt.Errorf("creating schedule %s: %w", contracts.ReconcileScheduleID, err))
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: reconcile every %s (state %q, older than %s)\n", contracts.ReconcileScheduleID, every, in.State, in.OlderThan)
+	return nil
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc/codes"
+
+	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+func newStartCmd(cf *clientFlags) *cobra.Command {
+	var contractPath string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "start --contract FILE [--wait]",
+		Short: "Start a delegation from a contract file and print its workflow id",
+		Long: `Start a delegation. The contract (JSON, see contracts/examples/lost-parcel.json) is
+decoded strictly and validated before anything is sent. The workflow id is the
+contract's local_workflow_id; starting a second delegation under a running id fails.
+With --wait, print each state change as it happens and the Outcome JSON at the end;
+the exit code is 0 only when the status is "completed".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if contractPath == "" {
+				return usageErr(errors.New("--contract is required"))
+			}
+			raw, err := readFileOrStdin(cmd.Context(), contractPath)
+			if err != nil {
+				return usageErr(fmt.Errorf("--contract: %w", err))
+			}
+			d, err := contracts.DecodeDelegation(raw, time.Now())
+			if err != nil {
+				return usageErr(fmt.Errorf("contract %s:\n%w", contractPath, err))
+			}
+			ctx := cmd.Context()
+			c, err := cf.dial(cmd)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			h, err := dclient.Start(ctx, c, d)
+			if errors.Is(err, contracts.ErrInvalidContract) {
+				return usageErr(fmt.Errorf("contract %s:\n%w", contractPath, err))
+			}
+			if err != nil {
+				return temporalErr(err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), h.ID())
+			if !wait {
+				return nil
+			}
+			return waitAndPrint(ctx, cmd.OutOrStdout(), h, cf.given)
+		},
+	}
+	cmd.Flags().StringVar(&contractPath, "contract", "", "contract JSON file (- for stdin)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the outcome, printing each state change")
+	return cmd
+}
+
+// waitAndPrint prints state changes (from Query "state") until the run
+// ends, then the Outcome JSON.
+func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle, given string) error {
+	done := make(chan error, 1)
+	var out contracts.Outcome
+	go func() {
+		var err error
+		out, err = h.Outcome(ctx)
+		done <- err
+	}()
+	start := time.Now()
+	printed := 0
+	lastRetry := ""
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	show := func() {
+		s, err := h.State(ctx)
+		if err != nil {
+			return
+		}
+		for ; printed < len(s.Transitions); printed++ {
+			tr := s.Transitions[printed]
+			line := fmt.Sprintf("[%7.1fs] %s", tr.At.Sub(s.StartedAt).Seconds(), tr.State)
+			if (tr.State == "input-required" || tr.State == "auth-required") && s.Question != nil {
+				line += fmt.Sprintf(" — the agent asks: %q; answer with: %s", s.Question.Text, answerHint(s, given))
+			}
+			fmt.Fprintln(w, clean(line))
+		}
+		// A send or read that keeps failing says why, once per error.
+		if rt := s.Retrying; rt != nil && rt.LastError != lastRetry {
+			lastRetry = rt.LastError
+			fmt.Fprintln(w, clean(fmt.Sprintf("[%7.1fs] retrying %s (attempt %d, next at %s): %s", time.Since(start).Seconds(), rt.Op, rt.Attempts, rt.Next.UTC().Format(time.RFC3339), rt.LastError)))
+		}
+	}
+	for {
+		select {
+		case err := <-done:
+			show()
+			if err != nil {
+				return temporalErr(fmt.Errorf("delegation %s: %w", h.ID(), err))
+			}
+			b, _ := json.MarshalIndent(out, "", "  ")
+			fmt.Fprintln(w, string(b))
+			fmt.Fprintf(w, "finished in %.1fs: %s\n", time.Since(start).Seconds(), out.Status)
+			if out.Status != contracts.StatusCompleted {
+				return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s", h.ID(), out.Status)}
+			}
+			return nil
+		case <-tick.C:
+			show()
+		case <-ctx.Done():
+			return temporalErr(fmt.Errorf("interrupted; the delegation goes on: delegate status %s", h.ID()))
+		}
+	}
+}
+
+// retryablePoll reports whether a failed long poll may simply be tried
+// again.
+func retryablePoll(err error) bool {
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.Canceled, codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// reportEnd waits up to wait (0: not at all) for delegation id to end
+// after an operator's stop (what: "cancel" or "revoke"), and says how it
+// ended: one of want (the stop took effect), still stopping, or another
+// status (it ended first: exit 1). The stop and the delegation's own end
+// may race; this says which won.
+func reportEnd(ctx context.Context, w io.Writer, c client.Client, id string, wait time.Duration, what string, want ...contracts.Status) error {
+	if wait <= 0 {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var out contracts.Outcome
+	err := c.GetWorkflow(wctx, id, "").Get(wctx, &out)
+	// A long poll the server ends early (gRPC Canceled or Unavailable
+	// while our context is live: seen on the embedded server while the
+	// workflow's history grows) is not an answer: poll again.
+	for err != nil && wctx.Err() == nil && retryablePoll(err) {
+		time.Sleep(200 * time.Millisecond)
+		err = c.GetWorkflow(wctx, id, "").Get(wctx, &out)
+	}
+	switch {
+	case err != nil && wctx.Err() != nil:
+		fmt.Fprintf(w, "still stopping after %s; see: delegate status %s\n", wait, id)
+		return nil
+	case err != nil:
+		return temporalErr(err)
+	case slices.Contains(want, out.Status):
+		fmt.Fprintf(w, "ended %s (remote task %s)\n", out.Status, orNone(out.RemoteTaskID))
+		return nil
+	default:
+		return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s before the %s took effect; see: delegate status %s", id, out.Status, what, id)}
+	}
+}
+
+func statusName(s enums.WorkflowExecutionStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+func newStatusCmd(cf *clientFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status ID [--json]",
+		Short: "Show the local state of a delegation (Query \"state\")",
+		Args:  oneID,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
+				s, err := queryState(ctx, c, args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					b, _ := json.MarshalIndent(s, "", "  ")
+					fmt.Fprintln(cmd.OutOrStdout(), string(b))
+					return nil
+				}
+				printState(cmd.OutOrStdout(), s, cf.given)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole state as JSON")
+	return cmd
+}
+
+// queryTimeout bounds a Query or an Update: both need a worker.
+const queryTimeout = 20 * time.Second
+
+// queryState runs Query "state". Without a worker, a delegation that has
+// ended is still shown, from its result in the history.
+func queryState(ctx context.Context, c client.Client, id string) (contracts.State, error) {
+	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	s, err := dclient.Get(c, id).State(qctx)
+	if err == nil {
+		return s, nil
+	}
+	desc, derr := c.DescribeWorkflowExecution(ctx, id, "")
+	if derr != nil {
+		return contracts.State{}, temporalErr(derr)
+	}
+	st := desc.GetWorkflowExecutionInfo().GetStatus()
+	if st == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return contracts.State{}, temporalErr(fmt.Errorf("query %q of %s got no answer within %s: is a worker running on task queue %q? (%v)", contracts.QueryState, id, queryTimeout, contracts.TaskQueue, err))
+	}
+	s = contracts.State{LocalWorkflowID: id, A2AState: "(no worker to ask; from the history)"}
+	var out contracts.Outcome
+	if gerr := c.GetWorkflow(ctx, id, "").Get(ctx, &out); gerr != nil {
+		s.Failure = fmt.Sprintf("workflow %s: %v", statusName(st), gerr)
+	} else {
+		s.Outcome = &out
+		s.Agent, s.Protocol, s.RemoteTaskID, s.ContextID, s.InputRounds = out.Agent, out.Protocol, out.RemoteTaskID, out.ContextID, out.InputRounds
+	}
+	return s, nil
+}
+
+// clean makes remote text safe for a terminal: control characters
+// (escape sequences, carriage returns) are shown escaped.
+func clean(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+func printState(w io.Writer, s contracts.State, given string) {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, clean(v))
+		}
+	}
+	row("delegation", s.LocalWorkflowID)
+	row("purpose", s.Purpose)
+	row("agent", strings.TrimSpace(s.Agent.Name+" "+s.Agent.CardURL))
+	row("card digest", s.Agent.CardDigest)
+	if s.Protocol.Version != "" {
+		row("protocol", fmt.Sprintf("A2A %s over %s at %s", s.Protocol.Version, s.Protocol.Binding, s.Protocol.URL))
+	}
+	state := s.A2AState
+	if state == "unknown" && s.LastSnapshot != nil {
+		state += fmt.Sprintf(" (the agent sent %q)", s.LastSnapshot.RawState)
+	}
+	row("remote state", state)
+	if rt := s.Retrying; rt != nil {
+		row("retrying", fmt.Sprintf("%s, attempt %d since %s, next at %s; last error: %s", rt.Op, rt.Attempts,
+			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), rt.LastError))
+	}
+	row("remote task", s.RemoteTaskID)
+	row("context", s.ContextID)
+	row("deadline", s.Deadline.UTC().Format(time.RFC3339))
+	row("input rounds", fmt.Sprint(s.InputRounds))
+	if s.Agent.Signature != "" {
+		row("card signature", s.Agent.Signature+reasonSuffix(s.Signature.Reason))
+	}
+	row("failure", s.Failure)
+	row("cancel reason", s.CancelReason)
+	row("cancel refused", s.CancelError)
+	if u := s.Unknown; u != nil {
+		row("unknown outcome", fmt.Sprintf("round %d, messageId %s, since %s: %s", u.Round, u.MessageID, u.Since.UTC().Format(time.RFC3339), u.Error))
+		row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]%s", s.LocalWorkflowID, given))
+	}
+	for _, a := range s.Answers {
+		if a.Refused != "" {
+			row("answer not taken", fmt.Sprintf("round %d at %s: %s", a.Round, a.At.UTC().Format(time.RFC3339), a.Refused))
+		}
+	}
+	if n := len(s.IgnoredSignals); n > 0 {
+		last := s.IgnoredSignals[n-1]
+		row("signals ignored", fmt.Sprintf("%d; last: %s at %s: %s", s.IgnoredSignalCount, last.Name, last.Time.UTC().Format(time.RFC3339), last.Reason))
+	}
+	if q := s.Question; q != nil {
+		row("question", fmt.Sprintf("%q (since %s)", q.Text, q.Since.UTC().Format(time.RFC3339)))
+		row("answer with", answerHint(s, given))
+	}
+	if o := s.Outcome; o != nil {
+		row("status", string(o.Status))
+		for _, out := range o.Outputs {
+			row("output", fmt.Sprintf("%s %s %s", out.Kind, out.ArtifactID, compact(out.Data, out.Text)))
+		}
+		for _, lr := range o.LateResults {
+			var data json.RawMessage
+			var text string
+			for _, p := range lr.Parts {
+				if len(p.Data) > 0 && data == nil {
+					data = p.Data
+				}
+				if p.Text != "" && text == "" {
+					text = p.Text
+				}
+			}
+			row("late result", fmt.Sprintf("%s %s %s (not an output)", lr.Name, lr.ArtifactID, compact(data, text)))
+		}
+		for _, r := range o.RejectedArtifacts {
+			row("rejected", fmt.Sprintf("%s: %s", r.ArtifactID, r.Reason))
+		}
+		if o.Error != nil {
+			row("error", fmt.Sprintf("[%s] %s", o.Error.Category, o.Error.Message))
+		}
+	}
+	_ = tw.Flush()
+}
+
+// answerHint is the command line that answers s's question: a credential
+// reference for AUTH_REQUIRED, text otherwise; with the connection flags
+// given to this command.
+func answerHint(s contracts.State, given string) string {
+	how := `--text "..." --by NAME`
+	if s.A2AState == "auth-required" {
+		how = "--credential-ref NAME --by NAME"
+	}
+	return fmt.Sprintf("delegate answer %s %s%s", s.LocalWorkflowID, how, given)
+}
+
+func reasonSuffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return " (" + r + ")"
+}
+
+func compact(data json.RawMessage, text string) string {
+	if len(data) > 0 {
+		return string(data)
+	}
+	return fmt.Sprintf("%q", text)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
