@@ -8,7 +8,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -48,7 +47,7 @@ func TestReconcileDelegations(t *testing.T) {
 	var ids []string
 	waitFor(t, "visibility to list the delegation", 30*time.Second, func() (bool, string) {
 		run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: contracts.TaskQueue},
-			contracts.ReconcileWorkflowType, activities.ReconcileInput{Namespace: e.srv.Namespace(), State: "input-required"})
+			contracts.ReconcileWorkflowType, contracts.ReconcileInput{Namespace: e.srv.Namespace(), State: "input-required"})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -13,7 +13,7 @@ import (
 
 // ReconcileDelegations signals "reconcile" to the open delegations that in
 // selects (a Temporal Schedule runs it every interval). It returns the ids.
-func ReconcileDelegations(ctx workflow.Context, in activities.ReconcileInput) ([]string, error) {
+func ReconcileDelegations(ctx workflow.Context, in contracts.ReconcileInput) ([]string, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},

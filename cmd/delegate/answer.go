@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	dclient "github.com/a2adelegate/delegate/client"
@@ -74,14 +73,15 @@ func newCancelCmd(cf *clientFlags) *cobra.Command {
 		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
-				desc, err := c.DescribeWorkflowExecution(ctx, args[0], "")
+				h := dclient.Get(c, args[0]).WithNamespace(cf.namespace)
+				st, err := h.WorkflowStatus(ctx)
 				if err != nil {
 					return temporalErr(err)
 				}
-				if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
-					return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", args[0], statusName(st), args[0]))
+				if st != "running" {
+					return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", args[0], st, args[0]))
 				}
-				if err := dclient.Get(c, args[0]).WithNamespace(cf.namespace).Cancel(ctx, reason); err != nil {
+				if err := h.Cancel(ctx, reason); err != nil {
 					if errors.Is(err, contracts.ErrInvalidContract) {
 						return usageErr(fmt.Errorf("--%w", err))
 					}

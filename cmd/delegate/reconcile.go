@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,16 +9,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 
-	"github.com/a2adelegate/delegate/activities"
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
 func newReconcileCmd(cf *clientFlags) *cobra.Command {
-	var in activities.ReconcileInput
+	var in contracts.ReconcileInput
 	var schedule string
 	var wait time.Duration
 	var asJSON bool
@@ -59,14 +55,31 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 			defer c.Close()
 			in.Namespace = cf.namespace
 			if schedule == "off" {
-				return removeReconcileSchedule(ctx, cmd, c)
+				removed, err := dclient.RemoveReconcileSchedule(ctx, c)
+				switch {
+				case err != nil:
+					return temporalErr(err)
+				case removed:
+					fmt.Fprintf(cmd.OutOrStdout(), "schedule %s removed\n", contracts.ReconcileScheduleID)
+				default:
+					fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: there is none\n", contracts.ReconcileScheduleID)
+				}
+				return nil
 			}
 			if every > 0 {
-				return createReconcileSchedule(ctx, cmd, c, in, every)
+				if err := dclient.ScheduleReconcile(ctx, c, every, in); err != nil {
+					return temporalErr(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: reconcile every %s (state %q, older than %s)\n", contracts.ReconcileScheduleID, every, in.State, in.OlderThan)
+				return nil
 			}
-			ids, err := activities.ListOpen(ctx, c, in, time.Now())
+			open, err := dclient.List(ctx, c, dclient.ReconcileOptions(in, time.Now()))
 			if err != nil {
 				return temporalErr(err)
+			}
+			var ids []string
+			for _, r := range open {
+				ids = append(ids, r.ID)
 			}
 			type row struct {
 				id, before, seen, changed, note string
@@ -121,38 +134,4 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for each delegation's answer")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-// removeReconcileSchedule deletes Schedule delegate-reconcile; none is not
-// an error.
-func removeReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.Client) error {
-	err := c.ScheduleClient().GetHandle(ctx, contracts.ReconcileScheduleID).Delete(ctx)
-	var nf *serviceerror.NotFound
-	switch {
-	case errors.As(err, &nf):
-		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: there is none\n", contracts.ReconcileScheduleID)
-	case err != nil:
-		return temporalErr(fmt.Errorf("removing schedule %s: %w", contracts.ReconcileScheduleID, err))
-	default:
-		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s removed\n", contracts.ReconcileScheduleID)
-	}
-	return nil
-}
-
-func createReconcileSchedule(ctx context.Context, cmd *cobra.Command, c client.Client, in activities.ReconcileInput, every time.Duration) error {
-	h := c.ScheduleClient().GetHandle(ctx, contracts.ReconcileScheduleID)
-	_ = h.Delete(ctx) // replace an earlier schedule
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:   contracts.ReconcileScheduleID,
-		Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
-		Action: &client.ScheduleWorkflowAction{
-			ID: contracts.ReconcileScheduleID, Workflow: contracts.ReconcileWorkflowType,
-			TaskQueue: contracts.TaskQueue, Args: []any{in},
-		},
-	})
-	if err != nil {
-		return temporalErr(fmt.Errorf("creating schedule %s: %w", contracts.ReconcileScheduleID, err))
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: reconcile every %s (state %q, older than %s)\n", contracts.ReconcileScheduleID, every, in.State, in.OlderThan)
-	return nil
 }

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
@@ -146,14 +144,14 @@ func reportEnd(ctx context.Context, w io.Writer, c client.Client, id string, wai
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	var out contracts.Outcome
-	err := c.GetWorkflow(wctx, id, "").Get(wctx, &out)
+	h := dclient.Get(c, id)
+	out, err := h.Outcome(wctx)
 	// A long poll the server ends early (gRPC Canceled or Unavailable
 	// while our context is live: seen on the embedded server while the
 	// workflow's history grows) is not an answer: poll again.
 	for err != nil && wctx.Err() == nil && retryablePoll(err) {
 		time.Sleep(200 * time.Millisecond)
-		err = c.GetWorkflow(wctx, id, "").Get(wctx, &out)
+		out, err = h.Outcome(wctx)
 	}
 	switch {
 	case err != nil && wctx.Err() != nil:
@@ -167,8 +165,4 @@ func reportEnd(ctx context.Context, w io.Writer, c client.Client, id string, wai
 	default:
 		return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s before the %s took effect; see: delegate status %s", id, out.Status, what, id)}
 	}
-}
-
-func statusName(s enums.WorkflowExecutionStatus) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }

@@ -12,7 +12,6 @@ import (
 	"unicode"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	dclient "github.com/a2adelegate/delegate/client"
@@ -57,18 +56,18 @@ func queryState(ctx context.Context, c client.Client, id string) (contracts.Stat
 	if err == nil {
 		return s, nil
 	}
-	desc, derr := c.DescribeWorkflowExecution(ctx, id, "")
+	h := dclient.Get(c, id)
+	st, derr := h.WorkflowStatus(ctx)
 	if derr != nil {
 		return contracts.State{}, temporalErr(derr)
 	}
-	st := desc.GetWorkflowExecutionInfo().GetStatus()
-	if st == enums.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if st == "running" {
 		return contracts.State{}, temporalErr(fmt.Errorf("query %q of %s got no answer within %s: is a worker running on task queue %q? (%v)", contracts.QueryState, id, queryTimeout, contracts.TaskQueue, err))
 	}
 	s = contracts.State{LocalWorkflowID: id, A2AState: "(no worker to ask; from the history)"}
-	var out contracts.Outcome
-	if gerr := c.GetWorkflow(ctx, id, "").Get(ctx, &out); gerr != nil {
-		s.Failure = fmt.Sprintf("workflow %s: %v", statusName(st), gerr)
+	out, gerr := h.Outcome(ctx)
+	if gerr != nil {
+		s.Failure = fmt.Sprintf("workflow %s: %v", st, gerr)
 	} else {
 		s.Outcome = &out
 		s.Agent, s.Protocol, s.RemoteTaskID, s.ContextID, s.InputRounds = out.Agent, out.Protocol, out.RemoteTaskID, out.ContextID, out.InputRounds

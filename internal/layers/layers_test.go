@@ -19,7 +19,7 @@ var allowed = map[string][]string{
 	"contracts":            {},
 	"cards":                {"contracts"},
 	"a2aclient":            {"cards", "contracts"},
-	"activities":           {"a2aclient", "cards", "contracts"},
+	"activities":           {"a2aclient", "cards", "client", "contracts"},
 	"workflows":            {"activities", "contracts"},
 	"client":               {"contracts"},
 	"internal/claimsagent": {"cards"},

@@ -1,0 +1,166 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	sdkclient "go.temporal.io/sdk/client"
+
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// ListOptions select delegations by what Temporal's visibility store
+// knows of them.
+type ListOptions struct {
+	// Namespace is the Temporal namespace ("": "default").
+	Namespace string
+	// A2AState keeps delegations whose search attribute A2AState is this
+	// value, in its current or a former spelling ("": any).
+	A2AState string
+	// Running keeps open delegations only.
+	Running bool
+	// StartedBefore keeps delegations started before it (zero: any).
+	StartedBefore time.Time
+	// WithState asks each running delegation for its deadline and since
+	// when it waits (Query "state", at most 3 s each; a delegation with
+	// no worker to answer is listed without them).
+	WithState bool
+}
+
+// Listed is one delegation as List returns it.
+type Listed struct {
+	ID    string `json:"id"`
+	Agent string `json:"agent"`
+	// A2AState is the search attribute, in its current spelling.
+	A2AState string `json:"a2a_state"`
+	// Status is the workflow's: running, completed, failed, canceled,
+	// terminated, continued_as_new or timed_out.
+	Status  string    `json:"workflow_status"`
+	Started time.Time `json:"started"`
+	// WaitingSince is when the open question (or unknown outcome) began,
+	// Deadline the contract's; set with ListOptions.WithState.
+	WaitingSince *time.Time `json:"waiting_since,omitempty"`
+	Deadline     *time.Time `json:"deadline,omitempty"`
+}
+
+// ListQuery is the Temporal visibility query that selects what o asks
+// for. Errors: an A2AState that is not one (contracts.ParseA2AState).
+func ListQuery(o ListOptions) (string, error) {
+	q := fmt.Sprintf("WorkflowType = %q", contracts.WorkflowType)
+	if o.Running {
+		q += ` AND ExecutionStatus = "Running"`
+	}
+	if o.A2AState != "" {
+		state, err := contracts.ParseA2AState(o.A2AState)
+		if err != nil {
+			return "", err
+		}
+		q += " AND " + contracts.A2AStateFilter(state)
+	}
+	if !o.StartedBefore.IsZero() {
+		q += fmt.Sprintf(` AND StartTime < %q`, o.StartedBefore.UTC().Format(time.RFC3339))
+	}
+	return q, nil
+}
+
+// List returns the delegations o selects, newest first. Errors: a bad
+// A2AState, a visibility query the server refuses (it names the query),
+// or the Temporal error.
+func List(ctx context.Context, c sdkclient.Client, o ListOptions) ([]Listed, error) {
+	query, err := ListQuery(o)
+	if err != nil {
+		return nil, err
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	rows := []Listed{}
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: ns, Query: query, NextPageToken: token})
+		if err != nil {
+			var inv *serviceerror.InvalidArgument
+			if errors.As(err, &inv) {
+				return nil, fmt.Errorf("visibility query %q refused: %w", query, err)
+			}
+			return nil, err
+		}
+		for _, ex := range resp.Executions {
+			r := Listed{ID: ex.Execution.WorkflowId, Status: statusName(ex.Status), Started: ex.StartTime.AsTime().UTC()}
+			if sa := ex.SearchAttributes; sa != nil {
+				r.Agent = keyword(sa.IndexedFields[contracts.SearchAttributeA2AAgent].GetData())
+				r.A2AState = contracts.CurrentA2AState(keyword(sa.IndexedFields[contracts.SearchAttributeA2AState].GetData()))
+			}
+			rows = append(rows, r)
+		}
+		token = resp.NextPageToken
+		if len(token) == 0 {
+			break
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Started.After(rows[j].Started) })
+	if o.WithState {
+		fillFromState(ctx, c, rows)
+	}
+	return rows, nil
+}
+
+// fillFromState adds, for running delegations, what only the workflow
+// knows (Query "state", bounded by a short timeout each).
+func fillFromState(ctx context.Context, c sdkclient.Client, rows []Listed) {
+	for i := range rows {
+		if rows[i].Status != "running" {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		s, err := Get(c, rows[i].ID).State(qctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		d := s.Deadline
+		rows[i].Deadline = &d
+		if s.Question != nil {
+			since := s.Question.Since
+			rows[i].WaitingSince = &since
+		} else if s.Unknown != nil {
+			since := s.Unknown.Since
+			rows[i].WaitingSince = &since
+		}
+	}
+}
+
+func keyword(data []byte) string {
+	var s string
+	if json.Unmarshal(data, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// statusName is a workflow execution status in lower case: "running",
+// "completed", ...
+func statusName(s enumspb.WorkflowExecutionStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
+}
+
+// WorkflowStatus returns the status of the delegation's latest workflow
+// run (DescribeWorkflowExecution): "running", "completed", "failed",
+// "canceled", "terminated", "continued_as_new" or "timed_out". Errors: the
+// Temporal error (serviceerror.NotFound for an unknown id).
+func (h *Handle) WorkflowStatus(ctx context.Context) (string, error) {
+	desc, err := h.c.DescribeWorkflowExecution(ctx, h.id, "")
+	if err != nil {
+		return "", err
+	}
+	return statusName(desc.GetWorkflowExecutionInfo().GetStatus()), nil
+}

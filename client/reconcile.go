@@ -1,0 +1,59 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	sdkclient "go.temporal.io/sdk/client"
+
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// ReconcileOptions are the ListOptions that in selects: the running
+// delegations of in.Namespace, in A2AState in.State, started more than
+// in.OlderThan before now.
+func ReconcileOptions(in contracts.ReconcileInput, now time.Time) ListOptions {
+	o := ListOptions{Namespace: in.Namespace, A2AState: in.State, Running: true}
+	if in.OlderThan > 0 {
+		o.StartedBefore = now.Add(-in.OlderThan)
+	}
+	return o
+}
+
+// ScheduleReconcile creates (or replaces) the Temporal Schedule
+// contracts.ReconcileScheduleID that runs the ReconcileDelegations
+// workflow with in every interval: each open delegation it selects reads
+// its remote task once. Errors: the Temporal error.
+func ScheduleReconcile(ctx context.Context, c sdkclient.Client, every time.Duration, in contracts.ReconcileInput) error {
+	h := c.ScheduleClient().GetHandle(ctx, contracts.ReconcileScheduleID)
+	_ = h.Delete(ctx) // replace an earlier schedule
+	_, err := c.ScheduleClient().Create(ctx, sdkclient.ScheduleOptions{
+		ID:   contracts.ReconcileScheduleID,
+		Spec: sdkclient.ScheduleSpec{Intervals: []sdkclient.ScheduleIntervalSpec{{Every: every}}},
+		Action: &sdkclient.ScheduleWorkflowAction{
+			ID: contracts.ReconcileScheduleID, Workflow: contracts.ReconcileWorkflowType,
+			TaskQueue: contracts.TaskQueue, Args: []any{in},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("creating schedule %s: %w", contracts.ReconcileScheduleID, err)
+	}
+	return nil
+}
+
+// RemoveReconcileSchedule deletes the Schedule ScheduleReconcile made; it
+// reports false when there was none. Errors: the Temporal error.
+func RemoveReconcileSchedule(ctx context.Context, c sdkclient.Client) (bool, error) {
+	err := c.ScheduleClient().GetHandle(ctx, contracts.ReconcileScheduleID).Delete(ctx)
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("removing schedule %s: %w", contracts.ReconcileScheduleID, err)
+	}
+	return true, nil
+}
