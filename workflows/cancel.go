@@ -1,27 +1,19 @@
 package workflows
 
 import (
-	"errors"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-var (
-	errDenied    = errors.New("authorization denied")
-	errRevoked   = errors.New("authorization revoked")
-	errAbandoned = errors.New("abandoned after an unknown outcome")
-)
-
 // interrupt returns the reason the delegation must stop now, if any.
 func (r *run) interrupt() error {
 	switch {
 	case r.revoked != nil:
-		return errRevoked
+		return &deniedError{reason: *r.revoked, revoked: true}
 	case r.deadlineHit:
 		return errDeadline
 	case r.deadlineTimer != nil && r.deadlineTimer.IsReady():
@@ -62,12 +54,7 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 			return true
 		}
 	} else {
-		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) {
-			r.s.CancelError = contracts.Truncate(appErr.Message(), 500)
-		} else {
-			r.s.CancelError = contracts.Truncate(err.Error(), 500)
-		}
+		r.s.CancelError = contracts.Truncate(errorText(err), 500)
 	}
 	if window <= 0 {
 		return false
@@ -103,8 +90,6 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 	}
 	return contracts.TaskState(r.s.A2AState) == contracts.TaskStateCanceled
 }
-
-var errDeadline = errors.New("deadline reached")
 
 // LateResultWindow is how long, at most, the workflow keeps watching a
 // remote task whose cancel the agent did not confirm, to record late

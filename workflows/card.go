@@ -85,37 +85,31 @@ func (r *run) recheckCard(ctx workflow.Context) error {
 func (r *run) untrustedAfterRediscover(card activities.ResolvedCard) error {
 	r.s.Signature = card.Verification
 	r.s.Agent.Signature = card.Agent.Signature
-	r.untrusted = card.Verification
-	return errUntrusted
+	return &untrustedError{verification: card.Verification}
 }
 
 // awaitRediscover stops the delegation in "card-changed" (the card changed
 // to newDigest in a way that matters: what) until an operator sends Signal
-// "rediscover" (nil), the deadline (errCardChanged) or another stop. The
+// "rediscover" (nil), the deadline (*cardChangedError) or another stop. The
 // caller restores its state after.
 func (r *run) awaitRediscover(ctx workflow.Context, newDigest, what string) error {
 	r.rediscover = false
-	r.changed = &contracts.CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: newDigest, What: what}
+	change := contracts.CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: newDigest, What: what}
 	r.setState(ctx, string(contracts.PhaseCardChanged))
 	r.flushSA(ctx)
-	workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, r.changed, r.wfID))
+	workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, &change, r.wfID))
 	r.arm(ctx)
 	if err := workflow.Await(ctx, func() bool { return r.rediscover || r.interrupt() != nil }); err != nil {
 		return err
 	}
 	if !r.rediscover {
 		if errors.Is(r.interrupt(), errDeadline) {
-			return errCardChanged
+			return &cardChangedError{change: change}
 		}
 		return r.interrupt()
 	}
 	return nil
 }
-
-var (
-	errCardChanged = errors.New("card changed")
-	errUntrusted   = errors.New("card untrusted")
-)
 
 func reasonSuffix(reason string) string {
 	if reason == "" {

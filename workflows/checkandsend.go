@@ -14,15 +14,6 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// refusedError is a first send refused because of the card: nothing was
-// sent, and the delegation ends with status and info.
-type refusedError struct {
-	status contracts.Status
-	info   *contracts.ErrorInfo
-}
-
-func (e *refusedError) Error() string { return e.info.Message }
-
 // checkAndSend (VersionLean) sends round n as one CheckAndSend activity:
 // the card check, the authorization and the send. It is retried like send
 // (a transient failure, with backoff, until the deadline). A follow-up on a
@@ -66,8 +57,7 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 			return snap, nil
 		}
 		if a := res.Authorization; a != nil && !a.Allowed {
-			r.denial = a.Reason
-			return contracts.TaskSnapshot{}, errDenied
+			return contracts.TaskSnapshot{}, &deniedError{reason: a.Reason}
 		}
 		if in.InUse == nil {
 			return contracts.TaskSnapshot{}, r.refusal(res)

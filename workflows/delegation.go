@@ -119,10 +119,7 @@ type run struct {
 	continueAsNew  bool
 	resolution     *contracts.Resolution
 	revoked        *string
-	denial         string
 	rediscover     bool
-	changed        *contracts.CardChange
-	untrusted      contracts.CardVerification
 	d              contracts.Delegation
 	s              *contracts.State
 	wfID           string

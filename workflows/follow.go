@@ -176,21 +176,10 @@ func (r *run) endedMeanwhile(ctx workflow.Context, err error) (contracts.TaskSna
 	if r.v < VersionFollowAgents || r.interrupt() != nil || temporal.IsCanceledError(err) || ctx.Err() != nil || r.s.RemoteTaskID == "" {
 		return contracts.TaskSnapshot{}, false
 	}
-	if errors.Is(err, errDenied) || errors.Is(err, errRevoked) || errors.Is(err, errCardChanged) || errors.Is(err, errUntrusted) || errors.Is(err, errAbandoned) {
+	if stopped(err) {
 		return contracts.TaskSnapshot{}, false
 	}
 	return r.readTerminal(ctx)
-}
-
-// endedError: a follow-up was not taken and the task had ended, as snap
-// shows; cause is why the follow-up failed.
-type endedError struct {
-	snap  contracts.TaskSnapshot
-	cause string
-}
-
-func (e *endedError) Error() string {
-	return "the remote task had ended (" + string(e.snap.State) + "): " + e.cause
 }
 
 // readTerminal reads the task once; ok when the agent has ended it.

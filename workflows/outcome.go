@@ -14,6 +14,9 @@ import (
 // failed turns an error into the Outcome, canceling the remote task where
 // the delegation stops while the task may still run.
 func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
+	var denied *deniedError
+	var changed *cardChangedError
+	var untrusted *untrustedError
 	switch {
 	case errors.Is(err, errDeadline):
 		msg := "deadline " + r.d.Deadline.UTC().Format(time.RFC3339) + " reached in state " + r.s.A2AState
@@ -22,21 +25,22 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 		}
 		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusDeadlineExceeded, &contracts.ErrorInfo{Category: contracts.CategoryDeadline, Message: msg})
-	case errors.Is(err, errCardChanged):
-		c := r.changed
+	case errors.As(err, &changed):
+		c := changed.change
 		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusCardChanged, &contracts.ErrorInfo{Category: contracts.CategoryCard,
 			Message: fmt.Sprintf("the agent card changed (%s); old digest %s, new digest %s; no operator sent %q before the deadline", c.What, c.OldDigest, c.NewDigest, contracts.SignalRediscover)})
-	case errors.Is(err, errUntrusted):
+	case errors.As(err, &untrusted):
+		v := untrusted.verification
 		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusCardUntrusted, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: "nothing sent after the card changed: a verified card signature is required; the new card is " + r.untrusted.Status + reasonSuffix(r.untrusted.Reason)})
-	case errors.Is(err, errDenied), errors.Is(err, errRevoked):
+			Message: "nothing sent after the card changed: a verified card signature is required; the new card is " + v.Status + reasonSuffix(v.Reason)})
+	case errors.As(err, &denied):
 		msg := "nothing sent after this: "
-		if errors.Is(err, errRevoked) {
-			msg += "revoked: " + *r.revoked
+		if denied.revoked {
+			msg += "revoked: " + denied.reason
 		} else {
-			msg += "the policy denies it: " + r.denial
+			msg += "the policy denies it: " + denied.reason
 		}
 		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusAuthorizationDenied, &contracts.ErrorInfo{Category: contracts.CategoryAuthorization, Message: msg})
@@ -64,10 +68,9 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 		}
 		return r.outcome(contracts.StatusCancelUnconfirmed, &contracts.ErrorInfo{Category: contracts.CategoryCanceled, Message: msg})
 	}
-	var appErr *temporal.ApplicationError
-	cat, msg := contracts.CategoryProtocol, err.Error()
-	if errors.As(err, &appErr) {
-		cat, msg = contracts.Category(appErr.Type()), appErr.Message()
+	cat, msg := contracts.CategoryProtocol, errorText(err)
+	if t := errorType(err); t != "" {
+		cat = contracts.Category(t)
 	}
 	status := contracts.StatusProtocolError
 	switch cat {

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -36,16 +35,13 @@ func (r *run) reconcile(ctx workflow.Context) {
 	actx := workflow.WithActivityOptions(ctx, getTaskOptions())
 	err := workflow.ExecuteActivity(actx, acts.GetTask, activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
 	if err != nil {
-		var appErr *temporal.ApplicationError
 		switch {
 		case temporal.IsCanceledError(err) || ctx.Err() != nil:
 			// The read was never scheduled: the delegation is stopping
 			// and follows its remote task itself until it ends.
 			rec.Error = "not read: a cancel of this delegation is in progress"
-		case errors.As(err, &appErr):
-			rec.Error = contracts.Truncate(appErr.Message(), 500)
 		default:
-			rec.Error = contracts.Truncate(err.Error(), 500)
+			rec.Error = contracts.Truncate(errorText(err), 500)
 		}
 	} else {
 		rec.Seen, rec.Changed = string(snap.State), string(snap.State) != r.s.A2AState

@@ -22,8 +22,7 @@ func (r *run) authorize(ctx workflow.Context, round int) error {
 	}
 	r.s.Authorizations = append(r.s.Authorizations, contracts.AuthorizationRecord{AuthorizationDecision: dec, Round: round, At: workflow.Now(ctx)})
 	if !dec.Allowed {
-		r.denial = dec.Reason
-		return errDenied
+		return &deniedError{reason: dec.Reason}
 	}
 	return nil
 }
@@ -83,8 +82,7 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 			r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "sent", Attempts: snap.Attempt})
 			return snap, nil
 		}
-		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || appErr.Type() != string(contracts.CategoryUnknownOutcome) {
+		if errorType(err) != string(contracts.CategoryUnknownOutcome) {
 			return contracts.TaskSnapshot{}, err
 		}
 		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "unknown_outcome"})
@@ -93,7 +91,7 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 			autoResends++
 			continue
 		}
-		snap, adopted, err := r.resolveUnknown(ctx, round, msgID, appErr.Message(), autoResends)
+		snap, adopted, err := r.resolveUnknown(ctx, round, msgID, errorText(err), autoResends)
 		if err != nil || adopted {
 			return snap, err
 		}
@@ -266,23 +264,4 @@ func transient(err error) bool {
 // deploy: another worker will).
 func (r *run) transient(err error) bool {
 	return transient(err) || (r.v >= VersionLean && errorType(err) == "ActivityNotRegisteredError")
-}
-
-// errorText is the message of an activity error (its ApplicationError
-// message when it has one).
-func errorText(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
-	}
-	return err.Error()
-}
-
-// errorType is the ApplicationError type of err, or "".
-func errorType(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Type()
-	}
-	return ""
 }

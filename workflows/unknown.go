@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
@@ -78,11 +77,7 @@ func (r *run) adoptTask(ctx workflow.Context, taskID string) (contracts.TaskSnap
 		if r.interrupt() != nil || temporal.IsCanceledError(err) {
 			return contracts.TaskSnapshot{}, err
 		}
-		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) {
-			return contracts.TaskSnapshot{}, fmt.Errorf("GetTask %q: %s", taskID, appErr.Message())
-		}
-		return contracts.TaskSnapshot{}, fmt.Errorf("GetTask %q: %v", taskID, err)
+		return contracts.TaskSnapshot{}, fmt.Errorf("GetTask %q: %s", taskID, errorText(err))
 	}
 	if r.s.ContextID != "" && snap.ContextID != r.s.ContextID {
 		return contracts.TaskSnapshot{}, fmt.Errorf("task %q has contextId %q, the delegation's is %q", taskID, snap.ContextID, r.s.ContextID)

@@ -1,12 +1,3 @@
-// Package devserver runs an embedded Temporal server (go.temporal.io/server)
-// on SQLite, file-backed or in memory, with the Temporal UI
-// (github.com/temporalio/ui-server/v2), for `delegate dev` and the
-// end-to-end tests.
-//
-// At start it creates the namespace (default "default") and registers the
-// custom Keyword search attributes of package workflows (A2AState, A2AAgent,
-// A2ARemoteTaskId, A2APurpose), also on a database created by an earlier
-// run. Everything listens on loopback.
 package devserver
 
 import (

@@ -1,0 +1,19 @@
+// Package cards fetches, parses and digests A2A Agent Cards and selects the
+// interface a delegation will use.
+//
+// Fetch (A2A 1.0 §8.2) reads the card over HTTP with a size limit and
+// timeouts; Parse accepts the 1.0 format and the 0.3 format (through a2a-go/v2
+// a2acompat/a2av0); Digest is "sha256:" + hex of the RFC 8785 canonical form
+// (gowebpki/jcs) of the card as received, without "signatures" (A2A 1.0
+// §8.4.1); SelectInterface picks the newest protocol version this client
+// speaks, then the preferred binding (A2A 1.0 §8.3, §5.2).
+//
+// Signature checks (Verify, A2A 1.0 §8.4), the trust store and the HTTP
+// guard against internal addresses are in this package too; Fetch applies
+// them:
+//
+//	f := &cards.Fetcher{Trust: trust} // trust: *cards.TrustStore, nil for none
+//	card, err := f.Fetch(ctx, "https://agent.example/.well-known/agent-card.json")
+//	if err != nil { ... } // a *cards.Error says what was wrong (Kind)
+//	iface, err := cards.SelectInterface(card.Parsed, f.Guard().CheckURL)
+package cards
