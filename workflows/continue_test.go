@@ -40,8 +40,7 @@ func (s *DelegationSuite) TestRevokeAtTheContinueAsNewTrigger() {
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop now"}) }, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Contains(o.Error.Message, "stop now")
 	revokes := 0

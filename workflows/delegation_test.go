@@ -78,6 +78,13 @@ func sendIs(round int, taskID string) any {
 
 func (s *DelegationSuite) outcome() contracts.Outcome { return outcomeOf(&s.Suite, s.env) }
 
+// execute runs the Delegation workflow on d to its end and returns the
+// Outcome.
+func (s *DelegationSuite) execute(d contracts.Delegation) contracts.Outcome {
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
+	return s.outcome()
+}
+
 func (s *DelegationSuite) state() contracts.State { return stateOf(&s.Suite, s.env) }
 
 // outcomeOf is the Outcome of a completed test workflow.
@@ -104,8 +111,7 @@ func (s *DelegationSuite) TestHappyPathWithoutInput() {
 		Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "working" })).
 		Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Require().Len(o.Outputs, 1)
 	s.Equal("claim_opened", o.Outputs[0].Kind)
@@ -143,8 +149,7 @@ func (s *DelegationSuite) TestInputRequiredAnsweredBySignal() {
 		s.Equal(1, st.Question.Round)
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
 	st := s.state()
@@ -190,8 +195,7 @@ func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 			},
 		}, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
 	s.ErrorContains(rejectedEarly, "no question is pending")
@@ -206,8 +210,7 @@ func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 func (s *DelegationSuite) TestInvalidArtifactKind() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
 		Return(snap("completed", claim("claim_opened"), claim("refund_issued")), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusInvalidOutput, o.Status)
 	s.Len(o.Outputs, 1)
 	s.Require().Len(o.RejectedArtifacts, 1)
@@ -221,8 +224,7 @@ func (s *DelegationSuite) TestRemoteFailed() {
 	failed.StatusText = "no shipment found"
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(failed, nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusFailed, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
 	s.Contains(o.Error.Message, "no shipment found")
@@ -242,8 +244,7 @@ func (s *DelegationSuite) TestCancelCancelsRemoteTask() {
 		Interface: contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, TaskID: "task-1", ContextID: "ctx-1",
 	}).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryCanceled, o.Error.Category)
 	s.Equal("canceled", s.state().A2AState)
@@ -260,8 +261,7 @@ func (s *DelegationSuite) TestCancelWhileWaitingForInput() {
 func (s *DelegationSuite) TestDeadlineWhileWaitingForInput() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal(contracts.CategoryDeadline, o.Error.Category)
 	s.Contains(o.Error.Message, "input-required")
@@ -278,8 +278,7 @@ func (s *DelegationSuite) TestDeadlineWhileWatching() {
 func (s *DelegationSuite) TestDeadlinePassedBeforeTheWorkerRan() {
 	d := contract()
 	d.Deadline = t0.Add(-time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
-	o := s.outcome()
+	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal("ended", s.state().A2AState)
 }
@@ -287,8 +286,7 @@ func (s *DelegationSuite) TestDeadlinePassedBeforeTheWorkerRan() {
 func (s *DelegationSuite) TestUnauthorizedSend() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
 		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: HTTP 401", string(contracts.CategoryAuthorization), nil)).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Equal(contracts.CategoryAuthorization, o.Error.Category)
 }
@@ -329,11 +327,8 @@ func TestMessageIDIsDeterministicPerRound(t *testing.T) {
 
 func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 	s.freshEnv()
-	first := activities.ResolvedCard{
-		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardDigest: "sha256:01"},
-		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
-		SkillFound: true,
-	}
+	first := claimsCard()
+	first.Agent.CardDigest = "sha256:01"
 	changed := first
 	changed.Agent.CardDigest = "sha256:02"
 	changed.SkillFound = false
@@ -348,8 +343,7 @@ func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 		s.Require().Len(st.CardChanges, 1)
 		s.True(st.CardChanges[0].Matters)
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCardChanged, o.Status)
 	s.Contains(o.Error.Message, "sha256:01")
 	s.Contains(o.Error.Message, "sha256:02")
@@ -367,8 +361,7 @@ func (s *DelegationSuite) TestUntrustedCardSendsNothing() {
 			Verification: contracts.CardVerification{Status: contracts.SigUnsigned}}, nil).Once()
 	d := contract()
 	d.RequireSignedCard = true
-	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
-	o := s.outcome()
+	o := s.execute(d)
 	s.Equal(contracts.StatusCardUntrusted, o.Status)
 	s.Equal("unsigned", o.Agent.Signature)
 }

@@ -33,8 +33,7 @@ func (s *DelegationSuite) TestUnknownOutcomeAskOperatorThenResend() {
 			OnReject: func(err error) { s.Fail(err.Error()) }, OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, contracts.Resolution{Action: contracts.ActionResend, ResolvedBy: "ops"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.ErrorContains(rejected, "task_id")
 	st := s.state()
@@ -53,8 +52,7 @@ func (s *DelegationSuite) TestUnknownOutcomeAutoResendThenAbandon() {
 		s.Equal(3, st.Unknown.AutoResends)
 		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionAbandon})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
-	o := s.outcome()
+	o := s.execute(d)
 	s.Equal(contracts.StatusUnknownOutcome, o.Status)
 	s.Equal(contracts.CategoryUnknownOutcome, o.Error.Category)
 }
@@ -96,8 +94,7 @@ func (s *DelegationSuite) TestDeniedBeforeTheFollowUp() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Contains(o.Error.Message, "revoked")
 	s.Len(s.state().Authorizations, 2)
@@ -109,8 +106,7 @@ func (s *DelegationSuite) TestRevokeSignalWhileWaiting() {
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "customer withdrew consent"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Contains(o.Error.Message, "customer withdrew consent")
 }
@@ -122,8 +118,7 @@ func (s *DelegationSuite) TestCancelUnconfirmedRecordsLateResults() {
 		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("CancelTask: task cannot be canceled", "protocol", nil)).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCancelUnconfirmed, o.Status)
 	s.Empty(o.Outputs)
 	s.Require().Len(o.LateResults, 1)
@@ -171,8 +166,7 @@ func (s *DelegationSuite) TestAuthRequiredResolvedOutOfBand() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "auth-required" })).
 		After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(0, o.InputRounds)
 }
@@ -183,8 +177,7 @@ func (s *DelegationSuite) TestReconcileSeesTheTaskEndedWhileWaiting() {
 	ended.StatusText = "canceled at the agent"
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
 	s.Contains(o.Error.Message, "canceled at the agent")
@@ -204,8 +197,7 @@ func (s *DelegationSuite) TestUnknownCredentialRefIsAskedAgain() {
 		s.Contains(st.Answers[0].Refused, "typo")
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{CredentialRef: "claims-prod"})
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
 }

@@ -31,8 +31,7 @@ func (s *DelegationSuite) TestRepublishedQuestionIsNotANewRound() {
 		return in.Since == "input-required" && in.SinceKey == "msg:q-1"
 	})).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo attached"}) }, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Equal(1, o.InputRounds)
 	st := s.state()
@@ -54,8 +53,7 @@ func (s *DelegationSuite) TestNewQuestionAfterAnswerOpensARound() {
 		s.Equal("and the receipt?", st.Question.Text)
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "receipt"})
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(2, o.InputRounds)
 }
@@ -73,8 +71,7 @@ func (s *DelegationSuite) TestAgentEndsTheTaskWhileWaiting() {
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
 		return in.Since == "input-required" && in.SinceKey == "msg:q-1" && in.TaskID == "task-1"
 	})).After(10*time.Minute).Return(ended, nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
-	o := s.outcome()
+	o := s.execute(d)
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
 	s.Contains(o.Error.Message, "the agent gave up waiting")
@@ -91,8 +88,7 @@ func (s *DelegationSuite) TestFollowUpToAnEndedTaskKeepsTheAgentsReason() {
 	ended.StatusText = "closed by the agent"
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
 	s.Contains(o.Error.Message, "closed by the agent")
@@ -108,8 +104,7 @@ func (s *DelegationSuite) TestAnotherTaskIDIsNotAdopted() {
 		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError(`GetTask: protocol: the reply names taskId "task-9", the delegation tracks taskId "task-1"`, "protocol", nil)).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusProtocolError, o.Status)
 	s.Contains(o.Error.Message, "task-9")
 	s.Equal("task-1", o.RemoteTaskID)
@@ -128,8 +123,7 @@ func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 			s.Contains(st.Retrying.LastError, "agent overloaded")
 		}
 	}, 2*time.Second)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	st := s.state()
 	s.Nil(st.Retrying)
@@ -141,8 +135,7 @@ func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 func (s *DelegationSuite) TestTransientFailureUntilTheDeadline() {
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
 		Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("SendMessage: transient: connection refused", "transient"))
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Contains(o.Error.Message, "connection refused")
 }
@@ -151,17 +144,12 @@ func (s *DelegationSuite) TestTransientFailureUntilTheDeadline() {
 // with backoff (not ended after seconds as protocol_error).
 func (s *DelegationSuite) TestCardFetchRetriedWhileTransient() {
 	s.freshEnv()
-	card := activities.ResolvedCard{
-		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardDigest: "sha256:00"},
-		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
-		SkillFound: true,
-	}
+	card := claimsCard()
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).
 		Return(activities.ResolvedCard{}, temporal.NewApplicationError("ResolveCard: connection refused", "transient")).Times(6)
 	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(card, nil).Once()
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 }
 
@@ -202,8 +190,7 @@ func (s *DelegationSuite) TestSameQuestionWithoutIdentityIsAskedAgain() {
 		}
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo, again"})
 	}, 5*time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Equal(2, o.InputRounds)
 }
@@ -217,8 +204,7 @@ func (s *DelegationSuite) TestFollowUpRefusedTransientlyAfterTheTaskEnded() {
 		Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("SendMessage: transient (JSON-RPC error -32603): task t-1 is already completed", "transient")).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Len(o.Outputs, 1)
 }
@@ -231,8 +217,7 @@ func (s *DelegationSuite) TestCancelDuringTheSendCancelsTheTaskItCreated() {
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal("task-1", o.RemoteTaskID)
 }
@@ -243,8 +228,7 @@ func (s *DelegationSuite) TestDeadlineWithASendThatNeverFinishes() {
 	d := contract()
 	d.Deadline = t0.Add(time.Minute)
 	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
-	o := s.outcome()
+	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Contains(o.Error.Message, MessageID("default-test-workflow-id", "", 0))
 	s.Contains(o.Error.Message, "in flight")
@@ -261,7 +245,6 @@ func (s *DelegationSuite) TestWaitingReadGivesUpBeforeTheDeadline() {
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).
 		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("the first read is one interval away", activities.ErrTypeUnchanged, nil)).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
-	o := s.outcome()
+	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status, "%+v", o.Error)
 }

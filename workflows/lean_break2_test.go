@@ -12,7 +12,7 @@ import (
 
 func (s *LeanSuite) TestCredentialRefAskedAgain() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("auth-required", "msg:q-1", "login")), nil).Once()
-	details := activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed()}
+	details := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
 		return in.Send.CredentialRef == "bad"
 	})).Return(activities.CheckAndSendResult{}, temporal.NewApplicationErrorWithOptions("no such ref", activities.ErrTypeCredentialRef,
@@ -27,8 +27,7 @@ func (s *LeanSuite) TestCredentialRefAskedAgain() {
 		s.NotNil(st.Question)
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{CredentialRef: "good"})
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	st := s.state()
 	s.Equal(1, o.InputRounds)
@@ -41,7 +40,7 @@ func (s *LeanSuite) TestCredentialRefAskedAgain() {
 
 // A revoke delivered before a resolve-unknown resend: nothing is resent.
 func (s *LeanSuite) TestRevokeWithResendSendsNothing() {
-	details := activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed()}
+	details := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
 		temporal.NewApplicationErrorWithOptions("cut off", string(contracts.CategoryUnknownOutcome),
 			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{details}})).Once()
@@ -51,8 +50,7 @@ func (s *LeanSuite) TestRevokeWithResendSendsNothing() {
 		s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop"})
 		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionResend})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.env.AssertNumberOfCalls(s.T(), "CheckAndSend", 1)
 	for _, sd := range s.state().Sends {

@@ -14,14 +14,7 @@ import (
 // retry is built from the state then (the new card in use, nothing to
 // accept) and records no change again.
 func (s *LeanSuite) TestCardChangeRecordedPerRetry() {
-	moved := leanCard()
-	moved.Agent.CardDigest = "sha256:11"
-	moved.Interface.URL = "http://agent/v2/jsonrpc"
-	change := "interface changed"
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
-		return in.Authorization.Round == 1 && !in.AcceptChange
-	})).Return(activities.CheckAndSendResult{Card: moved, Change: change, Refused: change}, nil).Once()
+	moved, change := s.cardMovesBeforeRound1()
 	acc := activities.CheckAndSendResult{Card: moved, Change: change, Authorization: allowed()}
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
 		return in.Authorization.Round == 1 && in.AcceptChange

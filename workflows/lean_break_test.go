@@ -16,8 +16,7 @@ func (s *LeanSuite) TestDeadlinePassedAtStartSendsNothing() {
 	s.env.SetStartTime(t0.Add(2 * time.Hour)) // contract deadline is t0+1h
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.env.AssertNotCalled(s.T(), "CheckAndSend", mock.Anything, mock.Anything)
 	s.Empty(s.state().Sends, "a message was sent after the deadline")
@@ -34,8 +33,7 @@ func (s *LeanSuite) TestRevokeWithAnswerSendsNothing() {
 		s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop"})
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.env.AssertNumberOfCalls(s.T(), "CheckAndSend", 1)
 	for _, sd := range s.state().Sends {
@@ -46,12 +44,11 @@ func (s *LeanSuite) TestRevokeWithAnswerSendsNothing() {
 // Transient send failure then success: one authorization per round before
 // VersionLean (authorize, then send retried).
 func (s *LeanSuite) TestAuthorizationsPerAttempt() {
-	res := activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed()}
+	res := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
 		temporal.NewApplicationErrorWithOptions("503", string(contracts.CategoryTransient), temporal.ApplicationErrorOptions{Details: []any{res}})).Times(2)
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Len(s.state().Authorizations, 1)
 }

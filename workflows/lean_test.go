@@ -29,6 +29,13 @@ func (s *LeanSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
 
 func (s *LeanSuite) outcome() contracts.Outcome { return outcomeOf(&s.Suite, s.env) }
 
+// execute runs the Delegation workflow on d to its end and returns the
+// Outcome.
+func (s *LeanSuite) execute(d contracts.Delegation) contracts.Outcome {
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
+	return s.outcome()
+}
+
 func (s *LeanSuite) state() contracts.State { return stateOf(&s.Suite, s.env) }
 
 func TestLean(t *testing.T) { suite.Run(t, new(LeanSuite)) }
@@ -41,7 +48,24 @@ func (s *LeanSuite) SetupTest() {
 	s.env.RegisterActivity(&activities.Activities{})
 }
 
-func leanCard() activities.ResolvedCard {
+// cardMovesBeforeRound1 mocks a question at round 0 and, at the follow-up
+// (round 1, no change accepted yet), a card whose interface moved: the
+// send is refused, waiting for "rediscover". It returns that card and the
+// change.
+func (s *LeanSuite) cardMovesBeforeRound1() (activities.ResolvedCard, string) {
+	moved := claimsCard()
+	moved.Agent.CardDigest = "sha256:11"
+	moved.Interface.URL = "http://agent/v2/jsonrpc"
+	change := "interface changed"
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Authorization.Round == 1 && !in.AcceptChange
+	})).Return(activities.CheckAndSendResult{Card: moved, Change: change, Refused: change}, nil).Once()
+	return moved, change
+}
+
+// claimsCard is the resolved card of the example claims agent.
+func claimsCard() activities.ResolvedCard {
 	return activities.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
 		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0", CardOrigin: "http://agent"},
@@ -55,7 +79,7 @@ func allowed() *contracts.AuthorizationDecision {
 
 // sent is a CheckAndSend that sent and got sn back.
 func sent(sn contracts.TaskSnapshot) activities.CheckAndSendResult {
-	return activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed(), Sent: true, Snapshot: sn}
+	return activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed(), Sent: true, Snapshot: sn}
 }
 
 // round matches a CheckAndSendInput by round (its messageId).
@@ -69,8 +93,7 @@ func (s *LeanSuite) TestPlainDelegationIsOneActivity() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
 		return in.InUse == nil && in.Card.Skill == "open-claim" && in.Authorization.Round == 0 && in.Send.Message.Text == "lost parcel A-1001"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(contracts.ProtocolInfo{Version: "1.0", Binding: "JSONRPC", URL: "http://agent/a2a/jsonrpc"}, o.Protocol)
 	st := s.state()
@@ -97,8 +120,7 @@ func (s *LeanSuite) TestAnswerBeforeTheFirstReadCostsNoRead() {
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, 4*time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
 }
@@ -110,8 +132,7 @@ func (s *LeanSuite) TestFirstReadAfterTheWaitingInterval() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.ReadFirst && in.SinceKey == "msg:q-1" })).
 		Return(snap("failed"), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusFailed, o.Status)
 	s.Equal(t0.Add(contracts.DefaultWaitingPollSeconds*time.Second), s.env.Now().UTC())
 }
@@ -123,8 +144,7 @@ func (s *LeanSuite) TestDeadlineAfterTheFirstRead() {
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).
 		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal(t0.Add(time.Hour), s.env.Now().UTC())
 }
@@ -136,8 +156,7 @@ func (s *LeanSuite) TestDeadlineBeforeTheFirstRead() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
-	o := s.outcome()
+	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal(t0.Add(2*time.Minute), s.env.Now().UTC())
 }
@@ -150,18 +169,17 @@ func (s *LeanSuite) TestCloseDeadlineIsArmedBeforeTheSend() {
 	d.Deadline = t0.Add(30 * time.Second)
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).After(40*time.Second).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
-	o := s.outcome()
+	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal("task-1", o.RemoteTaskID)
 }
 
 // Refusals of the first send: nothing sent, the outcome says why.
 func (s *LeanSuite) TestRefusedFirstSends() {
-	untrusted := leanCard()
+	untrusted := claimsCard()
 	untrusted.SignatureRequired = true
 	untrusted.Verification = contracts.CardVerification{Status: contracts.SigUnsigned}
-	noSkill := leanCard()
+	noSkill := claimsCard()
 	noSkill.SkillFound = false
 	for name, tc := range map[string]struct {
 		res  activities.CheckAndSendResult
@@ -170,8 +188,8 @@ func (s *LeanSuite) TestRefusedFirstSends() {
 	}{
 		"untrusted": {activities.CheckAndSendResult{Card: untrusted, Refused: "card"}, contracts.StatusCardUntrusted, "verified card signature is required"},
 		"no skill":  {activities.CheckAndSendResult{Card: noSkill, Refused: "card"}, contracts.StatusProtocolError, `offers no skill "open-claim"`},
-		"modes":     {activities.CheckAndSendResult{Card: leanCard(), Refused: "input modes: text/plain is not accepted"}, contracts.StatusProtocolError, "text/plain"},
-		"denied": {activities.CheckAndSendResult{Card: leanCard(), Authorization: &contracts.AuthorizationDecision{Reason: "skill not allowed"}},
+		"modes":     {activities.CheckAndSendResult{Card: claimsCard(), Refused: "input modes: text/plain is not accepted"}, contracts.StatusProtocolError, "text/plain"},
+		"denied": {activities.CheckAndSendResult{Card: claimsCard(), Authorization: &contracts.AuthorizationDecision{Reason: "skill not allowed"}},
 			contracts.StatusAuthorizationDenied, "skill not allowed"},
 	} {
 		s.Run(name, func() {
@@ -190,14 +208,7 @@ func (s *LeanSuite) TestRefusedFirstSends() {
 // A follow-up on a card that changed in a way that matters waits in
 // card-changed; rediscover sends it on the new card.
 func (s *LeanSuite) TestCardChangeBeforeAFollowUpWaitsForRediscover() {
-	moved := leanCard()
-	moved.Agent.CardDigest = "sha256:11"
-	moved.Interface.URL = "http://agent/v2/jsonrpc"
-	change := "interface changed"
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
-		return in.Authorization.Round == 1 && !in.AcceptChange
-	})).Return(activities.CheckAndSendResult{Card: moved, Change: change, Refused: change}, nil).Once()
+	moved, change := s.cardMovesBeforeRound1()
 	res := sent(snap("completed", claim("claim_opened")))
 	res.Card, res.Change = moved, change
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
@@ -208,8 +219,7 @@ func (s *LeanSuite) TestCardChangeBeforeAFollowUpWaitsForRediscover() {
 		s.Equal(string(contracts.PhaseCardChanged), s.state().A2AState)
 		s.env.SignalWorkflow(contracts.SignalRediscover, nil)
 	}, 2*time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal("http://agent/v2/jsonrpc", o.Protocol.URL)
 	st := s.state()
@@ -222,7 +232,7 @@ func (s *LeanSuite) TestCardChangeBeforeAFollowUpWaitsForRediscover() {
 // went to (the error's details): the operator's abandon then cancels
 // nothing it cannot reach, and the interface is known.
 func (s *LeanSuite) TestUnknownOutcomeKeepsTheCard() {
-	details := activities.CheckAndSendResult{Card: leanCard(), Authorization: allowed()}
+	details := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
 		temporal.NewApplicationErrorWithOptions("the reply was cut off", string(contracts.CategoryUnknownOutcome),
 			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{details}})).Once()
@@ -233,8 +243,7 @@ func (s *LeanSuite) TestUnknownOutcomeKeepsTheCard() {
 		s.Len(st.Authorizations, 1)
 		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionAbandon})
 	}, time.Minute)
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
-	o := s.outcome()
+	o := s.execute(contract())
 	s.Equal(contracts.StatusUnknownOutcome, o.Status)
 }
 

@@ -13,14 +13,7 @@ func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn a
 	r.arm(ctx)
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 	defer cancel()
-	f := workflow.ExecuteActivity(actx, fn, in)
-	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil }); err != nil {
-		return err
-	}
-	if !f.IsReady() {
-		return r.interrupt()
-	}
-	return f.Get(ctx, out)
+	return r.await(ctx, workflow.ExecuteActivity(actx, fn, in), out)
 }
 
 // localActivity runs a short activity inside the workflow task (a local
@@ -30,7 +23,12 @@ func (r *run) localActivity(ctx workflow.Context, opts workflow.LocalActivityOpt
 	r.arm(ctx)
 	lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, opts))
 	defer cancel()
-	f := workflow.ExecuteLocalActivity(lctx, name, in)
+	return r.await(ctx, workflow.ExecuteLocalActivity(lctx, name, in), out)
+}
+
+// await waits for f, or for a reason to stop (interrupt), whichever
+// comes first, and reads f's result into out.
+func (r *run) await(ctx workflow.Context, f workflow.Future, out any) error {
 	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil }); err != nil {
 		return err
 	}
@@ -40,10 +38,16 @@ func (r *run) localActivity(ctx workflow.Context, opts workflow.LocalActivityOpt
 	return f.Get(ctx, out)
 }
 
+// backoff retries from 1 s, doubling up to maxInterval, without a limit
+// on attempts (the activity's own timeout and the deadline bound it).
+func backoff(maxInterval time.Duration) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: maxInterval}
+}
+
 func resolveOptions() workflow.LocalActivityOptions {
 	return workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+		RetryPolicy:         backoff(30 * time.Second),
 	}
 }
 
@@ -53,7 +57,7 @@ func sendOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		HeartbeatTimeout:    10 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+		RetryPolicy:         backoff(30 * time.Second),
 	}
 }
 
@@ -62,7 +66,7 @@ func (r *run) watchOptions(ctx workflow.Context) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: max(left, time.Minute),
 		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+		RetryPolicy:         backoff(30 * time.Second),
 	}
 }
 
@@ -76,7 +80,7 @@ func cancelOptions() workflow.ActivityOptions {
 func authorizeOptions() workflow.LocalActivityOptions {
 	return workflow.LocalActivityOptions{
 		StartToCloseTimeout: 10 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second},
+		RetryPolicy:         backoff(10 * time.Second),
 	}
 }
 

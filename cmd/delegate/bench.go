@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,8 +56,7 @@ func newBenchCmd() *cobra.Command {
 				return temporalErr(err)
 			}
 			if asJSON {
-				b, _ := json.MarshalIndent(res, "", "  ")
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				printJSON(cmd.OutOrStdout(), res)
 				return nil
 			}
 			for _, name := range []string{"embedded", "postgres"} {

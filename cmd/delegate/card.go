@@ -87,8 +87,7 @@ func newCardFetchCmd() *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				b, _ := json.MarshalIndent(out, "", "  ")
-				fmt.Fprintln(w, string(b))
+				printJSON(w, out)
 			} else {
 				tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 				fmt.Fprintf(tw, "card:\t%s\n", out.URL)
@@ -194,8 +193,7 @@ func newCardKeygenCmd() *cobra.Command {
 			}
 			set := jwk.NewSet()
 			_ = set.AddKey(pub)
-			b, _ := json.MarshalIndent(set, "", "  ")
-			fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			printJSON(cmd.OutOrStdout(), set)
 			return nil
 		},
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -27,46 +26,20 @@ the agent created (checked with GetTask first), or abandon (status unknown_outco
 			if err := res.Validate(); err != nil {
 				return usageErr(err)
 			}
-			ctx := cmd.Context()
-			c, err := cf.dial(cmd)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			uctx, cancel := context.WithTimeout(ctx, queryTimeout)
-			defer cancel()
-			if _, err := dclient.Get(c, args[0]).Resolve(uctx, res); err != nil {
-				return temporalErr(fmt.Errorf("resolve refused: %w", err))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s accepted for %s\n", res.Action, args[0])
-			return nil
+			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
+				uctx, cancel := context.WithTimeout(ctx, queryTimeout)
+				defer cancel()
+				if _, err := dclient.Get(c, args[0]).Resolve(uctx, res); err != nil {
+					return temporalErr(fmt.Errorf("resolve refused: %w", err))
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s accepted for %s\n", res.Action, args[0])
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&res.Action, "action", "", "resend, adopt or abandon")
 	cmd.Flags().StringVar(&res.TaskID, "task-id", "", "the task to adopt")
 	cmd.Flags().StringVar(&res.ResolvedBy, "by", envOr("USER", ""), "who resolves")
-	return cmd
-}
-
-func newRevokeCmd(cf *clientFlags) *cobra.Command {
-	var reason string
-	var wait time.Duration
-	cmd := &cobra.Command{
-		Use:   "revoke ID [--reason R]",
-		Short: "Withdraw a delegation's authorization (Signal \"revoke\"): nothing more is sent, the remote task is canceled",
-		Args:  oneID,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
-				if err := dclient.Get(c, args[0]).Revoke(ctx, reason); err != nil {
-					return temporalErr(err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "revoke sent to %s\n", args[0])
-				return reportEnd(ctx, cmd.OutOrStdout(), c, args[0], wait, "revoke", contracts.StatusAuthorizationDenied)
-			})
-		},
-	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the outcome)")
-	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "wait this long for the delegation to end and say how it ended (0: do not wait)")
 	return cmd
 }
 

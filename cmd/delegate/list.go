@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -37,8 +36,7 @@ func newListCmd(cf *clientFlags) *cobra.Command {
 				return temporalErr(err)
 			}
 			if asJSON {
-				b, _ := json.MarshalIndent(rows, "", "  ")
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				printJSON(cmd.OutOrStdout(), rows)
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)

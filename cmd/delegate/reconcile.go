@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -114,8 +113,7 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 				for _, r := range rows {
 					out = append(out, map[string]string{"id": r.id, "recorded_state": r.before, "remote_state": r.seen, "changed": r.changed, "note": r.note})
 				}
-				b, _ := json.MarshalIndent(out, "", "  ")
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+				printJSON(cmd.OutOrStdout(), out)
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)

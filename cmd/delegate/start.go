@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -108,8 +107,7 @@ func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle, given str
 			if err != nil {
 				return temporalErr(fmt.Errorf("delegation %s: %w", h.ID(), err))
 			}
-			b, _ := json.MarshalIndent(out, "", "  ")
-			fmt.Fprintln(w, string(b))
+			printJSON(w, out)
 			fmt.Fprintf(w, "finished in %.1fs: %s\n", time.Since(start).Seconds(), out.Status)
 			if out.Status != contracts.StatusCompleted {
 				return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s ended %s", h.ID(), out.Status)}

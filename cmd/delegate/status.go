@@ -31,8 +31,7 @@ func newStatusCmd(cf *clientFlags) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					b, _ := json.MarshalIndent(s, "", "  ")
-					fmt.Fprintln(cmd.OutOrStdout(), string(b))
+					printJSON(cmd.OutOrStdout(), s)
 					return nil
 				}
 				printState(cmd.OutOrStdout(), s, cf.given)
@@ -200,4 +199,11 @@ func fmtTime(t *time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// printJSON writes v as indented JSON and a newline (the --json output of
+// every command).
+func printJSON(w io.Writer, v any) {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	fmt.Fprintln(w, string(b))
 }
