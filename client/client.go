@@ -10,7 +10,6 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	sdkclient "go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -62,8 +61,9 @@ func (h *Handle) Answer(ctx context.Context, a contracts.Answer) (int, error) {
 // Cancel requests cancellation of the delegation: the workflow cancels the
 // remote task and ends "canceled" (or "cancel_unconfirmed"). A reason is
 // sent first as Signal "cancel-reason" (the workflow shows it in
-// contracts.State.CancelReason and the Outcome's error message) and is
-// recorded in the WorkflowExecutionCancelRequested event. Errors: a
+// contracts.State.CancelReason and the Outcome's error message); the
+// WorkflowExecutionCancelRequested event, never encrypted, does not hold
+// it. Errors: a
 // *contracts.FieldError for a reason that is not UTF-8 or is over
 // contracts.MaxCancelReason bytes (nothing is sent), or the Temporal error.
 func (h *Handle) Cancel(ctx context.Context, reason string) error {
@@ -81,19 +81,9 @@ func (h *Handle) Cancel(ctx context.Context, reason string) error {
 	}
 	if strings.TrimSpace(reason) != "" {
 		// The workflow cannot read a cancel request's reason; it reads
-		// this signal when the cancel arrives.
-		input, err := converter.GetDefaultDataConverter().ToPayloads(contracts.Revocation{Reason: reason})
-		if err != nil {
-			return err
-		}
-		if _, err := h.c.WorkflowService().SignalWorkflowExecution(ctx, &workflowservice.SignalWorkflowExecutionRequest{
-			Namespace:         ns,
-			WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: h.id},
-			SignalName:        contracts.SignalCancelReason,
-			Input:             input,
-			Identity:          "delegate-cli",
-			RequestId:         uuid.NewString(),
-		}); err != nil {
+		// this signal when the cancel arrives. Sent through the client,
+		// so its data converter (encryption) applies.
+		if err := h.c.SignalWorkflow(ctx, h.id, "", contracts.SignalCancelReason, contracts.Revocation{Reason: reason}); err != nil {
 			return err
 		}
 	}
@@ -102,7 +92,9 @@ func (h *Handle) Cancel(ctx context.Context, reason string) error {
 		WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: h.id},
 		Identity:          "delegate-cli",
 		RequestId:         uuid.NewString(),
-		Reason:            reason,
+		// The reason itself travels in the Signal, whose payload the data
+		// converter seals when encryption is on; this field never is.
+		Reason: "delegate cancel (reason, if any: Signal cancel-reason)",
 	})
 	return err
 }

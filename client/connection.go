@@ -12,6 +12,8 @@ import (
 
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+
+	"github.com/a2adelegate/delegate/codec"
 )
 
 // Connection says how to reach a Temporal server the way the Temporal CLI
@@ -44,6 +46,11 @@ type Connection struct {
 	// TEMPORAL_PROFILE, then "default"); ConfigFile the file (default
 	// TEMPORAL_CONFIG_FILE, then the user config dir's).
 	Profile, ConfigFile string
+	// EncryptionKeyFile holds the keys that seal every payload (package
+	// codec); empty: $DELEGATE_ENCRYPTION_KEYS, and without it payloads go
+	// in clear. The worker, the CLI and every backend of one namespace
+	// must share the keys.
+	EncryptionKeyFile string
 }
 
 // Defaults of a Connection with nothing set anywhere.
@@ -133,6 +140,13 @@ func (c Connection) Options() (sdkclient.Options, error) {
 	}
 	if o.ConnectionOptions.TLS != nil && o.ConnectionOptions.TLS.MinVersion == 0 {
 		o.ConnectionOptions.TLS.MinVersion = tls.VersionTLS12
+	}
+	keys, err := codec.FromFileOrEnv(c.EncryptionKeyFile)
+	if err != nil {
+		return sdkclient.Options{}, err
+	}
+	if keys != nil {
+		o.DataConverter, o.FailureConverter = keys.DataConverter(), keys.FailureConverter()
 	}
 	return o, nil
 }

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	dclient "github.com/a2adelegate/delegate/client"
-
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
@@ -25,6 +23,8 @@ import (
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/cards"
+	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
 	"github.com/a2adelegate/delegate/internal/devserver"
@@ -56,6 +56,9 @@ type options struct {
 	noWorker bool
 	// workflows configure the worker's Delegation workflow.
 	workflows workflows.Options
+	// keys, when set, seal every payload of the env's client (the test's
+	// and the worker's: package codec).
+	keys *codec.Keys
 	// interceptors of the Temporal client (the worker's and the test's).
 	interceptors []interceptor.ClientInterceptor
 }
@@ -91,7 +94,11 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	agent := claimsagent.New(o.agent)
 	go func() { _ = agent.Serve(ctx, ln) }()
 
-	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace(), Interceptors: o.interceptors})
+	copts := client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace(), Interceptors: o.interceptors}
+	if o.keys != nil {
+		copts.DataConverter, copts.FailureConverter = o.keys.DataConverter(), o.keys.FailureConverter()
+	}
+	c, err := client.Dial(copts)
 	if err != nil {
 		t.Fatalf("client.Dial() error = %v", err)
 	}

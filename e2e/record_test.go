@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	dclient "github.com/a2adelegate/delegate/client"
-
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 
 	"github.com/a2adelegate/delegate/activities"
+	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -249,6 +249,24 @@ func TestRecordHistories(t *testing.T) {
 		d = contract("deadline-working", "slow")
 		d.Deadline = time.Now().Add(6 * time.Second).UTC()
 		write("deadline-working", start(d), contracts.StatusDeadlineExceeded)
+	}
+	if want("encrypted") {
+		// Every payload sealed (package codec) with the test keys the replay
+		// test opens them with.
+		keys, err := codec.LoadKeys("../workflows/testdata/encryption-test-keys.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := e
+		e = setup(t, recording, func(o *options) { o.keys = keys })
+		d := contract("encrypted-update-round", "")
+		run := start(d)
+		waitState(d.LocalWorkflowID, "input-required")
+		if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "recorder"}); err != nil {
+			t.Fatal(err)
+		}
+		write("encrypted-update-round", run, contracts.StatusCompleted)
+		e = saved
 	}
 	if want("card-change-rediscover") {
 		// Last: it changes the agent's card for good.

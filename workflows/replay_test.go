@@ -9,6 +9,8 @@ import (
 
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
+
+	"github.com/a2adelegate/delegate/codec"
 )
 
 // TestReplayRecordedHistories replays every history recorded under
@@ -35,7 +37,19 @@ func TestReplayRecordedHistories(t *testing.T) {
 				// the chain continues as new at its first chance.
 				o.ContinueAsNewEvents = 1
 			}
-			r := worker.NewWorkflowReplayer()
+			var ro worker.WorkflowReplayerOptions
+			if strings.HasPrefix(filepath.Base(name), "encrypted") {
+				// Sealed with the test keys (package codec).
+				keys, err := codec.LoadKeys(filepath.Join("testdata", "encryption-test-keys.txt"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ro.DataConverter, ro.FailureConverter = keys.DataConverter(), keys.FailureConverter()
+			}
+			r, err := worker.NewWorkflowReplayerWithOptions(ro)
+			if err != nil {
+				t.Fatal(err)
+			}
 			RegisterWorkflows(r, o)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)

@@ -3,17 +3,23 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/devserver"
 )
 
-func newDevCmd() *cobra.Command {
+func newDevCmd(cf *clientFlags) *cobra.Command {
 	var cfg devserver.Config
+	var codecPort int
 	var noWorker bool
 	var dynamicConfigFile string
 	var wf workerFlags
@@ -27,7 +33,11 @@ A2AState, A2AAgent, A2ARemoteTaskId and A2APurpose, and the worker. Ctrl-C shuts
 down cleanly; a restart on the same --db carries on with the open delegations.
 
 The server runs with dynamic config chosen for one host (docs/performance.md);
---dynamic-config FILE takes Temporal's own dynamic-config YAML, key by key over it.`,
+--dynamic-config FILE takes Temporal's own dynamic-config YAML, key by key over it.
+
+With --encryption-key-file (or DELEGATE_ENCRYPTION_KEYS) the worker seals every
+payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them decoded
+(docs/trust.md); the CLI needs the same keys.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -45,6 +55,22 @@ The server runs with dynamic config chosen for one host (docs/performance.md);
 			if err := checkPorts(cfg); err != nil {
 				return err
 			}
+			keys, err := codec.FromFileOrEnv(cf.conn.EncryptionKeyFile)
+			if err != nil {
+				return usageErr(err)
+			}
+			var uiOrigin atomic.Value // the UI's origin, once it listens
+			if keys != nil {
+				ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(codecPort)))
+				if err != nil {
+					return temporalErr(fmt.Errorf("--codec-port %d: %w", codecPort, err))
+				}
+				cs := &http.Server{Handler: codec.Handler(keys, codec.ServerOptions{AllowOrigin: func(o string) bool { return o == uiOrigin.Load() }}),
+					ReadHeaderTimeout: 10 * time.Second}
+				go func() { _ = cs.Serve(ln) }()
+				defer cs.Close()
+				cfg.CodecEndpoint = "http://" + ln.Addr().String()
+			}
 			cfg.SearchAttributes = contracts.SearchAttributeNames
 			srv, err := devserver.Start(ctx, cfg)
 			if err != nil {
@@ -57,7 +83,11 @@ The server runs with dynamic config chosen for one host (docs/performance.md);
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Temporal server %s (namespace %q, %s)\n", srv.FrontendAddr(), srv.Namespace(), where)
 			if u := srv.UIURL(); u != "" {
+				uiOrigin.Store(strings.TrimSuffix(u, "/"))
 				fmt.Fprintf(cmd.OutOrStdout(), "Temporal UI     %s\n", u)
+			}
+			if keys != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "Codec server    %s (payloads sealed with key %q)\n", cfg.CodecEndpoint, keys.IDs()[len(keys.IDs())-1])
 			}
 			if dynamicConfigFile != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "Dynamic config  %d settings from %s over the one-host defaults\n", len(cfg.DynamicConfig), dynamicConfigFile)
@@ -69,6 +99,9 @@ The server runs with dynamic config chosen for one host (docs/performance.md);
 			own, err := srv.ClientOptions()
 			if err != nil {
 				return temporalErr(err)
+			}
+			if keys != nil {
+				own.DataConverter, own.FailureConverter = keys.DataConverter(), keys.FailureConverter()
 			}
 			opts, err := wf.clientOptions(ctx, own, logger)
 			if err != nil {
@@ -88,6 +121,7 @@ The server runs with dynamic config chosen for one host (docs/performance.md);
 	cmd.Flags().IntVar(&cfg.UIPort, "ui-port", 8233, "Temporal UI port (-1: no UI)")
 	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "do not run the worker in this process")
 	cmd.Flags().StringVar(&dynamicConfigFile, "dynamic-config", "", "Temporal dynamic-config YAML file, over the one-host defaults (docs/performance.md)")
+	cmd.Flags().IntVar(&codecPort, "codec-port", 8234, "port of the codec server the UI uses when payloads are encrypted (0: any free port)")
 	cmd.Flags().StringVar(&cfg.LogLevel, "server-log-level", "fatal", "log level of the embedded Temporal server (to stderr): debug, info, warn, error, fatal")
 	wf.add(cmd)
 	return cmd

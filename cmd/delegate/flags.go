@@ -16,6 +16,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -44,15 +45,20 @@ func (f *clientFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.conn.TLSCAPath, "tls-ca-path", "", "CA certificate that signs the server's, PEM; default: the system roots (env TEMPORAL_TLS_SERVER_CA_CERT_PATH)")
 	fs.StringVar(&f.conn.TLSServerName, "tls-server-name", "", "name to check the server's certificate against (env TEMPORAL_TLS_SERVER_NAME)")
 	fs.StringVar(&f.conn.Profile, "profile", "", "profile of the Temporal config file (env TEMPORAL_PROFILE; default \"default\")")
+	fs.StringVar(&f.conn.EncryptionKeyFile, "encryption-key-file", "", "keys that seal every payload (AES-256-GCM, lines of ID:BASE64, the last one encrypts; env "+codec.EnvKeys+" holds the same text); docs/trust.md")
 	fs.StringVar(&f.conn.ConfigFile, "config-file", "", "Temporal config file, TOML (env TEMPORAL_CONFIG_FILE; default the user config dir's temporalio/temporal.toml)")
 }
 
 // connectionFlags are the names add defines.
-var connectionFlags = []string{"address", "namespace", "api-key", "tls", "tls-cert-path", "tls-key-path", "tls-ca-path", "tls-server-name", "profile", "config-file"}
+var connectionFlags = []string{"address", "namespace", "api-key", "tls", "tls-cert-path", "tls-key-path", "tls-ca-path", "tls-server-name", "profile", "config-file", "encryption-key-file"}
 
 // dialsTemporal is the annotation of the commands that connect to a
-// Temporal server and so take the connection flags.
-const dialsTemporal = "dials-temporal"
+// Temporal server and so take the connection flags; usesKeys of those
+// that take --encryption-key-file alone (dev, codec-server).
+const (
+	dialsTemporal = "dials-temporal"
+	usesKeys      = "uses-keys"
+)
 
 // refuseUnused refuses connection flags given to a command that does not
 // connect to a Temporal server (dev runs its own; card and bench do not
@@ -62,6 +68,9 @@ func (f *clientFlags) refuseUnused(cmd *cobra.Command) error {
 		return nil
 	}
 	for _, name := range connectionFlags {
+		if name == "encryption-key-file" && cmd.Annotations[usesKeys] != "" {
+			continue
+		}
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 			return usageErr(fmt.Errorf("--%s: %q does not connect to a Temporal server", name, cmd.CommandPath()))
 		}

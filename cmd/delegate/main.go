@@ -140,6 +140,10 @@ Exit codes:
 		c.Annotations = map[string]string{dialsTemporal: "true"}
 		root.AddCommand(c)
 	}
-	root.AddCommand(newDevCmd(), newCardCmd(), newBenchCmd())
+	for _, c := range []*cobra.Command{newDevCmd(cf), newCodecServerCmd(cf)} {
+		c.Annotations = map[string]string{usesKeys: "true"}
+		root.AddCommand(c)
+	}
+	root.AddCommand(newCardCmd(), newBenchCmd())
 	return root
 }

@@ -46,6 +46,10 @@ type Config struct {
 	Postgres string
 	// Memory keeps everything in memory; lost at Stop.
 	Memory bool
+	// CodecEndpoint, when set, is the codec server the UI sends payloads
+	// to, to show them decoded (package codec; `delegate dev` with
+	// encryption keys starts one).
+	CodecEndpoint string
 	// IP to listen on; default 127.0.0.1.
 	IP string
 	// Port of the frontend (gRPC); 0 picks a free port.
@@ -525,6 +529,11 @@ func (s *Server) startUI() error {
 		DisableNewsFetch:    true,
 		HideLogs:            true,
 		CORS:                uiconfig.CORS{CookieInsecure: true},
+	}
+	if s.cfg.CodecEndpoint != "" {
+		// The UI's browser code sends payloads there to show them
+		// decoded (Temporal's codec server protocol).
+		cfg.Codec = uiconfig.Codec{Endpoint: s.cfg.CodecEndpoint}
 	}
 	s.ui = uiserver.NewServer(uioptions.WithConfigProvider(cfg))
 	go func() { _ = s.ui.Start() }()

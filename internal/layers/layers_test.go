@@ -21,7 +21,8 @@ var allowed = map[string][]string{
 	"a2aclient":            {"cards", "contracts"},
 	"activities":           {"a2aclient", "cards", "client", "contracts"},
 	"workflows":            {"activities", "contracts"},
-	"client":               {"contracts"},
+	"client":               {"codec", "contracts"},
+	"codec":                {},
 	"internal/claimsagent": {"cards"},
 	"internal/devserver":   {},
 	"internal/metrics":     {},
@@ -32,7 +33,7 @@ var allowed = map[string][]string{
 	"internal/layers":      {},
 	"internal/bench":       {"a2aclient", "activities", "cards", "client", "contracts", "internal/claimsagent", "internal/devserver", "workflows"},
 	"cmd/claims-agent":     {"cards", "internal/claimsagent"},
-	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "contracts", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "workflows"},
+	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "codec", "contracts", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "workflows"},
 	"deploy":               {},
 	"e2e":                  {},
 }
@@ -43,6 +44,7 @@ var allowed = map[string][]string{
 var forbidden = map[string][]string{
 	"client":    {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
 	"contracts": {"go.temporal.io", "github.com/a2aproject/a2a-go", "net/http"},
+	"codec":     {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
 }
 
 // noIO lists what workflow code must not import directly: it never does
