@@ -8,7 +8,8 @@
 // workflow sees exactly one handling per category. Logs carry ids and
 // categories, never message bodies.
 //
-// One file per concern: card.go (ResolveCard), send.go (SendMessage),
+// One file per concern: activities.go (the Activities struct and how they
+// dial an agent), card.go (ResolveCard), send.go (SendMessage),
 // watch.go (PollTask, WatchTask, streams), task.go (GetTask, CancelTask),
 // checksend.go, policy.go, reconcile.go, and errors.go (categories and
 // bounds).

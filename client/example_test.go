@@ -38,10 +38,12 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// Usually an operator answers from the Temporal UI or the CLI.
-	if s, err := h.State(ctx); err == nil && s.Question != nil {
-		_, _ = h.Answer(ctx, contracts.Answer{Text: "photo: box.jpg", AnsweredBy: "claims-backend"})
-	}
+	// An operator answers the agent's question from the Temporal UI or
+	// the CLI while Outcome waits. A backend can answer too, once the
+	// question is there (State().Question, or client.List with
+	// ListOptions{A2AState: "input-required"}):
+	//
+	//	h.Answer(ctx, contracts.Answer{Text: "photo: box.jpg", AnsweredBy: "claims-backend"})
 	out, err := h.Outcome(ctx)
 	if err != nil {
 		log.Fatal(err)

@@ -1,14 +1,17 @@
 // Browser test of the operator's flow in the Temporal UI: start `delegate dev`
-// and the claims agent on free loopback ports, start the sample delegation,
-// wait until it asks for input, answer it through the UI's own "Send a
-// Signal" form (signal provide-input) in headless Chromium, and check that
-// the delegation completes with a validated output. Screenshots go to
+// with encryption keys (every payload sealed; its codec server lets the UI
+// show them decoded) and the claims agent on free loopback ports, start the
+// sample delegation, wait until it asks for input, read the decoded summary
+// and question on the page, answer through the UI's own "Send a Signal" form
+// (signal provide-input) in headless Chromium, and check that the
+// delegation completes with a validated output. Screenshots go to
 // ../test-results/. Needs Debian's chromium (/usr/bin/chromium or
 // $CHROMIUM) and playwright-core; no browser download.
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
@@ -50,11 +53,17 @@ function start(cmd, args) {
 function stopAll() { for (const p of procs) { try { p.kill('SIGINT'); } catch {} } }
 process.on('exit', stopAll);
 
-const [port, uiPort, agentPort] = [await freePort(), await freePort(), await freePort()];
+const [port, uiPort, agentPort, codecPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
 const address = `127.0.0.1:${port}`;
-const dev = start(bin('delegate'), ['dev', '--memory', '--port', String(port), '--ui-port', String(uiPort), '--poll-initial', '100ms']);
+// A fresh AES-256 key; the CLI gets the same through the environment.
+const keys = `ui-k1:${randomBytes(32).toString('base64')}`;
+const keyFile = join(mkdtempSync(join(tmpdir(), 'uitest-keys-')), 'keys.txt');
+writeFileSync(keyFile, keys + '\n', { mode: 0o600 });
+const dev = start(bin('delegate'), ['dev', '--memory', '--port', String(port), '--ui-port', String(uiPort), '--poll-initial', '100ms',
+  '--encryption-key-file', keyFile, '--codec-port', String(codecPort)]);
 const agent = start(bin('claims-agent'), ['--addr', `127.0.0.1:${agentPort}`, '--work-delay', '100ms']);
-const cli = (...args) => execFileSync(bin('delegate'), [...args, '--address', address], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const cli = (...args) => execFileSync(bin('delegate'), [...args, '--address', address],
+  { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DELEGATE_ENCRYPTION_KEYS: keys } });
 
 let browser;
 let page;
@@ -86,10 +95,30 @@ try {
   await page.getByText('User Metadata').first().click({ timeout: 60000 });
   const framesText = async () => (await Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')))).join('\n');
   const summary = `open a claim for a lost parcel · open-claim at 127.0.0.1:${agentPort}`;
-  await waitFor('the static summary and details', 30000, async () => {
+  await waitFor('the static summary and details, decoded', 30000, async () => {
     const text = await framesText();
     return [text.includes(summary) && text.includes('Allowed outputs: claim_opened'), text.slice(0, 500)];
   });
+  // The remote agent's question (current details, sealed in the server)
+  // shows decoded through the codec server.
+  const question = 'Please send a photo of the box the parcel was shipped in.';
+  await waitFor('the decoded question', 30000, async () => {
+    const text = (await page.locator('body').innerText()) + '\n' + (await framesText());
+    return [text.includes(question), text.slice(0, 800)];
+  });
+  // The server itself holds ciphertext: the history, read without the
+  // codec (the UI server's HTTP API), holds neither the question nor the
+  // message in any payload.
+  const res = await fetch(`http://127.0.0.1:${uiPort}/api/v1/namespaces/default/workflows/${id}/history?maximumPageSize=500`);
+  assert.equal(res.status, 200, `history: HTTP ${res.status}`);
+  const datas = [];
+  (function walk(v) {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) { if (k === 'data' && typeof x === 'string') datas.push(Buffer.from(x, 'base64').toString('latin1')); else walk(x); }
+  })(await res.json());
+  assert.ok(datas.length > 5, `payloads in the history: ${datas.length}`);
+  const leaks = datas.filter((d) => d.includes('never arrived') || d.includes('send a photo of the box'));
+  assert.equal(leaks.length, 0, `plaintext in the stored history: ${leaks.slice(0, 2)}`);
   await page.getByRole('button', { name: 'More Actions' }).click({ timeout: 60000 });
   await page.screenshot({ path: join(results, 'ui-1-waiting.png') });
   await page.getByRole('menuitem', { name: 'Send a Signal' }).click();

@@ -51,6 +51,10 @@ func (r *run) cardChange(card activities.ResolvedCard) string {
 // one that matters stops the delegation in state "card-changed" until an
 // operator sends Signal "rediscover" (the new card is then negotiated
 // again and used), the deadline (status card_changed) or cancellation.
+//
+// This is the path of delegations recorded before VersionLean; from
+// VersionLean the CheckAndSend activity reads the card in the same call as
+// the send, and checksend.go acts on what it found.
 func (r *run) recheckCard(ctx workflow.Context) error {
 	for {
 		card, err := r.resolve(ctx)

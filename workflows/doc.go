@@ -11,6 +11,16 @@
 // the handler names) lives in package contracts; backends start and answer
 // delegations with package client.
 //
-// The files follow the flow: delegation.go (entry point and main loop),
-// and one file per concern beside it.
+// One file per concern, in the order of the flow: delegation.go (the
+// entry point, the run's fields, the main loop), send.go and checksend.go
+// (authorize, check the card and send one round; retries), card.go
+// (resolve and adopt the card, card changes, rediscover), follow.go
+// (watch the remote task, republished questions), input.go (wait for and
+// check an operator's answer), unknown.go (a send whose outcome is
+// unknown), cancel.go (the deadline timer, stops, canceling the remote
+// task, late results), outcome.go (the Outcome of every ending),
+// handlers.go and payloads.go (Signals, Updates, and what typed input is
+// refused), details.go (the UI's current details), carry.go
+// (continue-as-new), activity.go (running activities and their options),
+// errors.go, versions.go (workflow.GetVersion), register.go, reconcile.go.
 package workflows

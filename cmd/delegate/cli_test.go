@@ -93,4 +93,14 @@ func TestConnectionFlagsPersistent(t *testing.T) {
 	wantExit(t, exitUsage, []string{`--address: "delegate dev" does not connect to a Temporal server`}, "dev", "--address", "127.0.0.1:1")
 	wantExit(t, exitUsage, []string{`--namespace: "delegate card fetch" does not connect`}, "card", "fetch", "http://127.0.0.1:1/", "--namespace", "x")
 	wantExit(t, exitUsage, []string{`--tls: "delegate bench" does not connect`}, "--tls", "bench")
+	// Help lists only the flags a command takes.
+	for args, want := range map[string]bool{"dev --help": false, "card fetch --help": false, "bench --help": false, "status --help": true, "worker --help": true} {
+		out, _, _ := cli(t, strings.Fields(args)...)
+		if strings.Contains(out, "--address") != want {
+			t.Errorf("delegate %s lists --address: %v, want %v", args, !want, want)
+		}
+	}
+	if out, _, _ := cli(t, "dev", "--help"); !strings.Contains(out, "--encryption-key-file") {
+		t.Error("delegate dev --help does not list --encryption-key-file")
+	}
 }

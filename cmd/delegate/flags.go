@@ -78,6 +78,23 @@ func (f *clientFlags) refuseUnused(cmd *cobra.Command) error {
 	return nil
 }
 
+// hideConnectionFlags keeps the connection flags a command refuses out of
+// its help (and its subcommands').
+func hideConnectionFlags(c *cobra.Command) {
+	help := c.HelpFunc()
+	c.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		for _, name := range connectionFlags {
+			if name == "encryption-key-file" && cmd.Annotations[usesKeys] != "" {
+				continue
+			}
+			if f := cmd.InheritedFlags().Lookup(name); f != nil {
+				f.Hidden = true
+			}
+		}
+		help(cmd, args)
+	})
+}
+
 // options resolves the flags, the environment and the profile into client
 // options (bad input: exit 2).
 func (f *clientFlags) options(cmd *cobra.Command) (client.Options, error) {

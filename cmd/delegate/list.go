@@ -40,7 +40,7 @@ func newListCmd(cf *clientFlags) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tAGENT\tREMOTE STATE\tWAITING SINCE\tDEADLINE\tWORKFLOW")
+			fmt.Fprintln(tw, "ID\tAGENT\tA2A STATE\tWAITING SINCE\tDEADLINE\tWORKFLOW")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(r.ID), clean(r.Agent), clean(r.A2AState), fmtTime(r.WaitingSince), fmtTime(r.Deadline), r.Status)
 			}

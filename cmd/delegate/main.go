@@ -142,8 +142,12 @@ Exit codes:
 	}
 	for _, c := range []*cobra.Command{newDevCmd(cf), newCodecServerCmd(cf)} {
 		c.Annotations = map[string]string{usesKeys: "true"}
+		hideConnectionFlags(c)
 		root.AddCommand(c)
 	}
-	root.AddCommand(newCardCmd(), newBenchCmd())
+	for _, c := range []*cobra.Command{newCardCmd(), newBenchCmd()} {
+		hideConnectionFlags(c)
+		root.AddCommand(c)
+	}
 	return root
 }

@@ -117,7 +117,7 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tRECORDED STATE\tREMOTE STATE NOW\tCHANGED\tNOTE")
+			fmt.Fprintln(tw, "ID\tA2A STATE\tREMOTE STATE NOW\tCHANGED\tNOTE")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clean(r.id), clean(r.before), clean(r.seen), r.changed, clean(r.note))
 			}

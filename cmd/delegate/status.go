@@ -102,7 +102,7 @@ func printState(w io.Writer, s contracts.State, given string) {
 	if state == "unknown" && s.LastSnapshot != nil {
 		state += fmt.Sprintf(" (the agent sent %q)", s.LastSnapshot.RawState)
 	}
-	row("remote state", state)
+	row("a2a state", contracts.CurrentA2AState(state))
 	if rt := s.Retrying; rt != nil {
 		row("retrying", fmt.Sprintf("%s, attempt %d since %s, next at %s; last error: %s", rt.Op, rt.Attempts,
 			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), rt.LastError))
