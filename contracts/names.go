@@ -45,6 +45,11 @@ const (
 	// SignalReconcile makes the workflow read the remote task once now
 	// (GetTask) and record what it saw. Payload: none.
 	SignalReconcile = "reconcile"
+	// SignalTaskUpdate is what `delegate webhook` sends when the remote
+	// agent pushes a change of the task (A2A 1.0 §4.3, push
+	// notifications). Payload: a TaskUpdate. A hint only: the workflow
+	// reads the task (GetTask) before it acts.
+	SignalTaskUpdate = "task-update"
 )
 
 // MaxCancelReason bounds a cancel's reason (Signal "cancel-reason"), in

@@ -33,6 +33,12 @@ type State struct {
 	// Streaming is the card's capabilities.streaming: the task is then
 	// followed with SubscribeToTask.
 	Streaming bool `json:"streaming,omitempty"`
+	// Push: the agent pushes the task's changes to the webhook (the card
+	// declares pushNotifications and the worker registered a config); the
+	// task is then read when a push arrives (Signal "task-update"), and at
+	// the waiting cadence otherwise. Pushes counts the pushes taken.
+	Push   bool `json:"push,omitempty"`
+	Pushes int  `json:"pushes,omitempty"`
 	// CardChanges lists the card changes seen before follow-ups.
 	CardChanges []CardChange `json:"card_changes,omitempty"`
 	// InputModes are the media types the remote skill accepts (empty:
@@ -174,6 +180,8 @@ type Carry struct {
 	Rediscover bool `json:"rediscover,omitempty"`
 	// Reconcile is a reconcile asked for and not yet read.
 	Reconcile bool `json:"reconcile,omitempty"`
+	// Pushed is a push (Signal "task-update") not yet acted on.
+	Pushed bool `json:"pushed,omitempty"`
 }
 
 // Unknown-outcome actions (Resolution.Action).

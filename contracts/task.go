@@ -101,6 +101,10 @@ type TaskSnapshot struct {
 	StatusMessageID string `json:"status_message_id,omitempty"`
 	StatusTimestamp string `json:"status_timestamp,omitempty"`
 	StatusKey       string `json:"status_key,omitempty"`
+	// PushConfigured: the send also registered a push notification config
+	// for the task (A2A 1.0 §3.1.8 CreateTaskPushNotificationConfig)
+	// pointing at the worker's webhook.
+	PushConfigured bool `json:"push_configured,omitempty"`
 }
 
 // SameStatus reports whether two snapshots show the same status of the
@@ -133,6 +137,16 @@ func StatusKeyOf(state TaskState, messageID, timestamp, text string, data []byte
 	h.Write([]byte{0})
 	h.Write(data)
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// TaskUpdate is the payload of Signal "task-update": what a push
+// notification said of the task (its id, state as sent, and the status
+// timestamp), after the webhook authenticated it. Never trusted further:
+// the workflow reads the task itself.
+type TaskUpdate struct {
+	TaskID    string `json:"task_id"`
+	State     string `json:"state,omitempty"`
+	Timestamp string `json:"timestamp,omitempty"`
 }
 
 // OutboundMessage is one outbound user Message (A2A 1.0 §4.1.4). TaskID

@@ -85,6 +85,7 @@ func (r *run) resume(ctx workflow.Context, c *contracts.Carry) {
 	}
 	r.pending, r.pendingVia = c.Pending, c.PendingVia
 	r.resolution, r.rediscover = c.Resolution, c.Rediscover
+	r.pushed = c.Pushed
 	if c.Reconcile {
 		r.onReconcile(ctx, converter.RawValue{})
 	}

@@ -54,6 +54,9 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 		if res.Sent {
 			snap := res.Snapshot
 			snap.Attempt = attempts
+			if r.v >= VersionPush && snap.PushConfigured {
+				r.s.Push = true
+			}
 			return snap, nil
 		}
 		if a := res.Authorization; a != nil && !a.Allowed {

@@ -89,7 +89,7 @@ func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 			return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, d)
 		}
 		c := contracts.Carry{State: *r.s, Revoked: r.revoked, Pending: r.pending, PendingVia: r.pendingVia,
-			Resolution: r.resolution, Rediscover: r.rediscover, Reconcile: r.reconcileAsked || r.reconciling}
+			Resolution: r.resolution, Rediscover: r.rediscover, Reconcile: r.reconcileAsked || r.reconciling, Pushed: r.pushed}
 		trimCarry(&c)
 		return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, d, c)
 	}
@@ -111,23 +111,25 @@ type run struct {
 	observations   int
 	sig            signals
 	reconcileAsked bool
-	reconciling    bool
-	reconciled     *contracts.TaskSnapshot
-	saPending      []temporal.SearchAttributeUpdate
-	watches        int
-	carried        bool
-	continueAsNew  bool
-	resolution     *contracts.Resolution
-	revoked        *string
-	rediscover     bool
-	d              contracts.Delegation
-	s              *contracts.State
-	wfID           string
-	firstRunID     string
-	deadlineHit    bool
-	deadlineTimer  workflow.Future
-	pending        *contracts.Answer
-	pendingVia     string
+	// pushed: a push for the task arrived and was not acted on yet.
+	pushed        bool
+	reconciling   bool
+	reconciled    *contracts.TaskSnapshot
+	saPending     []temporal.SearchAttributeUpdate
+	watches       int
+	carried       bool
+	continueAsNew bool
+	resolution    *contracts.Resolution
+	revoked       *string
+	rediscover    bool
+	d             contracts.Delegation
+	s             *contracts.State
+	wfID          string
+	firstRunID    string
+	deadlineHit   bool
+	deadlineTimer workflow.Future
+	pending       *contracts.Answer
+	pendingVia    string
 }
 
 // main runs the delegation and returns its Outcome (or sets

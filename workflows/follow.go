@@ -140,6 +140,9 @@ func (r *run) watch(ctx workflow.Context, snap contracts.TaskSnapshot) (contract
 // watchWithin runs WatchTask from snap until the task changes or, when
 // within > 0, for that many seconds at most.
 func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, within int) (contracts.TaskSnapshot, error) {
+	if r.v >= VersionPush && r.s.Push && within == 0 && !snap.State.Interrupted() {
+		return r.watchByPush(ctx, snap)
+	}
 	r.watches++
 	var next contracts.TaskSnapshot
 	in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming, Within: within}
@@ -148,6 +151,39 @@ func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, wit
 	}
 	err := r.activity(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next)
 	return next, err
+}
+
+// watchByPush follows a task whose agent pushes its changes
+// (VersionPush): nothing is read until a push for the task arrives
+// (Signal "task-update", a hint only) or the waiting cadence passes,
+// whichever comes first; then the task is read once (GetTask), and only
+// what it shows counts. A forged or replayed push costs one read.
+func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, error) {
+	for {
+		r.watches++
+		r.arm(ctx)
+		tctx, cancel := workflow.WithCancel(ctx)
+		timer := workflow.NewTimer(tctx, r.d.WaitingPoll())
+		err := workflow.Await(ctx, func() bool { return r.pushed || timer.IsReady() || r.interrupt() != nil })
+		if !timer.IsReady() {
+			cancel()
+		}
+		if err != nil {
+			return snap, err
+		}
+		if err := r.interrupt(); err != nil {
+			return snap, err
+		}
+		r.pushed = false
+		var next contracts.TaskSnapshot
+		in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
+		if err := r.activity(ctx, getTaskOptions(), acts.GetTask, in, &next); err != nil {
+			return snap, err
+		}
+		if next.State != snap.State || next.StatusKey != snap.StatusKey {
+			return next, nil
+		}
+	}
 }
 
 // stale reports whether an interrupted snapshot shows the question the

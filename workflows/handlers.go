@@ -47,7 +47,7 @@ func (r *run) registerFaultHandlers(ctx workflow.Context) error {
 
 // signals are the delegation's signal channels.
 type signals struct {
-	input, rediscover, resolve, revoke, reconcile workflow.ReceiveChannel
+	input, rediscover, resolve, revoke, reconcile, taskUpdate workflow.ReceiveChannel
 	// cancelReason is read only when the delegation is canceled
 	// (readCancelReason).
 	cancelReason workflow.ReceiveChannel
@@ -70,6 +70,7 @@ func (r *run) listen(ctx workflow.Context) {
 		resolve:      sig(contracts.ResolveUnknown, `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`),
 		revoke:       sig(contracts.SignalRevoke, `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`),
 		reconcile:    sig(contracts.SignalReconcile, "Read the remote task once now (GetTask) and record what was seen. Payload: none."),
+		taskUpdate:   sig(contracts.SignalTaskUpdate, `A push from the remote agent, relayed by delegate webhook: {"task_id": "...", "state": "...", "timestamp": "..."}. A hint: the task is read before anything is done.`),
 		cancelReason: sig(contracts.SignalCancelReason, `The reason of a cancel requested next (delegate cancel --reason): {"reason": "..."}; shown in the state and the Outcome. It cancels nothing by itself.`),
 	}
 	r.flush = workflow.NewBufferedChannel(ctx, 1)
@@ -90,6 +91,7 @@ func (r *run) listen(ctx workflow.Context) {
 			on(r.sig.resolve, r.onResolve)
 			on(r.sig.revoke, r.onRevoke)
 			on(r.sig.reconcile, r.onReconcile)
+			on(r.sig.taskUpdate, r.onTaskUpdate)
 			if !timerDone {
 				sel.AddFuture(deadline, func(f workflow.Future) {
 					timerDone = true
@@ -137,6 +139,27 @@ func (r *run) drainSignals(ctx workflow.Context) {
 	drain(r.sig.resolve, r.onResolve)
 	drain(r.sig.revoke, r.onRevoke)
 	drain(r.sig.reconcile, func(workflow.Context, converter.RawValue) { r.reconcileAsked = true })
+	drain(r.sig.taskUpdate, r.onTaskUpdate)
+}
+
+// onTaskUpdate takes a push for the delegation's task: the next read is
+// due now. A push for another task, or for a delegation that does not
+// follow its task by push, is recorded and ignored.
+func (r *run) onTaskUpdate(g workflow.Context, raw converter.RawValue) {
+	var u contracts.TaskUpdate
+	if err := decodePayload(raw, &u, true); err != nil {
+		r.ignore(g, contracts.SignalTaskUpdate, err, raw)
+		return
+	}
+	switch {
+	case r.v < VersionPush || !r.s.Push:
+		r.ignore(g, contracts.SignalTaskUpdate, errors.New("this delegation does not follow its task by push"), raw)
+	case u.TaskID != r.s.RemoteTaskID:
+		r.ignore(g, contracts.SignalTaskUpdate, fmt.Errorf("a push for task %q; this delegation follows %q", contracts.Truncate(u.TaskID, 200), r.s.RemoteTaskID), raw)
+	default:
+		r.pushed = true
+		r.s.Pushes++
+	}
 }
 
 func (r *run) onInput(g workflow.Context, raw converter.RawValue) {

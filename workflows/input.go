@@ -94,13 +94,20 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 	}
 	r.reconciled = nil
 	moved := func() bool { return (watch != nil && watch.IsReady()) || r.reconciled != nil }
+	// pushDue: a push arrived and no read is running (VersionPush): read
+	// now, as when the first read is due.
+	pushDue := func() bool { return r.v >= VersionPush && r.pushed && watch == nil }
 	for {
+		if watch != nil {
+			r.pushed = false // a read is running: it will see the change
+		}
 		if err := workflow.Await(ctx, func() bool {
-			return r.pending != nil || r.interrupt() != nil || moved() || (wake != nil && wake.IsReady())
+			return r.pending != nil || r.interrupt() != nil || moved() || (wake != nil && wake.IsReady()) || pushDue()
 		}); err != nil {
 			return contracts.Answer{}, "", nil, err
 		}
-		if wake != nil && wake.IsReady() && r.pending == nil && r.interrupt() == nil && !moved() {
+		if ((wake != nil && wake.IsReady()) || pushDue()) && r.pending == nil && r.interrupt() == nil && !moved() {
+			r.pushed = false
 			// The first read is due: from now on the task is read at the
 			// waiting cadence, and the deadline has its own timer.
 			wake = nil

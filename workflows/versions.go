@@ -38,6 +38,11 @@ const (
 	// "unknown-outcome", like every other value (before: "unknown_outcome",
 	// contracts.FormerA2AStates).
 	VersionOneSpelling workflow.Version = 6
+	// VersionPush: a task whose agent pushes its changes (State.Push) is
+	// not polled while it works: it is read when a push arrives (Signal
+	// "task-update") or at the waiting cadence, whichever comes first;
+	// while an operator is asked, a push reads it at once.
+	VersionPush workflow.Version = 7
 	// VersionLatest is the version new delegations run.
-	VersionLatest = VersionOneSpelling
+	VersionLatest = VersionPush
 )
