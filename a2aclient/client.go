@@ -153,6 +153,18 @@ func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contrac
 	return SnapshotOf(t), nil
 }
 
+// CreatePushConfig asks the agent to push the task's changes to url,
+// carrying token (A2A 1.0 §3.1.8 CreateTaskPushNotificationConfig; the
+// agent sends it back in the A2A-Notification-Token header of every
+// notification, §4.3). Errors are *CallError.
+func (c *Client) CreatePushConfig(ctx context.Context, taskID, url, token string) error {
+	ctx, rec := withRecord(ctx)
+	if _, err := c.sdk.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: a2a.TaskID(taskID), URL: url, Token: token}); err != nil {
+		return classify("CreateTaskPushNotificationConfig", err, rec)
+	}
+	return nil
+}
+
 // StreamEvent is what SubscribeStates yields of one stream event: the
 // state (short form) and status identity of a task snapshot or status
 // update; both empty for an artifact update.

@@ -13,6 +13,7 @@ import (
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/push"
 )
 
 // Activities carries the worker-side dependencies of the activities.
@@ -41,6 +42,10 @@ type Activities struct {
 	// SendTimeout bounds one SendMessage call (default 30 s). A call that
 	// times out after its request was written has an unknown outcome.
 	SendTimeout time.Duration
+	// Push, when set, is where the agents of cards that declare
+	// pushNotifications push their tasks' changes (a `delegate webhook`),
+	// and the key the tokens are derived with (package push).
+	Push *push.Settings
 	// StreamIdle is how long a SubscribeToTask stream may stay without an
 	// event before it is closed and the task read with GetTask (default
 	// DefaultStreamIdle).

@@ -32,6 +32,9 @@ type ResolvedCard struct {
 	Interface      contracts.Interface `json:"interface"`
 	InterfaceError string              `json:"interface_error,omitempty"`
 	Streaming      bool                `json:"streaming"`
+	// PushNotifications is the card's capabilities.pushNotifications (A2A
+	// 1.0 §4.4.3): the agent can push the task's changes.
+	PushNotifications bool `json:"push_notifications,omitempty"`
 	// InputModes are the media types the skill accepts: its inputModes, or
 	// the card's defaultInputModes (A2A 1.0 §4.4.5); empty when undeclared.
 	InputModes []string `json:"input_modes,omitempty"`
@@ -69,6 +72,7 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 			Signature: card.Verification.Label(),
 		},
 		Streaming:         card.Parsed.Capabilities.Streaming,
+		PushNotifications: card.Parsed.Capabilities.PushNotifications,
 		Verification:      card.Verification,
 		SignatureRequired: in.RequireSignature || f.RequireSignature(card.Origin),
 	}

@@ -134,8 +134,29 @@ func (a *Activities) CheckAndSend(ctx context.Context, in CheckAndSendInput) (Ch
 	if err != nil {
 		return res, withDetails(err, res)
 	}
+	if in.InUse == nil && card.PushNotifications && a.Push != nil && snap.TaskID != "" && !snap.State.Terminal() {
+		snap.PushConfigured = a.registerPush(ctx, send, snap.TaskID)
+	}
 	res.Sent, res.Snapshot = true, snap
 	return res, nil
+}
+
+// registerPush asks the agent to push the task's changes to the webhook
+// (CreateTaskPushNotificationConfig), with a token derived for this
+// delegation and task (push.Token: never in history). A failure is
+// logged, and the task is then read at the waiting cadence.
+func (a *Activities) registerPush(ctx context.Context, send SendInput, taskID string) bool {
+	c, err := a.dial(ctx, send.Interface, send.CredentialRef, send.Limits)
+	if err == nil {
+		defer c.Close()
+		wid := workflowID(ctx)
+		err = c.CreatePushConfig(ctx, taskID, a.Push.URL(wid), a.Push.Token(wid, taskID))
+	}
+	if err != nil {
+		a.logger().Warn("push config refused; the task is read at the waiting cadence", "workflow_id", workflowID(ctx), "task_id", taskID, "error", err)
+		return false
+	}
+	return true
 }
 
 // withDetails adds details to an ApplicationError, keeping its message,

@@ -64,3 +64,11 @@ func (h *Handle) Rediscover(ctx context.Context) error {
 func (h *Handle) Reconcile(ctx context.Context) error {
 	return h.c.SignalWorkflow(ctx, h.id, "", contracts.SignalReconcile, nil)
 }
+
+// TaskUpdate relays a push notification the webhook authenticated
+// (Signal "task-update", package push). The workflow takes it as a hint
+// and reads the task before it acts. Errors: the Temporal error
+// (serviceerror.NotFound when no such delegation is running).
+func (h *Handle) TaskUpdate(ctx context.Context, u contracts.TaskUpdate) error {
+	return h.c.SignalWorkflow(ctx, h.id, "", contracts.SignalTaskUpdate, u)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"expvar"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/a2adelegate/delegate/internal/bench"
 	"github.com/a2adelegate/delegate/internal/metrics"
 	"github.com/a2adelegate/delegate/internal/tracing"
+	"github.com/a2adelegate/delegate/push"
 	"github.com/a2adelegate/delegate/workflows"
 )
 
@@ -36,6 +38,7 @@ type workerFlags struct {
 	trust                string
 	policy               string
 	credentials          string
+	pushURL, pushKeyFile string
 	// logFormat is --log-format: "text" (default) or "json" (slog). Logs
 	// carry ids and categories, never message bodies or secrets.
 	logFormat string
@@ -51,6 +54,29 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.trust, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file: keys that may sign agent cards, HTTP guard exceptions (env DELEGATE_TRUST)")
 	cmd.Flags().DurationVar(&f.pollInitial, "poll-initial", time.Second, "first GetTask polling interval (doubles each poll)")
 	cmd.Flags().DurationVar(&f.pollMax, "poll-max", 30*time.Second, "longest GetTask polling interval")
+	cmd.Flags().StringVar(&f.pushURL, "push-url", os.Getenv("DELEGATE_PUSH_URL"), "public URL of `delegate webhook`: agents whose card declares pushNotifications push their tasks' changes there instead of being polled (env DELEGATE_PUSH_URL)")
+	cmd.Flags().StringVar(&f.pushKeyFile, "push-key-file", "", "file holding the base64 key push tokens are derived with, shared with the webhook (env "+push.EnvKey+")")
+}
+
+// pushSettings are --push-url and the push key, or nil when push is off.
+func (f *workerFlags) pushSettings() (*push.Settings, error) {
+	key, err := push.LoadKey(f.pushKeyFile)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	switch {
+	case f.pushURL == "" && key == nil:
+		return nil, nil
+	case f.pushURL == "":
+		return nil, usageErr(errors.New("--push-url: the webhook's public URL is needed with a push key"))
+	case key == nil:
+		return nil, usageErr(errors.New("--push-key-file (or " + push.EnvKey + "): a key is needed with --push-url"))
+	}
+	s, err := push.NewSettings(f.pushURL, key)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	return s, nil
 }
 
 // clientOptions are the Temporal client options of the worker (o: where
@@ -96,6 +122,13 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 			return usageErr(fmt.Errorf("--credentials: %w", err))
 		}
 	}
+	pushTo, err := f.pushSettings()
+	if err != nil {
+		return err
+	}
+	if pushTo != nil {
+		logger.Info("push notifications on", "webhook", pushTo.PublicURL)
+	}
 	if f.debugAddr != "" {
 		if err := serveDebug(ctx, f.debugAddr); err != nil {
 			return usageErr(fmt.Errorf("--debug-addr: %w", err))
@@ -106,7 +139,7 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 	}
 	w := worker.New(c, contracts.TaskQueue, bench.WorkerOptions())
 	workflows.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
-		Fetcher: &cards.Fetcher{Trust: ts}, Policy: pf, Credentials: creds, Temporal: c}, workflows.Options{})
+		Fetcher: &cards.Fetcher{Trust: ts}, Policy: pf, Credentials: creds, Temporal: c, Push: pushTo}, workflows.Options{})
 	if err := w.Start(); err != nil {
 		return temporalErr(fmt.Errorf("starting the worker: %w", err))
 	}

@@ -16,11 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwk"
-
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	a2apush "github.com/a2aproject/a2a-go/v2/a2asrv/push"
+	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"github.com/a2adelegate/delegate/cards"
 )
@@ -233,7 +233,11 @@ func Open(cfg Config) (*Agent, error) {
 	card := Card(base)
 	ex := newExecutor(cfg)
 	ex.authToken = cfg.AuthToken
-	opts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(logger)}
+	// Push notifications (A2A 1.0 §4.3): a client that registers a config
+	// for a task gets every later event of it POSTed there (a2a-go's
+	// sender, with the config's token in A2A-Notification-Token).
+	opts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(logger),
+		a2asrv.WithPushNotifications(a2apush.NewInMemoryStore(), a2apush.NewHTTPPushSender(&a2apush.HTTPSenderConfig{Timeout: 10 * time.Second}))}
 	h := &dedupHandler{seen: map[string]*sendEntry{}, onCommit: cfg.OnCommit, exec: ex}
 	if cfg.StateDir != "" {
 		store, seen, err := openFileStore(cfg.StateDir)
@@ -276,7 +280,7 @@ func Card(base string) *a2a.AgentCard {
 			a2a.NewAgentInterface(base+RESTPath, a2a.TransportProtocolHTTPJSON),
 			{URL: base + LegacyJSONRPCPath, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version},
 		},
-		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		Capabilities:       a2a.AgentCapabilities{Streaming: true, PushNotifications: true},
 		DefaultInputModes:  []string{"text/plain", "application/json"},
 		DefaultOutputModes: []string{"application/json"},
 		Skills: []a2a.AgentSkill{{

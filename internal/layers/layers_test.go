@@ -19,7 +19,8 @@ var allowed = map[string][]string{
 	"contracts":            {},
 	"cards":                {"contracts"},
 	"a2aclient":            {"cards", "contracts"},
-	"activities":           {"a2aclient", "cards", "client", "contracts"},
+	"activities":           {"a2aclient", "cards", "client", "contracts", "push"},
+	"push":                 {"client", "contracts"},
 	"workflows":            {"activities", "contracts"},
 	"client":               {"codec", "contracts"},
 	"codec":                {},
@@ -33,7 +34,7 @@ var allowed = map[string][]string{
 	"internal/layers":      {},
 	"internal/bench":       {"a2aclient", "activities", "cards", "client", "contracts", "internal/claimsagent", "internal/devserver", "workflows"},
 	"cmd/claims-agent":     {"cards", "internal/claimsagent"},
-	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "codec", "contracts", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "workflows"},
+	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "codec", "contracts", "push", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "workflows"},
 	"deploy":               {},
 	"e2e":                  {},
 }

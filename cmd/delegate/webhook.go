@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/push"
+)
+
+func newWebhookCmd(cf *clientFlags) *cobra.Command {
+	var addr, publicURL, keyFile string
+	cmd := &cobra.Command{
+		Use:   "webhook --addr HOST:PORT --public-url URL",
+		Short: "Receive A2A push notifications and signal the delegations (Signal \"task-update\")",
+		Long: `Serve the webhook agents push their tasks' changes to (A2A 1.0 §4.3). Workers
+started with the same --push-url and key register it for every task of an agent
+whose card declares pushNotifications. Each notification is authenticated (its
+token, derived from the key for one delegation and task), bounded (1 MiB), checked
+against replays and older ones, and relayed as Signal "task-update"; the workflow
+reads the task before it acts. It needs only Temporal access and the key: run it
+behind your ingress at --public-url.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			key, err := push.LoadKey(keyFile)
+			if err != nil {
+				return usageErr(err)
+			}
+			if key == nil {
+				return usageErr(errors.New("--push-key-file (or " + push.EnvKey + "): the key the workers derive tokens with"))
+			}
+			if _, err := push.NewSettings(publicURL, key); err != nil {
+				return usageErr(fmt.Errorf("--public-url: %w", err))
+			}
+			logger, err := (&workerFlags{logFormat: "text"}).logger()
+			if err != nil {
+				return err
+			}
+			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
+				h := push.NewHandler(key, func(ctx context.Context, wid string, u contracts.TaskUpdate) error {
+					return dclient.Get(c, wid).TaskUpdate(ctx, u)
+				}, logger)
+				ln, err := net.Listen("tcp", addr)
+				if err != nil {
+					return usageErr(fmt.Errorf("--addr: %w", err))
+				}
+				srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+				fmt.Fprintf(cmd.OutOrStdout(), "webhook on http://%s, public at %s\n", ln.Addr(), publicURL)
+				go func() {
+					<-ctx.Done()
+					_ = srv.Close()
+				}()
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					return err
+				}
+				logger.Info("webhook stopped", "counts", h.Counts())
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8235", "listen on host:port")
+	cmd.Flags().StringVar(&publicURL, "public-url", "", "the URL agents reach this webhook at (the workers' --push-url)")
+	cmd.Flags().StringVar(&keyFile, "push-key-file", "", "file holding the base64 push key (env "+push.EnvKey+")")
+	return cmd
+}
