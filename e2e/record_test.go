@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/push"
 )
 
 // TestRecordHistories runs one delegation per scenario and writes each
@@ -249,6 +251,32 @@ func TestRecordHistories(t *testing.T) {
 		d = contract("deadline-working", "slow")
 		d.Deadline = time.Now().Add(6 * time.Second).UTC()
 		write("deadline-working", start(d), contracts.StatusDeadlineExceeded)
+	}
+	if want("pushed") {
+		// The agent pushes the task's completion to a webhook; the
+		// delegation reads the task on the push (VersionPush).
+		key := []byte(strings.Repeat("r", 32))
+		var c client.Client
+		webhook := httptest.NewServer(push.NewHandler(key, func(ctx context.Context, wid string, u contracts.TaskUpdate) error {
+			return dclient.Get(c, wid).TaskUpdate(ctx, u)
+		}, nil))
+		defer webhook.Close()
+		settings, err := push.NewSettings(webhook.URL, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := e
+		e = setup(t, recording, func(o *options) {
+			o.agent.StubbornDelay = 2 * time.Second
+			inner := o.acts
+			o.acts = func(a *activities.Activities, base string) { inner(a, base); a.Push = settings }
+		})
+		c = e.c
+		d := contract("pushed", "stubborn")
+		d.WaitingPollSeconds = 3600
+		run := start(d)
+		write("pushed", run, contracts.StatusCompleted)
+		e = saved
 	}
 	if want("encrypted") {
 		// Every payload sealed (package codec) with the test keys the replay
