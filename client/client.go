@@ -2,12 +2,14 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	sdkclient "go.temporal.io/sdk/client"
 
@@ -79,13 +81,18 @@ func (h *Handle) Cancel(ctx context.Context, reason string) error {
 	if ns == "" {
 		ns = "default"
 	}
-	if strings.TrimSpace(reason) != "" {
-		// The workflow cannot read a cancel request's reason; it reads
-		// this signal when the cancel arrives. Sent through the client,
-		// so its data converter (encryption) applies.
-		if err := h.c.SignalWorkflow(ctx, h.id, "", contracts.SignalCancelReason, contracts.Revocation{Reason: reason}); err != nil {
+	// The workflow cannot read a cancel request's reason; it reads this
+	// signal when the cancel arrives (an empty one clears a stray earlier
+	// reason). Sent through the client, so its data converter (encryption)
+	// applies. A signal the server refuses (a run flooded to its signal
+	// limit) does not stop the cancel.
+	var noted error
+	if err := h.c.SignalWorkflow(ctx, h.id, "", contracts.SignalCancelReason, contracts.Revocation{Reason: strings.TrimSpace(reason)}); err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
 			return err
 		}
+		noted = fmt.Errorf("%w: %w", ErrReasonNotRecorded, err)
 	}
 	_, err := h.c.WorkflowService().RequestCancelWorkflowExecution(ctx, &workflowservice.RequestCancelWorkflowExecutionRequest{
 		Namespace:         ns,
@@ -96,8 +103,15 @@ func (h *Handle) Cancel(ctx context.Context, reason string) error {
 		// converter seals when encryption is on; this field never is.
 		Reason: "delegate cancel (reason, if any: Signal cancel-reason)",
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return noted
 }
+
+// ErrReasonNotRecorded is returned (wrapped) by Cancel when the cancel was
+// requested but its reason could not be sent.
+var ErrReasonNotRecorded = errors.New("cancel requested; its reason was not recorded")
 
 // State returns the delegation's local state (Query "state"); it needs a
 // running worker.

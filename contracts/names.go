@@ -133,7 +133,14 @@ func ParseA2AState(s string) (string, error) {
 			return now, nil
 		}
 	}
-	return "", fmt.Errorf("%q is not an A2AState; one of: %s", s, strings.Join(A2AStates, ", "))
+	var former []string
+	for now, old := range FormerA2AStates {
+		for _, o := range old {
+			former = append(former, o+" (= "+now+")")
+		}
+	}
+	slices.Sort(former)
+	return "", fmt.Errorf("%q is not an A2AState; one of: %s; also read: %s", s, strings.Join(A2AStates, ", "), strings.Join(former, ", "))
 }
 
 // CurrentA2AState returns the current spelling of an A2AState value read

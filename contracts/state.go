@@ -86,8 +86,12 @@ type State struct {
 	// IgnoredSignals are the last signal payloads that were not applied
 	// (did not decode or validate), newest last, at most 20;
 	// IgnoredSignalCount counts them all.
-	IgnoredSignals     []IgnoredSignal `json:"ignored_signals,omitempty"`
-	IgnoredSignalCount int             `json:"ignored_signal_count,omitempty"`
+	IgnoredSignals []IgnoredSignal `json:"ignored_signals,omitempty"`
+	// UnknownSignals are the names of Signals sent to the delegation that
+	// it has no handler for (a typo in the UI's form: "provide_input"),
+	// read when the state is queried; they are never applied.
+	UnknownSignals     []string `json:"unknown_signals,omitempty"`
+	IgnoredSignalCount int      `json:"ignored_signal_count,omitempty"`
 	// SendInFlight is the messageId of a send still in flight when the
 	// delegation stopped and SendSettle passed: its outcome is unknown.
 	SendInFlight string `json:"send_in_flight,omitempty"`

@@ -2,6 +2,7 @@ package contracts
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -28,11 +29,16 @@ func Truncate(s string, n int) string {
 // inline code span (CommonMark §6.1), whose content is never interpreted,
 // on one line (line breaks and tabs become spaces, so no blank line can
 // end the span), fenced by more backticks than any run of backticks in it.
-// Empty or blank text becomes "".
+// Other control and format characters (escape sequences, bidi overrides,
+// zero-width characters: Unicode Cc and Cf) become U+FFFD, so that the
+// details are inert in a terminal too. Empty or blank text becomes "".
 func InertMarkdown(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' || r == '\t' || r == '\v' || r == '\f' || r == 0x85 || r == 0x2028 || r == 0x2029 {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t' || r == '\v' || r == '\f' || r == 0x85 || r == 0x2028 || r == 0x2029:
 			return ' '
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			return utf8.RuneError
 		}
 		return r
 	}, s)

@@ -9,6 +9,7 @@ func TestInertMarkdown(t *testing.T) {
 		"a ``` b ` c":                           "```` a ``` b ` c ````",
 		"https://evil.example/bare":             "` https://evil.example/bare `",
 		" \n\t":                                 "",
+		"Claims\x1b]0;title\a \u202eevil\u200b": "` Claims\ufffd]0;title\ufffd \ufffdevil\ufffd `",
 	} {
 		if got := InertMarkdown(in); got != want {
 			t.Errorf("InertMarkdown(%q) = %q, want %q", in, got, want)

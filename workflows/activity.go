@@ -9,11 +9,31 @@ import (
 
 // activity runs one activity, interrupted by the deadline or cancellation.
 func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn any, in any, out any) error {
+	return r.activityUnless(ctx, opts, fn, in, out, nil)
+}
+
+// activityUnless runs one activity, interrupted by the deadline,
+// cancellation, or (when full is set) a history that is full: then it is
+// canceled and errHistoryFull returned.
+func (r *run) activityUnless(ctx workflow.Context, opts workflow.ActivityOptions, fn any, in any, out any, full func() bool) error {
 	r.flushSA(ctx)
 	r.arm(ctx)
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 	defer cancel()
-	return r.await(ctx, workflow.ExecuteActivity(actx, fn, in), out)
+	f := workflow.ExecuteActivity(actx, fn, in)
+	if full == nil {
+		return r.await(ctx, f, out)
+	}
+	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil || full() }); err != nil {
+		return err
+	}
+	if !f.IsReady() {
+		if err := r.interrupt(); err != nil {
+			return err
+		}
+		return errHistoryFull
+	}
+	return f.Get(ctx, out)
 }
 
 // localActivity runs a short activity inside the workflow task (a local

@@ -40,6 +40,13 @@ func (r *run) arm(ctx workflow.Context) {
 // deadline) to record late results. It returns whether the cancel was
 // confirmed.
 func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
+	if r.v >= VersionGuardHistory && contracts.TaskState(r.s.A2AState) == contracts.TaskStateCompleted && r.s.LastSnapshot != nil {
+		// The task completed before the stop took effect (a send in
+		// flight): the agent did the work; what it returned is kept as
+		// late results, not turned into outputs.
+		r.s.LateResults = append(r.s.LateResults, r.s.LastSnapshot.Artifacts...)
+		return false
+	}
 	if r.s.RemoteTaskID == "" || contracts.TaskState(r.s.A2AState).Terminal() {
 		return true
 	}

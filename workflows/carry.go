@@ -102,10 +102,43 @@ const CarryMemoKey = "delegate_state"
 // applied first, and a revoke or the deadline among them is handled in
 // this run instead.
 func (r *run) shouldContinueAsNew(ctx workflow.Context) bool {
-	info := workflow.GetInfo(ctx)
-	if r.watches == 0 || !(info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > r.o.continueAsNewEvents()) {
+	if r.watches == 0 || !r.historyFull(ctx) {
 		return false
 	}
+	return r.continueNow(ctx)
+}
+
+// MaxRunHistoryBytes is the history size past which a run continues as
+// new (VersionGuardHistory), well under the server's limits (50 MiB).
+const MaxRunHistoryBytes = 8 << 20
+
+// historyFull reports whether this run should hand over to a new one
+// between two watches: Temporal suggests it, or the history is past
+// Options.ContinueAsNewEvents (or, from VersionGuardHistory,
+// MaxRunHistoryBytes).
+func (r *run) historyFull(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > r.o.continueAsNewEvents() ||
+		(r.v >= VersionGuardHistory && info.GetCurrentHistorySize() > MaxRunHistoryBytes)
+}
+
+// floodedWhileWaiting reports whether signals filled this run while it
+// waits (VersionGuardHistory): Temporal suggests continuing as new, or the
+// history is past Options.WaitingHistoryEvents or MaxRunHistoryBytes. A
+// fresh run is far below, so a run never hands over before it waited.
+func (r *run) floodedWhileWaiting(ctx workflow.Context) bool {
+	if r.v < VersionGuardHistory {
+		return false
+	}
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > r.o.waitingHistoryEvents() ||
+		info.GetCurrentHistorySize() > MaxRunHistoryBytes
+}
+
+// continueNow notes that this run continues as new now, unless a stop
+// (revoke, deadline, cancel) delivered meanwhile is to be handled in this
+// run.
+func (r *run) continueNow(ctx workflow.Context) bool {
 	if r.v >= VersionCarryInput {
 		// Let the listener handle what this workflow task delivered (a
 		// revoke, the deadline), then take what is still buffered; a

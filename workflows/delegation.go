@@ -56,7 +56,12 @@ func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		r.s, r.carried = &st, true
 		r.s.ContinuedAsNew++
 	}
-	if err := workflow.SetQueryHandlerWithOptions(ctx, contracts.QueryState, func() (*contracts.State, error) { return r.s, nil },
+	if err := workflow.SetQueryHandlerWithOptions(ctx, contracts.QueryState, func() (*contracts.State, error) {
+		// A copy: a query never changes the workflow's own state.
+		s := *r.s
+		s.UnknownSignals = workflow.GetUnhandledSignalNames(ctx)
+		return &s, nil
+	},
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}

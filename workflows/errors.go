@@ -15,6 +15,9 @@ var (
 	errDeadline = errors.New("deadline reached")
 	// errAbandoned: an operator abandoned a send whose outcome is unknown.
 	errAbandoned = errors.New("abandoned after an unknown outcome")
+	// errHistoryFull: the run's history is full while it waits; it
+	// continues as new (VersionGuardHistory). Not an ending.
+	errHistoryFull = errors.New("history full: continue as new")
 )
 
 // deniedError: nothing more may be sent, because the policy denied an

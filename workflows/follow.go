@@ -64,6 +64,15 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 				return contracts.Outcome{}
 			}
 			a, via, moved, err := r.waitForAnswer(ctx, snap)
+			if errors.Is(err, errHistoryFull) {
+				if r.continueNow(ctx) {
+					s := snap
+					r.s.LastSnapshot = &s
+					r.s.Question = nil
+					return contracts.Outcome{}
+				}
+				continue // a stop arrived meanwhile: handled on the next turn
+			}
 			if err != nil {
 				return r.failed(ctx, err)
 			}
@@ -119,6 +128,16 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 				return r.failed(ctx, err)
 			}
 			next, err := r.watch(ctx, snap)
+			if errors.Is(err, errHistoryFull) {
+				// Signals filled the run while it watched: the next run
+				// watches on.
+				if r.continueNow(ctx) {
+					s := snap
+					r.s.LastSnapshot = &s
+					return contracts.Outcome{}
+				}
+				continue
+			}
 			if err != nil {
 				return r.failed(ctx, err)
 			}
@@ -149,7 +168,11 @@ func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, wit
 	if r.v >= VersionFollowAgents && snap.State.Interrupted() {
 		in.SinceKey = snap.StatusKey
 	}
-	err := r.activity(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next)
+	var full func() bool
+	if r.v >= VersionGuardHistory && within == 0 {
+		full = func() bool { return r.floodedWhileWaiting(ctx) }
+	}
+	err := r.activityUnless(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next, full)
 	return next, err
 }
 
@@ -164,7 +187,8 @@ func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (co
 		r.arm(ctx)
 		tctx, cancel := workflow.WithCancel(ctx)
 		timer := workflow.NewTimer(tctx, r.d.WaitingPoll())
-		err := workflow.Await(ctx, func() bool { return r.pushed || timer.IsReady() || r.interrupt() != nil })
+		full := func() bool { return r.floodedWhileWaiting(ctx) }
+		err := workflow.Await(ctx, func() bool { return r.pushed || timer.IsReady() || r.interrupt() != nil || full() })
 		if !timer.IsReady() {
 			cancel()
 		}
@@ -173,6 +197,9 @@ func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (co
 		}
 		if err := r.interrupt(); err != nil {
 			return snap, err
+		}
+		if !r.pushed && !timer.IsReady() && full() {
+			return snap, errHistoryFull
 		}
 		r.pushed = false
 		var next contracts.TaskSnapshot

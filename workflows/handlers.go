@@ -217,15 +217,15 @@ func (r *run) readCancelReason(g workflow.Context) {
 		if !r.sig.cancelReason.ReceiveAsync(&raw) {
 			return
 		}
-		var p struct {
-			Reason string `json:"reason"`
-		}
+		var p contracts.Revocation
 		if err := decodePayload(raw, &p, true); err != nil {
 			r.ignore(g, contracts.SignalCancelReason, err, raw)
 			continue
 		}
-		if reason := strings.TrimSpace(p.Reason); reason != "" {
-			r.s.CancelReason = contracts.Truncate(reason, 1000)
+		// The last reason sent stands; from VersionGuardHistory an empty
+		// one (a cancel given none) clears an earlier stray one.
+		if reason := strings.TrimSpace(p.Reason); reason != "" || r.v >= VersionGuardHistory {
+			r.s.CancelReason = contracts.Truncate(reason, contracts.MaxCancelReason)
 		}
 	}
 }
@@ -233,9 +233,7 @@ func (r *run) readCancelReason(g workflow.Context) {
 // onRevoke applies a revoke whatever its payload: a payload that does not
 // decode is recorded and the revoke stands.
 func (r *run) onRevoke(g workflow.Context, raw converter.RawValue) {
-	var p struct {
-		Reason string `json:"reason"`
-	}
+	var p contracts.Revocation
 	if err := decodePayload(raw, &p, false); err != nil {
 		r.ignore(g, contracts.SignalRevoke, fmt.Errorf("payload not read (the revoke is applied): %w", err), raw)
 		p.Reason = ""

@@ -97,14 +97,20 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 	// pushDue: a push arrived and no read is running (VersionPush): read
 	// now, as when the first read is due.
 	pushDue := func() bool { return r.v >= VersionPush && r.pushed && watch == nil }
+	// full: the run's history is full of signals (VersionGuardHistory):
+	// hand the question over to a new run.
+	full := func() bool { return r.floodedWhileWaiting(ctx) }
 	for {
 		if watch != nil {
 			r.pushed = false // a read is running: it will see the change
 		}
 		if err := workflow.Await(ctx, func() bool {
-			return r.pending != nil || r.interrupt() != nil || moved() || (wake != nil && wake.IsReady()) || pushDue()
+			return r.pending != nil || r.interrupt() != nil || moved() || (wake != nil && wake.IsReady()) || pushDue() || full()
 		}); err != nil {
 			return contracts.Answer{}, "", nil, err
+		}
+		if full() && r.pending == nil && r.interrupt() == nil && !moved() {
+			return contracts.Answer{}, "", nil, errHistoryFull
 		}
 		if ((wake != nil && wake.IsReady()) || pushDue()) && r.pending == nil && r.interrupt() == nil && !moved() {
 			r.pushed = false

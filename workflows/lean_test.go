@@ -8,9 +8,11 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
@@ -23,6 +25,8 @@ type LeanSuite struct {
 	suite.Suite
 	testsuite.WorkflowTestSuite
 	env *testsuite.TestWorkflowEnvironment
+	// opts configure the Delegation workflow (SetupTest resets them).
+	opts Options
 }
 
 func (s *LeanSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
@@ -44,7 +48,10 @@ func (s *LeanSuite) SetupTest() {
 	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	s.env = s.NewTestWorkflowEnvironment()
 	s.env.SetStartTime(t0)
-	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
+	s.opts = Options{}
+	s.env.RegisterWorkflowWithOptions(func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
+		return delegation(ctx, d, carried, s.opts)
+	}, workflowRegisterOptions())
 	s.env.RegisterActivity(&activities.Activities{})
 }
 

@@ -1,9 +1,12 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -87,4 +90,55 @@ func (s *LeanSuite) TestPushIgnoredWithoutPush() {
 	st := s.state()
 	s.Require().Len(st.IgnoredSignals, 1)
 	s.Contains(st.IgnoredSignals[0].Reason, "does not follow its task by push")
+}
+
+// A run whose history is full while it waits for an operator (signals
+// flooding it) hands the question over to a new run at once
+// (VersionGuardHistory), so that Signals, revoke among them, are never
+// refused by the server's per-run limits.
+func (s *LeanSuite) TestFullHistoryWhileWaitingContinuesAsNew() {
+	s.opts.WaitingHistoryEvents = -1 // the test environment reports a length of 0
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
+	var can *workflow.ContinueAsNewError
+	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "want continue-as-new, got %v", s.env.GetWorkflowError())
+	var d contracts.Delegation
+	var c contracts.Carry
+	s.Require().NoError(converter.GetDefaultDataConverter().FromPayloads(can.Input, &d, &c))
+	s.Require().NotNil(c.State.LastSnapshot)
+	s.Equal("msg:q-1", c.State.LastSnapshot.StatusKey, "the question goes to the next run")
+	s.Nil(c.State.Question, "the next run asks it")
+}
+
+// A cancel that finds the task completed by a send in flight keeps the
+// agent's artifacts as late results: cancel_unconfirmed, not canceled
+// with the claim lost.
+func (s *LeanSuite) TestCancelAfterTheTaskCompletedKeepsItsArtifacts() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).After(30*time.Second).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, time.Minute+10*time.Second)
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
+	s.Require().True(s.env.IsWorkflowCompleted())
+	st := s.state()
+	s.Require().NotNil(st.Outcome, "err: %v", s.env.GetWorkflowError())
+	s.Equal(contracts.StatusCancelUnconfirmed, st.Outcome.Status)
+	s.Len(st.LateResults, 1)
+}
+
+// A Signal sent under a name the delegation has no handler for (a typo
+// in the UI's form) is shown in the state, never applied.
+func (s *LeanSuite) TestUnknownSignalNamesShown() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow("provide_input", contracts.Answer{Text: "photo"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.Equal([]string{"provide_input"}, st.UnknownSignals)
+		s.NotNil(st.Question, "not applied")
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"})
+	}, 2*time.Minute)
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	o := s.execute(contract())
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal(1, o.InputRounds)
 }

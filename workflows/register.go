@@ -17,6 +17,22 @@ type Options struct {
 	// continues as new even before Temporal suggests it (0: 10,000; a
 	// negative value: at the first chance, for tests).
 	ContinueAsNewEvents int
+	// WaitingHistoryEvents is the history length past which a delegation
+	// that waits (for an operator, or on a long watch) continues as new at
+	// once, before signals can fill the run to the server's limits (0:
+	// DefaultWaitingHistoryEvents; negative: at once, for tests).
+	WaitingHistoryEvents int
+}
+
+// DefaultWaitingHistoryEvents is Options.WaitingHistoryEvents when unset:
+// half of the server's default limit of 10,000 signals a run.
+const DefaultWaitingHistoryEvents = 5000
+
+func (o Options) waitingHistoryEvents() int {
+	if o.WaitingHistoryEvents == 0 {
+		return DefaultWaitingHistoryEvents
+	}
+	return o.WaitingHistoryEvents
 }
 
 // DefaultContinueAsNewEvents is Options.ContinueAsNewEvents when unset.

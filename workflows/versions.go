@@ -43,6 +43,14 @@ const (
 	// "task-update") or at the waiting cadence, whichever comes first;
 	// while an operator is asked, a push reads it at once.
 	VersionPush workflow.Version = 7
+	// VersionGuardHistory: a delegation waiting for an operator or
+	// watching its task continues as new as soon as Temporal suggests it
+	// or its history is past Options.WaitingHistoryEvents or
+	// MaxRunHistoryBytes (a flood of junk signals cannot fill a run up to
+	// the server's limits, where Signals, revoke among them, would be
+	// refused or the run terminated); and a cancel that finds the task
+	// completed keeps its artifacts as late results (cancel_unconfirmed).
+	VersionGuardHistory workflow.Version = 8
 	// VersionLatest is the version new delegations run.
-	VersionLatest = VersionPush
+	VersionLatest = VersionGuardHistory
 )

@@ -104,3 +104,20 @@ func TestConnectionFlagsPersistent(t *testing.T) {
 		t.Error("delegate dev --help does not list --encryption-key-file")
 	}
 }
+
+// Remote text shown in a terminal cannot move or hide what is printed:
+// control characters and Unicode format characters (bidi overrides,
+// zero-width) are escaped.
+func TestCleanEscapesFormatCharacters(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text":                           "plain text",
+		"A-1001 \u202edetelpmoc\u202c":         `A-1001 \u202edetelpmoc\u202c`,
+		"zero\u200bwidth":                      `zero\u200bwidth`,
+		"\x1b[2Jcleared":                       `\x1b[2Jcleared`,
+		"isolate \u2066x\u2069 and ok ünïcode": `isolate \u2066x\u2069 and ok ünïcode`,
+	} {
+		if got := clean(in); got != want {
+			t.Errorf("clean(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

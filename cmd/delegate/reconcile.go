@@ -58,6 +58,8 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 				switch {
 				case err != nil:
 					return temporalErr(err)
+				case asJSON:
+					printJSON(cmd.OutOrStdout(), map[string]any{"schedule": contracts.ReconcileScheduleID, "removed": removed})
 				case removed:
 					fmt.Fprintf(cmd.OutOrStdout(), "schedule %s removed\n", contracts.ReconcileScheduleID)
 				default:
@@ -68,6 +70,10 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 			if every > 0 {
 				if err := dclient.ScheduleReconcile(ctx, c, every, in); err != nil {
 					return temporalErr(err)
+				}
+				if asJSON {
+					printJSON(cmd.OutOrStdout(), map[string]any{"schedule": contracts.ReconcileScheduleID, "every": every.String(), "state": in.State, "older_than": in.OlderThan.String()})
+					return nil
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: reconcile every %s (state %q, older than %s)\n", contracts.ReconcileScheduleID, every, in.State, in.OlderThan)
 				return nil
@@ -109,9 +115,9 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 				rows = append(rows, r)
 			}
 			if asJSON {
-				out := []map[string]string{}
+				out := []map[string]any{}
 				for _, r := range rows {
-					out = append(out, map[string]string{"id": r.id, "recorded_state": r.before, "remote_state": r.seen, "changed": r.changed, "note": r.note})
+					out = append(out, map[string]any{"id": r.id, "recorded_state": r.before, "remote_state": r.seen, "changed": r.changed == "true", "note": r.note})
 				}
 				printJSON(cmd.OutOrStdout(), out)
 				return nil

@@ -30,6 +30,14 @@ func newStatusCmd(cf *clientFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if s.Outcome == nil && s.Failure == "" {
+					// A query answers for a workflow that was terminated
+					// too (replayed): say it ended without an outcome.
+					if st, err := dclient.Get(c, args[0]).WorkflowStatus(ctx); err == nil && st != "running" {
+						s.Failure = fmt.Sprintf("the workflow is %s and gave no outcome (ended by an operator or by the server's limits; see its history in the Temporal UI)", st)
+						s.Question, s.Unknown = nil, nil
+					}
+				}
 				if asJSON {
 					printJSON(cmd.OutOrStdout(), s)
 					return nil
@@ -76,8 +84,11 @@ func queryState(ctx context.Context, c client.Client, id string) (contracts.Stat
 
 // clean makes remote text safe for a terminal: control characters
 // (escape sequences, carriage returns) are shown escaped.
+//
+// Format characters (bidi overrides, zero-width spaces: Unicode Cf) are
+// escaped too, so remote text cannot reorder or hide what is shown.
 func clean(s string) string {
-	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) < 0 {
 		return s
 	}
 	q := strconv.Quote(s)
@@ -119,7 +130,9 @@ func printState(w io.Writer, s contracts.State, given string) {
 	row("cancel refused", s.CancelError)
 	if u := s.Unknown; u != nil {
 		row("unknown outcome", fmt.Sprintf("round %d, messageId %s, since %s: %s", u.Round, u.MessageID, u.Since.UTC().Format(time.RFC3339), u.Error))
-		row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]%s", s.LocalWorkflowID, given))
+		if s.Outcome == nil {
+			row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]%s", s.LocalWorkflowID, given))
+		}
 	}
 	for _, a := range s.Answers {
 		if a.Refused != "" {
@@ -130,9 +143,14 @@ func printState(w io.Writer, s contracts.State, given string) {
 		last := s.IgnoredSignals[n-1]
 		row("signals ignored", fmt.Sprintf("%d; last: %s at %s: %s", s.IgnoredSignalCount, last.Name, last.Time.UTC().Format(time.RFC3339), last.Reason))
 	}
+	if len(s.UnknownSignals) > 0 {
+		row("unknown signals", strings.Join(s.UnknownSignals, ", ")+" (never applied: the names are "+strings.Join([]string{contracts.ProvideInput, contracts.ResolveUnknown, contracts.SignalRevoke, contracts.SignalCancelReason, contracts.SignalReconcile, contracts.SignalRediscover, contracts.SignalTaskUpdate}, ", ")+")")
+	}
 	if q := s.Question; q != nil {
 		row("question", fmt.Sprintf("%q (since %s)", q.Text, q.Since.UTC().Format(time.RFC3339)))
-		row("answer with", answerHint(s, given))
+		if s.Outcome == nil {
+			row("answer with", answerHint(s, given))
+		}
 	}
 	if o := s.Outcome; o != nil {
 		row("status", string(o.Status))

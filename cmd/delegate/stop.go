@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,7 @@ import (
 // stopCmd is a command that stops a delegation (cancel, revoke): stop
 // sends what stops it, then the command says so ("<what> <sent> ID") and
 // waits up to --wait for the delegation to end in one of want (reportEnd).
-func stopCmd(cf *clientFlags, use, short, reasonHelp, what, sent string, stop func(ctx context.Context, h *dclient.Handle, reason string) error, want ...contracts.Status) *cobra.Command {
+func stopCmd(cf *clientFlags, use, short, reasonHelp, what, sent string, stop func(ctx context.Context, warn io.Writer, h *dclient.Handle, reason string) error, want ...contracts.Status) *cobra.Command {
 	var reason string
 	var wait time.Duration
 	cmd := &cobra.Command{
@@ -25,7 +26,7 @@ func stopCmd(cf *clientFlags, use, short, reasonHelp, what, sent string, stop fu
 		Args:  oneID,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
-				if err := stop(ctx, dclient.Get(c, args[0]).WithNamespace(cf.namespace), reason); err != nil {
+				if err := stop(ctx, cmd.ErrOrStderr(), dclient.Get(c, args[0]).WithNamespace(cf.namespace), reason); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s %s %s\n", what, sent, args[0])
@@ -41,7 +42,7 @@ func stopCmd(cf *clientFlags, use, short, reasonHelp, what, sent string, stop fu
 func newCancelCmd(cf *clientFlags) *cobra.Command {
 	return stopCmd(cf, "cancel ID [--reason R]", "Cancel a delegation; the workflow cancels the remote task",
 		"reason, recorded in the workflow history", "cancel", "requested for",
-		func(ctx context.Context, h *dclient.Handle, reason string) error {
+		func(ctx context.Context, warn io.Writer, h *dclient.Handle, reason string) error {
 			st, err := h.WorkflowStatus(ctx)
 			if err != nil {
 				return temporalErr(err)
@@ -49,7 +50,9 @@ func newCancelCmd(cf *clientFlags) *cobra.Command {
 			if st != "running" {
 				return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", h.ID(), st, h.ID()))
 			}
-			if err := h.Cancel(ctx, reason); err != nil {
+			if err := h.Cancel(ctx, reason); errors.Is(err, dclient.ErrReasonNotRecorded) {
+				fmt.Fprintf(warn, "warning: %v\n", err)
+			} else if err != nil {
 				if errors.Is(err, contracts.ErrInvalidContract) {
 					return usageErr(fmt.Errorf("--%w", err))
 				}
@@ -62,7 +65,7 @@ func newCancelCmd(cf *clientFlags) *cobra.Command {
 func newRevokeCmd(cf *clientFlags) *cobra.Command {
 	return stopCmd(cf, "revoke ID [--reason R]", "Withdraw a delegation's authorization (Signal \"revoke\"): nothing more is sent, the remote task is canceled",
 		"why (recorded in the outcome)", "revoke", "sent to",
-		func(ctx context.Context, h *dclient.Handle, reason string) error {
+		func(ctx context.Context, warn io.Writer, h *dclient.Handle, reason string) error {
 			if err := h.Revoke(ctx, reason); err != nil {
 				return temporalErr(err)
 			}
