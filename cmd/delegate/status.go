@@ -114,6 +114,9 @@ func printState(w io.Writer, s contracts.State, given string) {
 		state += fmt.Sprintf(" (the agent sent %q)", s.LastSnapshot.RawState)
 	}
 	row("a2a state", contracts.CurrentA2AState(state))
+	if s.Push {
+		row("push", fmt.Sprintf("the agent pushes its changes; %d push(es) taken", s.Pushes))
+	}
 	if rt := s.Retrying; rt != nil {
 		row("retrying", fmt.Sprintf("%s, attempt %d since %s, next at %s; last error: %s", rt.Op, rt.Attempts,
 			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), rt.LastError))
