@@ -153,13 +153,15 @@ func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contrac
 	return SnapshotOf(t), nil
 }
 
-// CreatePushConfig asks the agent to push the task's changes to url,
-// carrying token (A2A 1.0 §3.1.8 CreateTaskPushNotificationConfig; the
-// agent sends it back in the A2A-Notification-Token header of every
-// notification, §4.3). Errors are *CallError.
+// CreatePushConfig asks the agent to push the task's changes to url
+// (A2A 1.0 §3.1.7 CreateTaskPushNotificationConfig), carrying token both
+// as the config's token (sent back in A2A-Notification-Token) and as its
+// authentication, scheme Bearer (sent back as "Authorization: Bearer",
+// A2A 1.0 §4.3.3): peers use one or the other. Errors are *CallError.
 func (c *Client) CreatePushConfig(ctx context.Context, taskID, url, token string) error {
 	ctx, rec := withRecord(ctx)
-	if _, err := c.sdk.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: a2a.TaskID(taskID), URL: url, Token: token}); err != nil {
+	cfg := &a2a.PushConfig{TaskID: a2a.TaskID(taskID), URL: url, Token: token, Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: token}}
+	if _, err := c.sdk.CreateTaskPushConfig(ctx, cfg); err != nil {
 		return classify("CreateTaskPushNotificationConfig", err, rec)
 	}
 	return nil

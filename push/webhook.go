@@ -36,8 +36,8 @@ type Relay func(ctx context.Context, workflowID string, u contracts.TaskUpdate) 
 // Handler is the webhook agents push to: POST <public URL>/<workflow id>
 // with a notification (A2A 1.0 §4.3: a StreamResponse, {"task": ...},
 // {"statusUpdate": ...} or {"artifactUpdate": ...}; the 0.3 form, the Task
-// or event itself, is read too) and the token in A2A-Notification-Token
-// (or X-A2A-Notification-Token). It answers 200 when it signalled the
+// or event itself, is read too) and the token in A2A-Notification-Token,
+// X-A2A-Notification-Token, or "Authorization: Bearer" (§4.3.3). It answers 200 when it signalled the
 // delegation; 400 malformed, 401 bad token, 404 unknown delegation, 409
 // replayed or stale, 413 too large, 405 not POST, and counts each.
 type Handler struct {
@@ -161,6 +161,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token := r.Header.Get("A2A-Notification-Token")
 	if token == "" {
 		token = r.Header.Get("X-A2A-Notification-Token")
+	}
+	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); token == "" && ok {
+		token = bearer // the config's authentication (A2A 1.0 §4.3.3)
 	}
 	if subtle.ConstantTimeCompare([]byte(token), []byte(Token(h.key, wid, n.taskID))) != 1 {
 		h.refuse(w, http.StatusUnauthorized, "bad_token", "bad or missing notification token", wid)

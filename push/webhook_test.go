@@ -56,16 +56,18 @@ func TestWebhook(t *testing.T) {
 		{"too large", "claim-1", "A2A-Notification-Token", tok, `{"task":{"id":"` + strings.Repeat("x", MaxNotificationBytes) + `"}}`, 413},
 		{"an ended delegation", "gone", "A2A-Notification-Token", Token(key, "gone", "t-9"), `{"task":{"id":"t-9","status":{"state":"completed"}}}`, 404},
 		{"the 0.3 form and header", "claim-3", "X-A2A-Notification-Token", Token(key, "claim-3", "t-3"), `{"kind":"task","id":"t-3","contextId":"c","status":{"state":"completed","timestamp":"2026-11-30T10:00:05Z"}}`, 200},
+		{"the token as Authorization: Bearer", "claim-4", "Authorization", "Bearer " + Token(key, "claim-4", "t-4"), `{"task":{"id":"t-4","status":{"state":"TASK_STATE_WORKING"}}}`, 200},
+		{"Authorization with a forged bearer", "claim-4", "Authorization", "Bearer forged", `{"task":{"id":"t-4","status":{"state":"TASK_STATE_COMPLETED"}}}`, 401},
 	} {
 		if got := post(tc.wid, tc.header, tc.token, tc.body); got != tc.want {
 			t.Errorf("%s: HTTP %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	if len(relayed) != 2 || relayed[0] != (contracts.TaskUpdate{TaskID: "t-1", State: "TASK_STATE_COMPLETED", Timestamp: "2026-11-30T10:00:02Z"}) || relayed[1].TaskID != "t-3" {
-		t.Errorf("relayed = %+v, want the two accepted ones", relayed)
+	if len(relayed) != 3 || relayed[0] != (contracts.TaskUpdate{TaskID: "t-1", State: "TASK_STATE_COMPLETED", Timestamp: "2026-11-30T10:00:02Z"}) || relayed[1].TaskID != "t-3" || relayed[2].TaskID != "t-4" {
+		t.Errorf("relayed = %+v, want the three accepted ones", relayed)
 	}
 	c := h.Counts()
-	want := map[string]int64{"accepted": 2, "replayed": 1, "stale": 1, "bad_token": 4, "malformed": 2, "too_large": 1, "unknown_delegation": 1}
+	want := map[string]int64{"accepted": 3, "replayed": 1, "stale": 1, "bad_token": 5, "malformed": 2, "too_large": 1, "unknown_delegation": 1}
 	for k, v := range want {
 		if c[k] != v {
 			t.Errorf("count %s = %d, want %d (all: %v)", k, c[k], v, c)
