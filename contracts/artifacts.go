@@ -8,7 +8,6 @@ import (
 	"mime"
 	"slices"
 	"strings"
-	"unicode/utf8"
 )
 
 // Artifact is a remote A2A Artifact (A2A 1.0 §4.1.7) as recorded in local
@@ -318,12 +317,8 @@ func CutText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
 	sum := sha256.Sum256([]byte(s))
-	return fmt.Sprintf("%s…[cut: %d bytes, sha256:%s]", s[:cut], len(s), hex.EncodeToString(sum[:]))
+	return fmt.Sprintf("%s…[cut: %d bytes, sha256:%s]", prefix(s, n), len(s), hex.EncodeToString(sum[:]))
 }
 
 // ApplyLimits is applied by the worker to what the remote agent returned,

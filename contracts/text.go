@@ -17,11 +17,17 @@ func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	return prefix(s, n) + "…"
+}
+
+// prefix is the longest prefix of s of at most n bytes that ends on a
+// rune boundary (len(s) > n).
+func prefix(s string, n int) string {
 	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + "…"
+	return s[:cut]
 }
 
 // InertMarkdown makes untrusted text inert in the Temporal UI's markdown
