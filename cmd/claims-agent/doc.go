@@ -1,0 +1,5 @@
+// Command claims-agent serves the example A2A claims agent
+// (internal/claimsagent): the Agent Card at /.well-known/agent-card.json,
+// JSON-RPC at /a2a/jsonrpc and HTTP+JSON at /a2a/rest. Its scenarios are
+// in `claims-agent --help` and docs/claims-agent.md.
+package main
