@@ -1,5 +1,3 @@
-// Package deploy holds the Docker Compose description of a deployment
-// (lost-parcel.compose.json: Temporal on PostgreSQL, the worker, the
-// claims agent) and the test that checks it against the code (the
-// commands, flags, ports and files it names).
+// Package deploy holds the deployment files' checks: docker-compose.yml is
+// validated with compose-spec/compose-go (no Docker engine is needed).
 package deploy
