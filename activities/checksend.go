@@ -150,7 +150,8 @@ func (a *Activities) registerPush(ctx context.Context, send SendInput, taskID st
 	if err == nil {
 		defer c.Close()
 		wid := workflowID(ctx)
-		err = c.CreatePushConfig(ctx, taskID, a.Push.URL(wid), a.Push.Token(wid, taskID))
+		origin := send.Interface.CardOrigin
+		err = c.CreatePushConfig(ctx, taskID, a.Push.URL(wid, origin), a.Push.Token(wid, taskID, origin))
 	}
 	if err != nil {
 		a.logger().Warn("push config refused; the task is read at the waiting cadence", "workflow_id", workflowID(ctx), "task_id", taskID, "error", err)

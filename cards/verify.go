@@ -395,3 +395,32 @@ func LoadSigningKey(path string) (jwk.Key, error) {
 	}
 	return nil, fmt.Errorf("%s: a private EC, OKP or RSA key is needed (got %s)", path, key.KeyType())
 }
+
+// VerifyJWT verifies a compact JWS (RFC 7515 §7.1: the JWT an agent signs
+// its push notifications with) against the trust store entry of origin,
+// by the rules of Verify (asymmetric algorithms, a kid, keys from the
+// entry or from a jku on its jku_allowlist fetched through the HTTP
+// guard, revoked and expired keys refused), and returns its claims (the
+// payload, a JSON object). Errors say why, never quoting the token.
+func (f *Fetcher) VerifyJWT(ctx context.Context, token, origin string) (map[string]any, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return nil, errors.New("not a compact JWS (three dot-separated parts)")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, errors.New("JWS payload is not base64url")
+	}
+	fetch := func(ctx context.Context, jku string) ([]byte, error) {
+		b, _, _, err := f.get(ctx, jku, origin)
+		return b, err
+	}
+	if _, _, err := verifyOne(ctx, parts[0], parts[2], [][]byte{payload}, f.Trust.For(origin), fetch, f.now()); err != nil {
+		return nil, err
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return nil, errors.New("JWS payload is not a JSON object")
+	}
+	return claims, nil
+}

@@ -71,7 +71,7 @@ func TestPushFollowsTheTask(t *testing.T) {
 	})
 	// A forged push: the right delegation and task, a wrong token.
 	s, _ := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
-	req, _ := http.NewRequest(http.MethodPost, settings.URL(d.LocalWorkflowID), strings.NewReader(`{"statusUpdate":{"taskId":"`+s.RemoteTaskID+`","status":{"state":"TASK_STATE_COMPLETED"}}}`))
+	req, _ := http.NewRequest(http.MethodPost, settings.URL(d.LocalWorkflowID, e.base), strings.NewReader(`{"statusUpdate":{"taskId":"`+s.RemoteTaskID+`","status":{"state":"TASK_STATE_COMPLETED"}}}`))
 	req.Header.Set("A2A-Notification-Token", "forged")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("forged push: %v %v, want 401", resp, err)
@@ -93,5 +93,5 @@ func TestPushFollowsTheTask(t *testing.T) {
 		t.Errorf("webhook counts = %v", n)
 	}
 	raw, _ := rawHistory(t, ctx, e.c, d.LocalWorkflowID)
-	clearText(t, raw, settings.Token(d.LocalWorkflowID, st.RemoteTaskID))
+	clearText(t, raw, settings.Token(d.LocalWorkflowID, st.RemoteTaskID, e.base))
 }

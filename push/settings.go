@@ -62,21 +62,24 @@ func LoadKey(path string) ([]byte, error) {
 	return nil, errors.New("push key (" + from + "): not base64")
 }
 
-// URL is the notification URL of one delegation: the public URL and the
-// workflow id, path-escaped.
-func (s *Settings) URL(workflowID string) string {
-	return s.PublicURL + "/" + url.PathEscape(workflowID)
+// URL is the notification URL of one delegation: the public URL, the
+// workflow id (path-escaped) and the agent's origin (query "agent"), so
+// that the webhook knows whose signature to expect.
+func (s *Settings) URL(workflowID, agentOrigin string) string {
+	return s.PublicURL + "/" + url.PathEscape(workflowID) + "?agent=" + url.QueryEscape(agentOrigin)
 }
 
-// Token is the token registered for one delegation's task:
-// base64url(HMAC-SHA256(key, "delegate-push" 0 workflowID 0 taskID)).
-func (s *Settings) Token(workflowID, taskID string) string {
-	return Token(s.Key, workflowID, taskID)
+// Token is the token registered for one delegation's task at one agent.
+func (s *Settings) Token(workflowID, taskID, agentOrigin string) string {
+	return Token(s.Key, workflowID, taskID, agentOrigin)
 }
 
-// Token derives the token of workflowID's task taskID with key.
-func Token(key []byte, workflowID, taskID string) string {
+// Token derives the token of workflowID's task taskID at agentOrigin with
+// key: base64url(HMAC-SHA256(key, "delegate-push" 0 workflowID 0 taskID 0
+// agentOrigin)). It opens that one delegation's one task, from that agent
+// only.
+func Token(key []byte, workflowID, taskID, agentOrigin string) string {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte("delegate-push\x00" + workflowID + "\x00" + taskID))
+	m.Write([]byte("delegate-push\x00" + workflowID + "\x00" + taskID + "\x00" + agentOrigin))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

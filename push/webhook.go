@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,17 +40,35 @@ type Relay func(ctx context.Context, workflowID string, u contracts.TaskUpdate) 
 // or event itself, is read too) and the token in A2A-Notification-Token,
 // X-A2A-Notification-Token, or "Authorization: Bearer" (§4.3.3). It answers 200 when it signalled the
 // delegation; 400 malformed, 401 bad token, 404 unknown delegation, 409
-// replayed or stale, 413 too large, 405 not POST, and counts each.
+// replayed or stale, 413 too large, 405 not POST, and counts each. With
+// WithSignatures, a notification signed with a JWT ("Authorization:
+// Bearer <JWT>") must verify too (401 bad_signature).
 type Handler struct {
 	key    []byte
 	relay  Relay
 	logger *slog.Logger
+	sig    Signatures
 
 	mu     sync.Mutex
 	seen   map[[32]byte]bool    // notifications taken
 	latest map[string]time.Time // newest status timestamp taken, per task
 	counts map[string]int64
 }
+
+// Signatures check the JWT an agent signs its notifications with
+// ("Authorization: Bearer <JWT>", as the a2a-python SDK does): Verify
+// checks it against the agent's keys (cards.Fetcher.VerifyJWT: the trust
+// store, jku through the HTTP guard) and returns its claims; Required
+// says whether an origin's notifications must be signed (the trust
+// store's require_signature).
+type Signatures struct {
+	Verify   func(ctx context.Context, jwt, origin string) (map[string]any, error)
+	Required func(origin string) bool
+}
+
+// MaxSignatureAge bounds how old (or how far ahead) a signed
+// notification's iat may be.
+const MaxSignatureAge = 5 * time.Minute
 
 // NewHandler returns the webhook for key (Settings.Key) relaying with
 // relay; logger nil discards.
@@ -60,8 +79,49 @@ func NewHandler(key []byte, relay Relay, logger *slog.Logger) *Handler {
 	return &Handler{key: key, relay: relay, logger: logger, seen: map[[32]byte]bool{}, latest: map[string]time.Time{}, counts: map[string]int64{}}
 }
 
+// WithSignatures makes the webhook verify signed notifications (and
+// require them where sig.Required says).
+func (h *Handler) WithSignatures(sig Signatures) *Handler {
+	h.sig = sig
+	return h
+}
+
+// checkSignature verifies a JWT-signed notification: a valid signature by
+// a key trusted for origin, issued within MaxSignatureAge, over this body
+// (claim request_body_sha256, hex) when the claim is there.
+func (h *Handler) checkSignature(ctx context.Context, r *http.Request, body []byte, origin string) error {
+	jwt, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if strings.Count(jwt, ".") != 2 {
+		if h.sig.Required != nil && h.sig.Required(origin) {
+			return errors.New("the trust store requires signed notifications from " + origin)
+		}
+		return nil
+	}
+	if h.sig.Verify == nil {
+		return nil // signed, but no trust store to check it against: the token decides
+	}
+	claims, err := h.sig.Verify(ctx, jwt, origin)
+	if err != nil {
+		return err
+	}
+	if iat, ok := claims["iat"].(float64); ok {
+		if d := time.Since(time.Unix(int64(iat), 0)); d > MaxSignatureAge || d < -MaxSignatureAge {
+			return fmt.Errorf("signed at %s, more than %s away", time.Unix(int64(iat), 0).UTC().Format(time.RFC3339), MaxSignatureAge)
+		}
+	} else {
+		return errors.New("the signed claims have no iat")
+	}
+	if want, ok := claims["request_body_sha256"].(string); ok {
+		sum := sha256.Sum256(body)
+		if !strings.EqualFold(want, hex.EncodeToString(sum[:])) {
+			return errors.New("the signature covers another body (request_body_sha256)")
+		}
+	}
+	return nil
+}
+
 // Counts returns how many notifications ended each way ("accepted",
-// "bad_token", "unknown_delegation", "replayed", "stale", "malformed",
+// "bad_token", "bad_signature", "unknown_delegation", "replayed", "stale", "malformed",
 // "too_large", "not_post", "relay_failed").
 func (h *Handler) Counts() map[string]int64 {
 	h.mu.Lock()
@@ -165,8 +225,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); token == "" && ok {
 		token = bearer // the config's authentication (A2A 1.0 §4.3.3)
 	}
-	if subtle.ConstantTimeCompare([]byte(token), []byte(Token(h.key, wid, n.taskID))) != 1 {
+	origin := r.URL.Query().Get("agent")
+	if subtle.ConstantTimeCompare([]byte(token), []byte(Token(h.key, wid, n.taskID, origin))) != 1 {
 		h.refuse(w, http.StatusUnauthorized, "bad_token", "bad or missing notification token", wid)
+		return
+	}
+	if err := h.checkSignature(r.Context(), r, body, origin); err != nil {
+		h.logger.Info("push signature refused", "workflow_id", wid, "why", err.Error())
+		h.refuse(w, http.StatusUnauthorized, "bad_signature", "signature refused", wid)
 		return
 	}
 	sum := sha256.Sum256(append([]byte(wid+"\x00"), body...))

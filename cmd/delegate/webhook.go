@@ -6,18 +6,20 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/a2adelegate/delegate/cards"
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/push"
 )
 
 func newWebhookCmd(cf *clientFlags) *cobra.Command {
-	var addr, publicURL, keyFile string
+	var addr, publicURL, keyFile, trustFile string
 	cmd := &cobra.Command{
 		Use:   "webhook --addr HOST:PORT --public-url URL",
 		Short: "Receive A2A push notifications and signal the delegations (Signal \"task-update\")",
@@ -26,8 +28,11 @@ started with the same --push-url and key register it for every task of an agent
 whose card declares pushNotifications. Each notification is authenticated (its
 token, derived from the key for one delegation and task), bounded (1 MiB), checked
 against replays and older ones, and relayed as Signal "task-update"; the workflow
-reads the task before it acts. It needs only Temporal access and the key: run it
-behind your ingress at --public-url.`,
+reads the task before it acts. With --trust, a notification an agent signs (a JWT in
+Authorization, as the a2a-python SDK does) must verify against the keys the trust
+store lists for the agent's origin, and an agent whose entry has require_signature
+must sign. It needs only Temporal access and the key: run it behind your ingress at
+--public-url.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			key, err := push.LoadKey(keyFile)
@@ -44,10 +49,18 @@ behind your ingress at --public-url.`,
 			if err != nil {
 				return err
 			}
+			ts, err := loadTrust(trustFile)
+			if err != nil {
+				return err
+			}
 			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
 				h := push.NewHandler(key, func(ctx context.Context, wid string, u contracts.TaskUpdate) error {
 					return dclient.Get(c, wid).TaskUpdate(ctx, u)
 				}, logger)
+				if ts != nil {
+					f := &cards.Fetcher{Trust: ts}
+					h.WithSignatures(push.Signatures{Verify: f.VerifyJWT, Required: func(o string) bool { return ts.For(o).RequireSignature }})
+				}
 				ln, err := net.Listen("tcp", addr)
 				if err != nil {
 					return usageErr(fmt.Errorf("--addr: %w", err))
@@ -69,5 +82,6 @@ behind your ingress at --public-url.`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8235", "listen on host:port")
 	cmd.Flags().StringVar(&publicURL, "public-url", "", "the URL agents reach this webhook at (the workers' --push-url)")
 	cmd.Flags().StringVar(&keyFile, "push-key-file", "", "file holding the base64 push key (env "+push.EnvKey+")")
+	cmd.Flags().StringVar(&trustFile, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file: the keys agents sign their notifications with (env DELEGATE_TRUST)")
 	return cmd
 }
