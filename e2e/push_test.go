@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,7 +42,7 @@ func TestPushFollowsTheTask(t *testing.T) {
 	}
 	var gets atomic.Int32
 	e := setup(t, func(o *options) {
-		o.agent.StubbornDelay = 3 * time.Second
+		o.agent.StubbornDelay = 8 * time.Second
 		o.acts = func(a *activities.Activities, _ string) { a.Push = settings }
 		o.proxy = func(agentURL string) http.Handler {
 			return interceptRPC(agentURL, "GetTask", func(w http.ResponseWriter, r *http.Request, _ []byte, forward http.Handler) {
@@ -68,6 +69,14 @@ func TestPushFollowsTheTask(t *testing.T) {
 		}
 		afterSend = gets.Load()
 		return s.Push, s.A2AState
+	})
+	// While it waits for the push, visibility says where it stands.
+	waitFor(t, "list --state working to find it", 6*time.Second, func() (bool, string) {
+		rows, err := dclient.List(ctx, e.c, dclient.ListOptions{Namespace: e.srv.Namespace(), A2AState: "working"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(rows) == 1 && rows[0].ID == d.LocalWorkflowID, fmt.Sprint(rows)
 	})
 	// A forged push: the right delegation and task, a wrong token.
 	s, _ := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)

@@ -274,5 +274,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.counts["accepted"]++
 	h.mu.Unlock()
+	h.logger.Info("push relayed", "workflow_id", wid, "task_id", contracts.Truncate(n.taskID, 200))
 	w.WriteHeader(http.StatusOK)
 }

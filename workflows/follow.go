@@ -182,13 +182,19 @@ func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, wit
 // whichever comes first; then the task is read once (GetTask), and only
 // what it shows counts. A forged or replayed push costs one read.
 func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, error) {
+	if r.v >= VersionPushState {
+		r.flushSA(ctx) // list and reconcile --state see where it stands
+		r.reconciled = nil
+	}
 	for {
 		r.watches++
 		r.arm(ctx)
 		tctx, cancel := workflow.WithCancel(ctx)
 		timer := workflow.NewTimer(tctx, r.d.WaitingPoll())
 		full := func() bool { return r.floodedWhileWaiting(ctx) }
-		err := workflow.Await(ctx, func() bool { return r.pushed || timer.IsReady() || r.interrupt() != nil || full() })
+		err := workflow.Await(ctx, func() bool {
+			return r.pushed || timer.IsReady() || r.interrupt() != nil || full() || r.reconciled != nil
+		})
 		if !timer.IsReady() {
 			cancel()
 		}
@@ -197,6 +203,11 @@ func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (co
 		}
 		if err := r.interrupt(); err != nil {
 			return snap, err
+		}
+		if rec := r.reconciled; rec != nil {
+			// A reconcile read the task and saw it changed.
+			r.reconciled = nil
+			return *rec, nil
 		}
 		if !r.pushed && !timer.IsReady() && full() {
 			return snap, errHistoryFull

@@ -142,3 +142,19 @@ func (s *LeanSuite) TestUnknownSignalNamesShown() {
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
 }
+
+// A delegation followed by push publishes where it stands before it
+// waits, and a reconcile that sees the task ended moves it on at once
+// (VersionPushState): a lost push does not leave it waiting an hour.
+func (s *LeanSuite) TestReconcileMovesAPushedDelegationOn() {
+	d := s.pushedWork()
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		s.Equal("working", s.state().A2AState)
+		s.env.SignalWorkflow(contracts.SignalReconcile, nil)
+	}, 5*time.Minute)
+	o := s.execute(d)
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal(t0.Add(5*time.Minute), s.env.Now().UTC(), "moved on at the reconcile, not at the hour")
+	s.Equal(0, s.state().Pushes)
+}

@@ -51,9 +51,10 @@ func (r *run) reconcile(ctx workflow.Context) {
 			// running: the read is older than what it knows.
 			rec.Changed = false
 			rec.Error = "superseded: the task was observed again while this read ran"
-		case rec.Changed && r.s.Question != nil:
-			// The task moved on while we waited for an operator (it was
-			// canceled, completed or failed remotely): go on from there.
+		case rec.Changed && (r.s.Question != nil || (r.v >= VersionPushState && r.s.Push)):
+			// The task moved on while we waited for an operator, or for a
+			// push that did not come (it was canceled, completed or failed
+			// remotely): go on from there.
 			r.reconciled = &snap
 		}
 	}

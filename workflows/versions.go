@@ -51,6 +51,11 @@ const (
 	// refused or the run terminated); and a cancel that finds the task
 	// completed keeps its artifacts as late results (cancel_unconfirmed).
 	VersionGuardHistory workflow.Version = 8
+	// VersionPushState: a delegation followed by push publishes its state
+	// (search attributes) before it waits for a push, and a reconcile that
+	// sees the task changed moves it on at once, as one waiting for an
+	// operator does.
+	VersionPushState workflow.Version = 9
 	// VersionLatest is the version new delegations run.
-	VersionLatest = VersionGuardHistory
+	VersionLatest = VersionPushState
 )

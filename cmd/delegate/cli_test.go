@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +120,18 @@ func TestCleanEscapesFormatCharacters(t *testing.T) {
 		if got := clean(in); got != want {
 			t.Errorf("clean(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// An error from reading a sealed payload without its key says what to do.
+func TestKeysHint(t *testing.T) {
+	for _, msg := range []string{"payload item 0: encoding binary/encrypted: payload encoding is not supported", `payload sealed with key "k2", which is not among the keys given (k1)`} {
+		got := temporalErr(errors.New(msg)).Error()
+		if !strings.Contains(got, "--encryption-key-file") || !strings.Contains(got, "may have been taken") || strings.Count(got, "encrypted and this command") != 1 {
+			t.Errorf("temporalErr(%q) = %q", msg, got)
+		}
+	}
+	if got := temporalErr(errors.New("connection refused")).Error(); strings.Contains(got, "encrypt") {
+		t.Errorf("an unrelated error got the keys hint: %q", got)
 	}
 }

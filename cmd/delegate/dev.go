@@ -59,13 +59,16 @@ payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them deco
 			if err != nil {
 				return usageErr(err)
 			}
-			var uiOrigin atomic.Value // the UI's origin, once it listens
+			if _, err := wf.pushSettings(); err != nil {
+				return err // checked before anything starts
+			}
+			var uiOrigin, uiLocalhost atomic.Value // the UI's origin (and as localhost), once it listens
 			if keys != nil {
 				ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(codecPort)))
 				if err != nil {
 					return temporalErr(fmt.Errorf("--codec-port %d: %w", codecPort, err))
 				}
-				cs := &http.Server{Handler: codec.Handler(keys, codec.ServerOptions{AllowOrigin: func(o string) bool { return o == uiOrigin.Load() }}),
+				cs := &http.Server{Handler: codec.Handler(keys, codec.ServerOptions{AllowOrigin: func(o string) bool { return o == uiOrigin.Load() || o == uiLocalhost.Load() }}),
 					ReadHeaderTimeout: 10 * time.Second}
 				go func() { _ = cs.Serve(ln) }()
 				defer cs.Close()
@@ -84,6 +87,7 @@ payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them deco
 			fmt.Fprintf(cmd.OutOrStdout(), "Temporal server %s (namespace %q, %s)\n", srv.FrontendAddr(), srv.Namespace(), where)
 			if u := srv.UIURL(); u != "" {
 				uiOrigin.Store(strings.TrimSuffix(u, "/"))
+				uiLocalhost.Store(strings.Replace(strings.TrimSuffix(u, "/"), "127.0.0.1", "localhost", 1))
 				fmt.Fprintf(cmd.OutOrStdout(), "Temporal UI     %s\n", u)
 			}
 			if keys != nil {

@@ -9,10 +9,13 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/a2adelegate/delegate/codec"
 )
 
 // Exit codes, documented in `delegate --help`.
@@ -33,7 +36,22 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func usageErr(err error) error    { return &exitError{code: exitUsage, err: err} }
-func temporalErr(err error) error { return &exitError{code: exitTemporal, err: err} }
+func temporalErr(err error) error { return &exitError{code: exitTemporal, err: keysHint(err)} }
+
+// keysHint explains an error that comes from reading a sealed payload
+// without its key (package codec): this process has no keys, or not the
+// one that sealed it. What was sent may have been taken all the same: the
+// worker reads an unsealed payload as it is.
+func keysHint(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if strings.Contains(msg, codec.MetadataEncoding) || strings.Contains(msg, "which is not among the keys given") {
+		return fmt.Errorf("%w\nthe delegation's payloads are encrypted and this command cannot read them: give the keys with --encryption-key-file or %s (docs/trust.md); a request it sent may have been taken all the same: check with the keys", err, codec.EnvKeys)
+	}
+	return err
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -68,6 +68,9 @@ func queryState(ctx context.Context, c client.Client, id string) (contracts.Stat
 	if derr != nil {
 		return contracts.State{}, temporalErr(derr)
 	}
+	if keysHint(err) != err {
+		return contracts.State{}, temporalErr(err) // the keys are missing or wrong
+	}
 	if st == "running" {
 		return contracts.State{}, temporalErr(fmt.Errorf("query %q of %s got no answer within %s: is a worker running on task queue %q? (%v)", contracts.QueryState, id, queryTimeout, contracts.TaskQueue, err))
 	}

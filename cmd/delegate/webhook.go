@@ -40,7 +40,7 @@ must sign. It needs only Temporal access and the key: run it behind your ingress
 				return usageErr(err)
 			}
 			if key == nil {
-				return usageErr(errors.New("--push-key-file (or " + push.EnvKey + "): the key the workers derive tokens with"))
+				return usageErr(errors.New("a push key is needed: give --push-key-file FILE (or set " + push.EnvKey + " to the key itself), the same the workers use"))
 			}
 			if _, err := push.NewSettings(publicURL, key); err != nil {
 				return usageErr(fmt.Errorf("--public-url: %w", err))
@@ -81,7 +81,7 @@ must sign. It needs only Temporal access and the key: run it behind your ingress
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8235", "listen on host:port")
 	cmd.Flags().StringVar(&publicURL, "public-url", "", "the URL agents reach this webhook at (the workers' --push-url)")
-	cmd.Flags().StringVar(&keyFile, "push-key-file", "", "file holding the base64 push key (env "+push.EnvKey+")")
+	cmd.Flags().StringVar(&keyFile, "push-key-file", "", "file holding the base64 push key (or env "+push.EnvKey+" holding the key itself)")
 	cmd.Flags().StringVar(&trustFile, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file: the keys agents sign their notifications with (env DELEGATE_TRUST)")
 	return cmd
 }

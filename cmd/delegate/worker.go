@@ -54,8 +54,8 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.trust, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file: keys that may sign agent cards, HTTP guard exceptions (env DELEGATE_TRUST)")
 	cmd.Flags().DurationVar(&f.pollInitial, "poll-initial", time.Second, "first GetTask polling interval (doubles each poll)")
 	cmd.Flags().DurationVar(&f.pollMax, "poll-max", 30*time.Second, "longest GetTask polling interval")
-	cmd.Flags().StringVar(&f.pushURL, "push-url", os.Getenv("DELEGATE_PUSH_URL"), "public URL of `delegate webhook`: agents whose card declares pushNotifications push their tasks' changes there instead of being polled (env DELEGATE_PUSH_URL)")
-	cmd.Flags().StringVar(&f.pushKeyFile, "push-key-file", "", "file holding the base64 key push tokens are derived with, shared with the webhook (env "+push.EnvKey+")")
+	cmd.Flags().StringVar(&f.pushURL, "push-url", os.Getenv("DELEGATE_PUSH_URL"), "public URL of the delegate webhook: agents whose card declares pushNotifications push their tasks' changes there instead of being polled (env DELEGATE_PUSH_URL)")
+	cmd.Flags().StringVar(&f.pushKeyFile, "push-key-file", "", "file holding the base64 key (at least 32 random bytes) push tokens are derived with, shared with the webhook (or env "+push.EnvKey+" holding the key itself)")
 }
 
 // pushSettings are --push-url and the push key, or nil when push is off.
