@@ -98,9 +98,10 @@ func TestParseKeysErrorsNameTheRuleNotTheSecret(t *testing.T) {
 		"":                                     "no encryption key",
 		"k1" + secret(1):                       "key 1: want ID:BASE64",
 		"k1:" + secret(1)[:20]:                 "bytes, an AES-256 key is 32",
-		"k1:not base64!!":                      `key 1 ("k1"): the secret is not base64`,
-		"bad id:" + secret(1):                  `key id "bad id"`,
-		"k1:" + secret(1) + ",k1:" + secret(2): `key id "k1" given twice`,
+		"k1:not base64!!":                      `key 1: the secret (after the colon) is not base64`,
+		"bad id:" + secret(1):                  `key 1: the id (before the colon)`,
+		"k1:" + secret(1) + ",k1:" + secret(2): `key 2: its id is given twice`,
+		secret(1) + ":k1":                      `key 1: the id (before the colon)`, // the wrong way round
 	} {
 		_, err := ParseKeys(text)
 		if err == nil || !strings.Contains(err.Error(), want) {

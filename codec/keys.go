@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -14,6 +15,9 @@ import (
 
 // KeySize is the size of an AES-256 key, in bytes.
 const KeySize = 32
+
+// maxKeyFileBytes bounds a key file (a thousand keys fit).
+const maxKeyFileBytes = 64 << 10
 
 // EnvKeys is the environment variable that holds keys in the text form
 // ParseKeys reads (it keeps them out of the process list and off disk).
@@ -86,11 +90,25 @@ func ParseKeys(text string) (*Keys, error) {
 			if !ok {
 				return nil, fmt.Errorf("key %d: want ID:BASE64", n)
 			}
+			// Entries are named by their number, never by their text: a
+			// line written the wrong way round would show its secret.
+			id = strings.TrimSpace(id)
+			if !keyIDPattern.MatchString(id) {
+				return nil, fmt.Errorf("key %d: the id (before the colon) must be 1 to 64 of A-Z, a-z, 0-9, '.', '_', '-'", n)
+			}
 			secret, err := decodeBase64(strings.TrimSpace(b64))
 			if err != nil {
-				return nil, fmt.Errorf("key %d (%q): the secret is not base64", n, strings.TrimSpace(id))
+				return nil, fmt.Errorf("key %d: the secret (after the colon) is not base64", n)
 			}
-			key, err := NewKey(strings.TrimSpace(id), secret)
+			if len(secret) != KeySize {
+				return nil, fmt.Errorf("key %d: the secret is %d bytes, an AES-256 key is %d", n, len(secret), KeySize)
+			}
+			for _, k := range keys {
+				if k.ID == id {
+					return nil, fmt.Errorf("key %d: its id is given twice", n)
+				}
+			}
+			key, err := NewKey(id, secret)
 			if err != nil {
 				return nil, fmt.Errorf("key %d: %w", n, err)
 			}
@@ -112,9 +130,18 @@ func decodeBase64(s string) ([]byte, error) {
 // LoadKeys reads keys from a file (ParseKeys). The file should be
 // readable by its owner only; errors name the file, never a secret.
 func LoadKeys(path string) (*Keys, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("encryption key file: %w", err)
+	}
+	defer f.Close()
+	// Bounded: a key file is a few lines (a device or a huge file is not one).
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("encryption key file: %w", err)
+	}
+	if len(b) > maxKeyFileBytes {
+		return nil, fmt.Errorf("encryption key file %s: over %d bytes", path, maxKeyFileBytes)
 	}
 	k, err := ParseKeys(string(b))
 	if err != nil {

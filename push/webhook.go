@@ -70,6 +70,11 @@ type Signatures struct {
 // notification's iat may be.
 const MaxSignatureAge = 5 * time.Minute
 
+// MaxClockSkew bounds how far in the future a status timestamp may be: a
+// later one is refused, so that it cannot make every real notification
+// of its task look stale.
+const MaxClockSkew = 5 * time.Minute
+
 // NewHandler returns the webhook for key (Settings.Key) relaying with
 // relay; logger nil discards.
 func NewHandler(key []byte, relay Relay, logger *slog.Logger) *Handler {
@@ -122,7 +127,7 @@ func (h *Handler) checkSignature(ctx context.Context, r *http.Request, body []by
 
 // Counts returns how many notifications ended each way ("accepted",
 // "bad_token", "bad_signature", "unknown_delegation", "replayed", "stale", "malformed",
-// "too_large", "not_post", "relay_failed").
+// "future", "too_large", "read_failed", "not_post", "relay_failed").
 func (h *Handler) Counts() map[string]int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -209,8 +214,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxNotificationBytes))
-	if err != nil {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
 		h.refuse(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("over %d bytes", MaxNotificationBytes), wid)
+		return
+	case err != nil:
+		h.refuse(w, http.StatusBadRequest, "read_failed", "the body could not be read", wid)
 		return
 	}
 	n, err := parse(body)
@@ -235,8 +245,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusUnauthorized, "bad_signature", "signature refused", wid)
 		return
 	}
-	sum := sha256.Sum256(append([]byte(wid+"\x00"), body...))
+	// A notification is the same as one taken when it says the same of the
+	// same task (its state and status timestamp), however its JSON is
+	// written; one without a timestamp (an artifact update) by its body.
+	ident := wid + "\x00" + n.taskID + "\x00" + n.state + "\x00" + n.timestamp
+	if n.timestamp == "" {
+		ident += "\x00" + string(body)
+	}
+	sum := sha256.Sum256([]byte(ident))
 	at, timed := time.Parse(time.RFC3339Nano, n.timestamp)
+	if timed == nil && at.After(time.Now().Add(MaxClockSkew)) {
+		h.refuse(w, http.StatusConflict, "future", "status timestamp is in the future", wid)
+		return
+	}
 	taskKey := wid + "\x00" + n.taskID
 	h.mu.Lock()
 	switch {
@@ -264,10 +285,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delete(h.seen, sum) // not taken: the agent may retry it
 		h.mu.Unlock()
 		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
+		var inv *serviceerror.InvalidArgument
+		if errors.As(err, &nf) || errors.As(err, &inv) {
 			h.refuse(w, http.StatusNotFound, "unknown_delegation", "no such running delegation", wid)
 			return
 		}
+		h.logger.Warn("push not relayed", "workflow_id", wid, "error", err.Error())
 		h.refuse(w, http.StatusBadGateway, "relay_failed", "could not signal the delegation", wid)
 		return
 	}

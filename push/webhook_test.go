@@ -59,6 +59,8 @@ func TestWebhook(t *testing.T) {
 	}{
 		{"a notification", "claim-1", "A2A-Notification-Token", tok, completed, 200},
 		{"the same again: replayed", "claim-1", "A2A-Notification-Token", tok, completed, 409},
+		{"the same written another way: replayed", "claim-1", "A2A-Notification-Token", tok, " " + strings.ReplaceAll(completed, `,"`, `, "`), 409},
+		{"from the future", "claim-1", "A2A-Notification-Token", tok, strings.ReplaceAll(completed, "2026-11-30T10:00:02Z", "2099-01-01T00:00:00Z"), 409},
 		{"an older one: stale", "claim-1", "A2A-Notification-Token", tok, working, 409},
 		{"no token", "claim-1", "", "", completed, 401},
 		{"a forged token", "claim-1", "A2A-Notification-Token", "forged", completed, 401},
@@ -80,7 +82,7 @@ func TestWebhook(t *testing.T) {
 		t.Errorf("relayed = %+v, want the three accepted ones", relayed)
 	}
 	c := h.Counts()
-	want := map[string]int64{"accepted": 3, "replayed": 1, "stale": 1, "bad_token": 5, "malformed": 2, "too_large": 1, "unknown_delegation": 1}
+	want := map[string]int64{"accepted": 3, "replayed": 2, "future": 1, "stale": 1, "bad_token": 5, "malformed": 2, "too_large": 1, "unknown_delegation": 1}
 	for k, v := range want {
 		if c[k] != v {
 			t.Errorf("count %s = %d, want %d (all: %v)", k, c[k], v, c)

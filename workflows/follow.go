@@ -195,7 +195,8 @@ func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (co
 		err := workflow.Await(ctx, func() bool {
 			return r.pushed || timer.IsReady() || r.interrupt() != nil || full() || r.reconciled != nil
 		})
-		if !timer.IsReady() {
+		fired := timer.IsReady() // before cancel(), which settles the timer
+		if !fired {
 			cancel()
 		}
 		if err != nil {
@@ -209,7 +210,10 @@ func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (co
 			r.reconciled = nil
 			return *rec, nil
 		}
-		if !r.pushed && !timer.IsReady() && full() {
+		if r.v >= VersionPushState && full() {
+			// Before VersionPushState this check never fired (it looked
+			// at the timer after cancel had settled it): runs flooded by
+			// pushes read the task over and over instead.
 			return snap, errHistoryFull
 		}
 		r.pushed = false

@@ -158,3 +158,14 @@ func (s *LeanSuite) TestReconcileMovesAPushedDelegationOn() {
 	s.Equal(t0.Add(5*time.Minute), s.env.Now().UTC(), "moved on at the reconcile, not at the hour")
 	s.Equal(0, s.state().Pushes)
 }
+
+// A run flooded by pushes (its history full) continues as new, carrying
+// the push, instead of reading the task over and over (VersionPushState).
+func (s *LeanSuite) TestPushFloodContinuesAsNew() {
+	d := s.pushedWork()
+	s.opts.WaitingHistoryEvents = -1 // the test environment reports a length of 0
+	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("working"), nil).Never()
+	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
+	var can *workflow.ContinueAsNewError
+	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "want continue-as-new, got %v", s.env.GetWorkflowError())
+}

@@ -52,9 +52,10 @@ const (
 	// completed keeps its artifacts as late results (cancel_unconfirmed).
 	VersionGuardHistory workflow.Version = 8
 	// VersionPushState: a delegation followed by push publishes its state
-	// (search attributes) before it waits for a push, and a reconcile that
+	// (search attributes) before it waits for a push, a reconcile that
 	// sees the task changed moves it on at once, as one waiting for an
-	// operator does.
+	// operator does, and a run flooded by pushes continues as new instead
+	// of reading the task over and over.
 	VersionPushState workflow.Version = 9
 	// VersionLatest is the version new delegations run.
 	VersionLatest = VersionPushState

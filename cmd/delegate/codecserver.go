@@ -55,7 +55,7 @@ passAccessToken). Put it behind TLS where the UI is not on this host.`,
 			if err != nil {
 				return usageErr(fmt.Errorf("--addr: %w", err))
 			}
-			srv := &http.Server{Handler: codec.Handler(keys, opts), ReadHeaderTimeout: 10 * time.Second}
+			srv := &http.Server{Handler: codec.Handler(keys, opts), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 			fmt.Fprintf(cmd.OutOrStdout(), "codec server on http://%s for %s (keys %s)\n", ln.Addr(), strings.Join(origins, ", "), strings.Join(keys.IDs(), ", "))
 			go func() {
 				<-cmd.Context().Done()

@@ -69,7 +69,7 @@ payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them deco
 					return temporalErr(fmt.Errorf("--codec-port %d: %w", codecPort, err))
 				}
 				cs := &http.Server{Handler: codec.Handler(keys, codec.ServerOptions{AllowOrigin: func(o string) bool { return o == uiOrigin.Load() || o == uiLocalhost.Load() }}),
-					ReadHeaderTimeout: 10 * time.Second}
+					ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 				go func() { _ = cs.Serve(ln) }()
 				defer cs.Close()
 				cfg.CodecEndpoint = "http://" + ln.Addr().String()

@@ -65,7 +65,7 @@ must sign. It needs only Temporal access and the key: run it behind your ingress
 				if err != nil {
 					return usageErr(fmt.Errorf("--addr: %w", err))
 				}
-				srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+				srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 				fmt.Fprintf(cmd.OutOrStdout(), "webhook on http://%s, public at %s\n", ln.Addr(), publicURL)
 				go func() {
 					<-ctx.Done()
