@@ -16,6 +16,7 @@ import (
 	"github.com/a2adelegate/delegate/activities"
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/interop"
 	"github.com/a2adelegate/delegate/push"
 )
 
@@ -103,4 +104,67 @@ func TestPushFollowsTheTask(t *testing.T) {
 	}
 	raw, _ := rawHistory(t, ctx, e.c, d.LocalWorkflowID)
 	clearText(t, raw, settings.Token(d.LocalWorkflowID, st.RemoteTaskID, e.base))
+}
+
+// Push from agents this project did not write: the a2a-js SDK 1.x (A2A
+// 1.0) and 0.3.x (A2A 0.3) with pushNotifications on (their own
+// DefaultPushNotificationSender). The worker registers a push config with
+// each after the first send; after the operator's answer the agent works
+// for 3 s and completes; its pushes reach the webhook, which signals the
+// delegation; the delegation reads the task and completes then, not at
+// the hour the contract's waiting cadence says (nothing else reads a task
+// followed by push).
+func TestInteropPush(t *testing.T) {
+	dir := requireInterop(t)
+	for _, sdk := range []string{interop.SDK1, interop.SDK03} {
+		t.Run("a2a-js-"+sdk, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			agent, err := interop.Start(ctx, interop.Options{SDK: sdk, Dir: dir, Push: true, WorkDelay: 3 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(agent.Stop)
+			key := []byte(strings.Repeat("j", 32))
+			var c client.Client
+			hook := push.NewHandler(key, func(ctx context.Context, wid string, u contracts.TaskUpdate) error {
+				return dclient.Get(c, wid).TaskUpdate(ctx, u)
+			}, nil)
+			webhook := httptest.NewServer(hook)
+			defer webhook.Close()
+			settings, err := push.NewSettings(webhook.URL, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := setup(t, func(o *options) { o.acts = func(a *activities.Activities, _ string) { a.Push = settings } })
+			c = e.c
+			d := jsContract("js-push-"+strings.ReplaceAll(sdk, ".", ""), agent.CardURL, "lost-parcel", nil)
+			d.WaitingPollSeconds = 3600
+			run, err := startRun(ctx, e.c, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+			if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "interop"}); err != nil {
+				t.Fatal(err)
+			}
+			octx, ocancel := context.WithTimeout(ctx, 30*time.Second)
+			defer ocancel()
+			var out contracts.Outcome
+			if err := run.Get(octx, &out); err != nil {
+				st, _ := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
+				t.Fatalf("no outcome within 30 s (the waiting cadence is an hour): %v; state %s, push %v, pushes taken %d; webhook %v", err, st.A2AState, st.Push, st.Pushes, hook.Counts())
+			}
+			if out.Status != contracts.StatusCompleted || len(out.Outputs) != 1 {
+				t.Fatalf("outcome = %s %+v, want completed with the claim", out.Status, out.Error)
+			}
+			st, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.Push || st.Pushes < 1 || hook.Counts()["accepted"] < 1 {
+				t.Errorf("push %v, pushes taken %d, webhook %v; want the agent's pushes taken", st.Push, st.Pushes, hook.Counts())
+			}
+		})
+	}
 }

@@ -3,7 +3,7 @@
 // the delegate Go client (internal/interop starts it as a child process).
 //
 //   node interop/agent.mjs --sdk 1|0.3 [--bindings jsonrpc,rest] [--port 0]
-//                          [--sign-jwk FILE] [--card-03-fields] [--work-ms 50]
+//                          [--sign-jwk FILE] [--card-03-fields] [--work-ms 50] [--push]
 //
 // --sdk 1    @a2a-js/sdk 1.3.0 (npm alias "a2a-js-1"), A2A 1.0.
 // --sdk 0.3  @a2a-js/sdk 0.3.14 (npm alias "a2a-js-03"), A2A 0.3.
@@ -41,6 +41,11 @@
 //                waiting", FAILED "the agent timed out", or COMPLETED with the
 //                artifact) unless a follow-up or a cancel came first.
 // The agent sleeps --work-ms between WORKING and the next state.
+//
+// --push declares capabilities.pushNotifications: the SDK's
+// DefaultRequestHandler then keeps push configs (InMemoryPushNotificationStore)
+// and POSTs every later event of a task to them with its
+// DefaultPushNotificationSender (token in X-A2A-Notification-Token).
 //
 // GET /counts gives {"messages":N,"tasks":N,"cancels":N,"get_tasks":N}:
 // SendMessage/SendStreamingMessage (message/send, message/stream) requests,
@@ -89,7 +94,7 @@ import express from 'express';
 // Only the ready line may go to stdout.
 for (const k of ['log', 'info', 'debug']) console[k] = (...a) => console.error(...a);
 
-const USAGE = `usage: node agent.mjs --sdk 1|0.3 [--bindings jsonrpc,rest] [--port 0] [--sign-jwk FILE] [--card-03-fields] [--work-ms 50]
+const USAGE = `usage: node agent.mjs --sdk 1|0.3 [--bindings jsonrpc,rest] [--port 0] [--sign-jwk FILE] [--card-03-fields] [--work-ms 50] [--push]
 
 An A2A claims agent on the a2a-js SDK (1.3.0: A2A 1.0; 0.3.14: A2A 0.3), on 127.0.0.1.
 Prints {"url":...,"card_url":...} when ready. The first message's data field "scenario" picks:
@@ -115,6 +120,7 @@ try {
       'sign-jwk': { type: 'string' },
       'card-03-fields': { type: 'boolean', default: false },
       'work-ms': { type: 'string', default: '50' },
+      push: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -315,7 +321,7 @@ function baseCard() {
     description: 'Opens claims for lost parcels (a2a-js peer for interop tests).',
     version: '1.0.0',
     provider: { organization: 'delegate interop tests', url: 'https://example.invalid/delegate' },
-    capabilities: { streaming: true },
+    capabilities: { streaming: true, ...(args.push ? { pushNotifications: true } : {}) },
     defaultInputModes: ['text/plain', 'application/json'],
     defaultOutputModes: ['application/json'],
     skills: [{

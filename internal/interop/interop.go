@@ -107,6 +107,9 @@ type Options struct {
 	// the 1.0 card, as servers that speak both versions publish. SDK1 only.
 	// The endpoints still speak 1.0 only.
 	Card03Fields bool
+	// Push declares capabilities.pushNotifications on the card: the SDK
+	// then takes push configs and pushes every later event of a task.
+	Push bool
 	// WorkDelay is how long the agent works between WORKING and the next
 	// state, in whole milliseconds; zero or less means the agent's default,
 	// 50 ms.
@@ -333,6 +336,9 @@ func (o Options) args() ([]string, error) {
 	args := []string{"--sdk", sdk, "--bindings", strings.Join(bindings, ","), "--port", "0"}
 	if o.Card03Fields {
 		args = append(args, "--card-03-fields")
+	}
+	if o.Push {
+		args = append(args, "--push")
 	}
 	if o.WorkDelay > 0 {
 		args = append(args, "--work-ms", strconv.FormatInt(o.WorkDelay.Milliseconds(), 10))
