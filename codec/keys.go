@@ -96,7 +96,7 @@ func ParseKeys(text string) (*Keys, error) {
 			if !keyIDPattern.MatchString(id) {
 				return nil, fmt.Errorf("key %d: the id (before the colon) must be 1 to 64 of A-Z, a-z, 0-9, '.', '_', '-'", n)
 			}
-			secret, err := decodeBase64(strings.TrimSpace(b64))
+			secret, err := DecodeBase64(strings.TrimSpace(b64))
 			if err != nil {
 				return nil, fmt.Errorf("key %d: the secret (after the colon) is not base64", n)
 			}
@@ -118,7 +118,27 @@ func ParseKeys(text string) (*Keys, error) {
 	return NewKeys(keys...)
 }
 
-func decodeBase64(s string) ([]byte, error) {
+// ReadSecretFile reads a file that holds a secret (a key file), at most
+// maxKeyFileBytes: a device or a huge file is refused, not read forever.
+func ReadSecretFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxKeyFileBytes {
+		return nil, fmt.Errorf("%s: over %d bytes", path, maxKeyFileBytes)
+	}
+	return b, nil
+}
+
+// DecodeBase64 decodes a key written in base64, standard or URL alphabet,
+// padded or not.
+func DecodeBase64(s string) ([]byte, error) {
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if b, err := enc.DecodeString(s); err == nil {
 			return b, nil
@@ -130,18 +150,9 @@ func decodeBase64(s string) ([]byte, error) {
 // LoadKeys reads keys from a file (ParseKeys). The file should be
 // readable by its owner only; errors name the file, never a secret.
 func LoadKeys(path string) (*Keys, error) {
-	f, err := os.Open(path)
+	b, err := ReadSecretFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("encryption key file: %w", err)
-	}
-	defer f.Close()
-	// Bounded: a key file is a few lines (a device or a huge file is not one).
-	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("encryption key file: %w", err)
-	}
-	if len(b) > maxKeyFileBytes {
-		return nil, fmt.Errorf("encryption key file %s: over %d bytes", path, maxKeyFileBytes)
 	}
 	k, err := ParseKeys(string(b))
 	if err != nil {

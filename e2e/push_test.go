@@ -20,6 +20,23 @@ import (
 	"github.com/a2adelegate/delegate/push"
 )
 
+// newWebhook serves a push webhook (package push) for key that relays to
+// the client *c points at once the env is up (pushes come after the
+// first send), and returns the workers' push settings and the handler.
+func newWebhook(t *testing.T, key []byte, c *client.Client, path string) (*push.Settings, *push.Handler) {
+	t.Helper()
+	hook := push.NewHandler(key, func(ctx context.Context, wid string, u contracts.TaskUpdate) error {
+		return dclient.Get(*c, wid).TaskUpdate(ctx, u)
+	}, nil)
+	webhook := httptest.NewServer(hook)
+	t.Cleanup(webhook.Close)
+	settings, err := push.NewSettings(webhook.URL+path, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return settings, hook
+}
+
 // An agent whose card declares pushNotifications (the claims agent,
 // a2a-go's push sender) is followed by push: the worker registers a push
 // config pointing at the webhook with a token derived for the delegation
@@ -30,17 +47,8 @@ import (
 // history. A push forged with a wrong token is refused and signals
 // nothing.
 func TestPushFollowsTheTask(t *testing.T) {
-	key := []byte(strings.Repeat("p", 32))
 	var c client.Client // set once the env is up; pushes come after
-	hook := push.NewHandler(key, func(ctx context.Context, wid string, u contracts.TaskUpdate) error {
-		return dclient.Get(c, wid).TaskUpdate(ctx, u)
-	}, nil)
-	webhook := httptest.NewServer(hook)
-	defer webhook.Close()
-	settings, err := push.NewSettings(webhook.URL+"/a2a/push", key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	settings, hook := newWebhook(t, []byte(strings.Repeat("p", 32)), &c, "/a2a/push")
 	var gets atomic.Int32
 	e := setup(t, func(o *options) {
 		o.agent.StubbornDelay = 8 * time.Second
@@ -125,17 +133,8 @@ func TestInteropPush(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(agent.Stop)
-			key := []byte(strings.Repeat("j", 32))
 			var c client.Client
-			hook := push.NewHandler(key, func(ctx context.Context, wid string, u contracts.TaskUpdate) error {
-				return dclient.Get(c, wid).TaskUpdate(ctx, u)
-			}, nil)
-			webhook := httptest.NewServer(hook)
-			defer webhook.Close()
-			settings, err := push.NewSettings(webhook.URL, key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			settings, hook := newWebhook(t, []byte(strings.Repeat("j", 32)), &c, "")
 			e := setup(t, func(o *options) { o.acts = func(a *activities.Activities, _ string) { a.Push = settings } })
 			c = e.c
 			d := jsContract("js-push-"+strings.ReplaceAll(sdk, ".", ""), agent.CardURL, "lost-parcel", nil)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,7 +21,6 @@ import (
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/push"
 )
 
 // TestRecordHistories runs one delegation per scenario and writes each
@@ -255,16 +253,8 @@ func TestRecordHistories(t *testing.T) {
 	if want("pushed") {
 		// The agent pushes the task's completion to a webhook; the
 		// delegation reads the task on the push (VersionPush).
-		key := []byte(strings.Repeat("r", 32))
 		var c client.Client
-		webhook := httptest.NewServer(push.NewHandler(key, func(ctx context.Context, wid string, u contracts.TaskUpdate) error {
-			return dclient.Get(c, wid).TaskUpdate(ctx, u)
-		}, nil))
-		defer webhook.Close()
-		settings, err := push.NewSettings(webhook.URL, key)
-		if err != nil {
-			t.Fatal(err)
-		}
+		settings, _ := newWebhook(t, []byte(strings.Repeat("r", 32)), &c, "")
 		saved := e
 		e = setup(t, recording, func(o *options) {
 			o.agent.StubbornDelay = 2 * time.Second

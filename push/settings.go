@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"os"
 	"strings"
+
+	"github.com/a2adelegate/delegate/codec"
 )
 
 // EnvKey is the environment variable that holds the push key (base64 of
@@ -41,7 +43,7 @@ func NewSettings(publicURL string, key []byte) (*Settings, error) {
 func LoadKey(path string) ([]byte, error) {
 	text, from := os.Getenv(EnvKey), EnvKey
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := codec.ReadSecretFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("push key file: %w", err)
 		}
@@ -51,15 +53,14 @@ func LoadKey(path string) ([]byte, error) {
 	if text == "" {
 		return nil, nil
 	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if k, err := enc.DecodeString(text); err == nil {
-			if len(k) < 32 {
-				return nil, fmt.Errorf("push key (%s): %d bytes, at least 32", from, len(k))
-			}
-			return k, nil
-		}
+	k, err := codec.DecodeBase64(text)
+	if err != nil {
+		return nil, errors.New("push key (" + from + "): not base64")
 	}
-	return nil, errors.New("push key (" + from + "): not base64")
+	if len(k) < 32 {
+		return nil, fmt.Errorf("push key (%s): %d bytes, at least 32", from, len(k))
+	}
+	return k, nil
 }
 
 // URL is the notification URL of one delegation: the public URL, the

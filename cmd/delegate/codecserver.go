@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -55,16 +53,8 @@ passAccessToken). Put it behind TLS where the UI is not on this host.`,
 			if err != nil {
 				return usageErr(fmt.Errorf("--addr: %w", err))
 			}
-			srv := &http.Server{Handler: codec.Handler(keys, opts), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 			fmt.Fprintf(cmd.OutOrStdout(), "codec server on http://%s for %s (keys %s)\n", ln.Addr(), strings.Join(origins, ", "), strings.Join(keys.IDs(), ", "))
-			go func() {
-				<-cmd.Context().Done()
-				_ = srv.Close()
-			}()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
+			return serveUntil(cmd.Context(), ln, codec.Handler(keys, opts))
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8234", "listen on host:port")

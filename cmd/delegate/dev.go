@@ -3,11 +3,9 @@ package main
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -68,8 +66,7 @@ payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them deco
 				if err != nil {
 					return temporalErr(fmt.Errorf("--codec-port %d: %w", codecPort, err))
 				}
-				cs := &http.Server{Handler: codec.Handler(keys, codec.ServerOptions{AllowOrigin: func(o string) bool { return o == uiOrigin.Load() || o == uiLocalhost.Load() }}),
-					ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+				cs := publicServer(codec.Handler(keys, codec.ServerOptions{AllowOrigin: func(o string) bool { return o == uiOrigin.Load() || o == uiLocalhost.Load() }}))
 				go func() { _ = cs.Serve(ln) }()
 				defer cs.Close()
 				cfg.CodecEndpoint = "http://" + ln.Addr().String()

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -65,13 +63,8 @@ must sign. It needs only Temporal access and the key: run it behind your ingress
 				if err != nil {
 					return usageErr(fmt.Errorf("--addr: %w", err))
 				}
-				srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 				fmt.Fprintf(cmd.OutOrStdout(), "webhook on http://%s, public at %s\n", ln.Addr(), publicURL)
-				go func() {
-					<-ctx.Done()
-					_ = srv.Close()
-				}()
-				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				if err := serveUntil(ctx, ln, h); err != nil {
 					return err
 				}
 				logger.Info("webhook stopped", "counts", h.Counts())

@@ -20,7 +20,7 @@ var allowed = map[string][]string{
 	"cards":                {"contracts"},
 	"a2aclient":            {"cards", "contracts"},
 	"activities":           {"a2aclient", "cards", "client", "contracts", "push"},
-	"push":                 {"client", "contracts"},
+	"push":                 {"client", "codec", "contracts"},
 	"workflows":            {"activities", "contracts"},
 	"client":               {"codec", "contracts"},
 	"codec":                {},
