@@ -31,8 +31,12 @@ func newBenchCmd() *cobra.Command {
 			}
 			cfg.WorkerCommand = []string{self, "worker"}
 			if agent := filepath.Join(filepath.Dir(self), "claims-agent"); fileExists(agent) {
-				// make build puts it next to delegate.
-				cfg.AgentCommand = []string{agent}
+				// make build puts it next to delegate. Without a work delay,
+				// like the agent the bench runs in its own process: a
+				// delegation parks at the question in one send (the agent's
+				// default 500 ms would add a read, a workflow task and a
+				// state to every parked delegation).
+				cfg.AgentCommand = []string{agent, "-work-delay", "0"}
 			}
 			switch {
 			case cfg.Only != "" && cfg.Only != "embedded" && cfg.Only != "postgres":
