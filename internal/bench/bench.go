@@ -513,17 +513,23 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 				// A start refused under load (a timeout, a rate limit) is
 				// tried again; one that did start the first time is running.
 				var err error
-				for try := 0; try < 5; try++ {
+				for try := 0; try < 5 && ctx.Err() == nil; try++ {
 					if _, err = startRun(ctx, c, d); err == nil || errors.Is(err, dclient.ErrAlreadyRunning) {
 						return
 					}
-					time.Sleep(time.Second)
+					sleep(ctx, time.Second)
+				}
+				if err == nil {
+					err = ctx.Err()
 				}
 				failed.Add(1)
 				firstErr.CompareAndSwap(nil, err.Error())
 			})
 		}
 		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return err // interrupted (SIGTERM, SIGINT): no more retries
+		}
 		if n := failed.Load(); n > 0 {
 			return fmt.Errorf("%d delegations did not start (%v)", n, firstErr.Load())
 		}
@@ -543,10 +549,10 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 		deadline := time.Now().Add(within)
 		for {
 			got := waitingNow()
-			if got >= n || time.Now().After(deadline) {
+			if got >= n || time.Now().After(deadline) || ctx.Err() != nil {
 				return got
 			}
-			time.Sleep(200 * time.Millisecond)
+			sleep(ctx, 200*time.Millisecond)
 		}
 	}
 	// answer answers bench-waiting-<id>, timed.
@@ -555,6 +561,9 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 			if st, err := dclient.Get(c, wid).State(ctx); err == nil && st.Question != nil {
 				break
+			}
+			if err := ctx.Err(); err != nil {
+				return 0, err
 			}
 			if time.Now().After(deadline) {
 				return 0, fmt.Errorf("%s never asked for input", wid)
@@ -601,6 +610,9 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 		}
 		done += n
 		got := waitUntil(10+done-1000, 10*time.Minute)
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
 		say("waiting: %d started, %d waiting, %.1f/s", done, got, float64(got-10)/time.Since(t0).Seconds())
 	}
 	out.Count = waitUntil(cfg.Waiting, 3*time.Minute+time.Duration(cfg.Waiting)*10*time.Millisecond)
@@ -649,6 +661,16 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 		out.AnswerP50ms = p50(atN)
 	}
 	return out, nil
+}
+
+// sleep waits d or until ctx is done, whichever comes first.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // answerOps is how many answers each answer measurement times.
