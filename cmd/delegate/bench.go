@@ -38,6 +38,17 @@ func newBenchCmd() *cobra.Command {
 				// state to every parked delegation).
 				cfg.AgentCommand = []string{agent, "-work-delay", "0"}
 			}
+			// Counts a person typed wrong are refused, not replaced by the
+			// defaults (bench.Run takes 0 as "the default").
+			for _, c := range []struct {
+				flag string
+				v    int
+				min  int
+			}{{"-n", cfg.N, 1}, {"--concurrency", cfg.Concurrency, 1}, {"--latency-ops", cfg.Latency, 1}, {"--waiting", cfg.Waiting, 0}} {
+				if c.v < c.min {
+					return usageErr(fmt.Errorf("%s %d: must be at least %d", c.flag, c.v, c.min))
+				}
+			}
 			switch {
 			case cfg.Only != "" && cfg.Only != "embedded" && cfg.Only != "postgres":
 				return usageErr(fmt.Errorf(`--only %q: "embedded" or "postgres"`, cfg.Only))

@@ -94,6 +94,11 @@ func TestConnectionFlagsPersistent(t *testing.T) {
 	wantExit(t, exitUsage, []string{`--address: "delegate dev" does not connect to a Temporal server`}, "dev", "--address", "127.0.0.1:1")
 	wantExit(t, exitUsage, []string{`--namespace: "delegate card fetch" does not connect`}, "card", "fetch", "http://127.0.0.1:1/", "--namespace", "x")
 	wantExit(t, exitUsage, []string{`--tls: "delegate bench" does not connect`}, "--tls", "bench")
+	// Counts typed wrong are refused, not run with the defaults.
+	wantExit(t, exitUsage, []string{"-n -5: must be at least 1"}, "bench", "-n", "-5")
+	wantExit(t, exitUsage, []string{"--concurrency 0: must be at least 1"}, "bench", "--concurrency", "0")
+	wantExit(t, exitUsage, []string{"--latency-ops 0: must be at least 1"}, "bench", "--latency-ops", "0")
+	wantExit(t, exitUsage, []string{"--waiting -1: must be at least 0"}, "bench", "--waiting", "-1")
 	// Help lists only the flags a command takes.
 	for args, want := range map[string]bool{"dev --help": false, "card fetch --help": false, "bench --help": false, "status --help": true, "worker --help": true} {
 		out, _, _ := cli(t, strings.Fields(args)...)
