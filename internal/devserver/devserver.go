@@ -6,10 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,9 +94,15 @@ type TLS struct {
 //
 //   - history.transferProcessorMaxPollRPS (default 20): how often a shard's
 //     transfer queue is read. With one shard, every workflow task that is
-//     not dispatched eagerly waited up to 50 ms for it. (The timer and
-//     visibility queues keep their defaults: raising them cost throughput
-//     here, the CPU going to SQLite, and nothing waits on them.)
+//     not dispatched eagerly waited up to 50 ms for it.
+//   - history.timerProcessorMaxPollRPS and
+//     history.visibilityProcessorMaxPollRPS (default 20): the same for the
+//     timer queue (a delegation's first read and its deadline are timers)
+//     and the visibility queue (what list and the UI show). Every figure
+//     of docs/performance.md from issue 13 on was taken with them at 1000.
+//     One earlier trial, before the other changes, saw trivial throughput at
+//     concurrency 50 fall with them raised (36 – 41/s to 33/s on SQLite);
+//     not compared again since.
 //   - matching.numTaskqueueReadPartitions and
 //     matching.numTaskqueueWritePartitions (default 4): partitions spread
 //     a task queue over matching hosts; with one host, a task written to
@@ -135,10 +143,33 @@ func LoadDynamicConfig(path string) (dynamicconfig.ConfigValueMap, error) {
 		return fail(err)
 	}
 	written := map[string]string{}
-	for k, v := range top {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
+		// The server lowercases keys: two spellings of one key would
+		// leave which value applies to chance.
+		if other, ok := written[strings.ToLower(k)]; ok {
+			return fail(fmt.Errorf("%q and %q are the same setting (keys are case-insensitive): give it once", other, k))
+		}
 		written[strings.ToLower(k)] = k
-		if _, ok := v.([]any); !ok {
-			return fail(fmt.Errorf("%s: want a list of {value: V} (for example \"%s:\\n  - value: 500\"), got %v", k, k, v))
+		list, ok := top[k].([]any)
+		if !ok {
+			return fail(fmt.Errorf("%s: want a list of {value: V} (for example \"%s:\\n  - value: 500\"), got %v", k, k, top[k]))
+		}
+		if len(list) == 0 {
+			return fail(fmt.Errorf("%s: an empty list sets nothing; give at least one {value: V}, or remove the key", k))
+		}
+		for i, item := range list {
+			fields, ok := item.(map[string]any)
+			if !ok {
+				return fail(fmt.Errorf("%s: item %d: want {value: V, constraints: {...}}, got %v", k, i+1, item))
+			}
+			for f := range fields {
+				if f != "value" && f != "constraints" {
+					return fail(fmt.Errorf("%s: item %d: unknown field %q (an item has value and constraints)", k, i+1, f))
+				}
+			}
+			if _, ok := fields["value"]; !ok {
+				return fail(fmt.Errorf("%s: item %d: no value", k, i+1))
+			}
 		}
 	}
 	lr := dynamicconfig.LoadYamlFile(b)

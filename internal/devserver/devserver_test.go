@@ -102,6 +102,12 @@ func TestLoadDynamicConfig(t *testing.T) {
 		"list.yaml":  {"- history.transferProcessorMaxPollRPS\n", "not a list"},
 		"zero.yaml":  {"matching.numTaskqueueReadPartitions:\n  - value: 0\n", `"matching.numTaskqueueReadPartitions": value 0: a task queue needs at least 1 partition`},
 		"rps.yaml":   {"history.transferProcessorMaxPollRPS:\n  - value: -5\n", "must be at least 1"},
+		// Two spellings of one key (the server lowercases them), an empty
+		// list, and a misspelt field were taken without a word.
+		"dupcase.yaml":   {"history.transferprocessormaxpollrps:\n  - value: 5\nhistory.transferProcessorMaxPollRPS:\n  - value: 7\n", `"history.transferProcessorMaxPollRPS" and "history.transferprocessormaxpollrps" are the same setting`},
+		"emptylist.yaml": {"history.transferProcessorMaxPollRPS: []\n", "history.transferProcessorMaxPollRPS: an empty list sets nothing"},
+		"field.yaml":     {"history.transferProcessorMaxPollRPS:\n  - valu: 500\n", `history.transferProcessorMaxPollRPS: item 1: unknown field "valu"`},
+		"novalue.yaml":   {"history.transferProcessorMaxPollRPS:\n  - constraints: {}\n", "history.transferProcessorMaxPollRPS: item 1: no value"},
 	} {
 		_, err := LoadDynamicConfig(write(name, tc.text))
 		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tc.want)) {
