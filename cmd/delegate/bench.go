@@ -21,7 +21,7 @@ func newBenchCmd() *cobra.Command {
 	var asJSON bool
 	var dynamicConfigFile string
 	cmd := &cobra.Command{
-		Use:   "bench [-n N] [--concurrency C] [--waiting W] [--json]",
+		Use:   "bench [-n N] [--concurrency C] [--latency-ops L] [--waiting W] [--server URL [--only embedded|postgres]] [--dynamic-config FILE] [--json]",
 		Short: "Measure delegations against raw A2A calls and a trivial workflow, in one run (docs/performance.md)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -44,10 +44,20 @@ func newBenchCmd() *cobra.Command {
 				flag string
 				v    int
 				min  int
-			}{{"-n", cfg.N, 1}, {"--concurrency", cfg.Concurrency, 1}, {"--latency-ops", cfg.Latency, 1}, {"--waiting", cfg.Waiting, 0}} {
+				max  int
+			}{{"-n", cfg.N, 1, 1_000_000}, {"--concurrency", cfg.Concurrency, 1, 10_000}, {"--latency-ops", cfg.Latency, 1, 1_000_000}, {"--waiting", cfg.Waiting, 0, 10_000_000}} {
 				if c.v < c.min {
 					return usageErr(fmt.Errorf("%s %d: must be at least %d", c.flag, c.v, c.min))
 				}
+				if c.v > c.max {
+					return usageErr(fmt.Errorf("%s %d: must be at most %d", c.flag, c.v, c.max))
+				}
+			}
+			if cfg.Waiting > 0 && cfg.Waiting < 10 {
+				return usageErr(fmt.Errorf("--waiting %d: 0 (skip it) or at least 10 (it first times answers with 10 waiting)", cfg.Waiting))
+			}
+			if cmd.Flags().Changed("only") && cfg.Only == "" {
+				return usageErr(errors.New(`--only "": "embedded" or "postgres" (leave the flag out for both)`))
 			}
 			switch {
 			case cfg.Only != "" && cfg.Only != "embedded" && cfg.Only != "postgres":
@@ -67,18 +77,26 @@ func newBenchCmd() *cobra.Command {
 			}
 			cfg.Progress = cmd.ErrOrStderr() // JSON goes to stdout
 			res, err := bench.Run(cmd.Context(), cfg)
-			if err != nil {
+			// An interrupt (SIGINT, SIGTERM) ends the run where it is: what
+			// was measured is printed, and the exit code says it is partial.
+			interrupted := cmd.Context().Err() != nil
+			if err != nil && !interrupted {
 				return temporalErr(err)
 			}
-			if asJSON {
-				printJSON(cmd.OutOrStdout(), res)
-				return nil
-			}
-			for _, name := range []string{"embedded", "postgres"} {
-				if r, ok := res.Servers[name]; ok {
-					fmt.Fprintf(cmd.OutOrStdout(), "== %s: %s\n", name, r.Settings["server"])
-					printBench(cmd.OutOrStdout(), r)
+			if res != nil {
+				if asJSON {
+					printJSON(cmd.OutOrStdout(), res)
+				} else {
+					for _, name := range []string{"embedded", "postgres"} {
+						if r, ok := res.Servers[name]; ok {
+							fmt.Fprintf(cmd.OutOrStdout(), "== %s: %s\n", name, r.Settings["server"])
+							printBench(cmd.OutOrStdout(), r)
+						}
+					}
 				}
+			}
+			if interrupted {
+				return &exitError{code: exitNotComplete, err: errors.New("bench interrupted: the figures printed (if any) are partial")}
 			}
 			return nil
 		},
@@ -90,7 +108,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&cfg.Postgres, "server", "", "also measure on a Temporal server on this PostgreSQL database: postgres://USER@HOST:PORT/DB (make bench-postgres starts one)")
 	cmd.Flags().StringVar(&cfg.Only, "only", "", `measure on one server only: "embedded" or "postgres"`)
-	cmd.Flags().StringVar(&dynamicConfigFile, "dynamic-config", "", "Temporal dynamic-config YAML file, over the one-host defaults of the embedded server")
+	cmd.Flags().StringVar(&dynamicConfigFile, "dynamic-config", "", "Temporal dynamic-config YAML file, over the one-host defaults of every server the bench runs (SQLite and PostgreSQL)")
 	return cmd
 }
 

@@ -99,6 +99,9 @@ func TestConnectionFlagsPersistent(t *testing.T) {
 	wantExit(t, exitUsage, []string{"--concurrency 0: must be at least 1"}, "bench", "--concurrency", "0")
 	wantExit(t, exitUsage, []string{"--latency-ops 0: must be at least 1"}, "bench", "--latency-ops", "0")
 	wantExit(t, exitUsage, []string{"--waiting -1: must be at least 0"}, "bench", "--waiting", "-1")
+	wantExit(t, exitUsage, []string{"--waiting 5: 0 (skip it) or at least 10"}, "bench", "--waiting", "5")
+	wantExit(t, exitUsage, []string{"--latency-ops 2000000000: must be at most 1000000"}, "bench", "--latency-ops", "2000000000")
+	wantExit(t, exitUsage, []string{`--only "": "embedded" or "postgres"`}, "bench", "--only", "")
 	// Help lists only the flags a command takes.
 	for args, want := range map[string]bool{"dev --help": false, "card fetch --help": false, "bench --help": false, "status --help": true, "worker --help": true} {
 		out, _, _ := cli(t, strings.Fields(args)...)
@@ -138,5 +141,18 @@ func TestKeysHint(t *testing.T) {
 	}
 	if got := temporalErr(errors.New("connection refused")).Error(); strings.Contains(got, "encrypt") {
 		t.Errorf("an unrelated error got the keys hint: %q", got)
+	}
+}
+
+// An interrupted bench (SIGINT, SIGTERM: its context is done) exits 1 and
+// says so; it exited 3 as if Temporal had failed, or 0 when the interrupt
+// came during the waiting measurement.
+func TestBenchInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"bench", "--only", "embedded", "-n", "1", "--concurrency", "1", "--latency-ops", "1", "--waiting", "0"}, &out, &errOut)
+	if code != exitNotComplete || !strings.Contains(errOut.String(), "bench interrupted") {
+		t.Errorf("exit %d, stderr %q; want %d and \"bench interrupted\"", code, errOut.String(), exitNotComplete)
 	}
 }

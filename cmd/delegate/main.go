@@ -21,7 +21,7 @@ import (
 // Exit codes, documented in `delegate --help`.
 const (
 	exitOK          = 0
-	exitNotComplete = 1 // start --wait: not completed; cancel/revoke: ended otherwise first; card fetch: card unusable
+	exitNotComplete = 1 // start --wait: not completed; cancel/revoke: ended otherwise first; card fetch: card unusable; bench: interrupted
 	exitUsage       = 2 // bad flags or input (a contract or an answer that does not validate)
 	exitTemporal    = 3 // Temporal or network error, or a refused operation
 )
@@ -137,7 +137,8 @@ Exit codes:
   1  "start --wait": the delegation ended with a status other than completed;
      "cancel", "revoke": it ended otherwise before the stop took effect;
      "card fetch": the card was fetched but cannot be used (no usable interface,
-     or a verified signature is required and missing)
+     or a verified signature is required and missing);
+     "bench": interrupted (SIGINT, SIGTERM), what was measured is printed
   2  bad flags or input (a contract or an answer that does not validate)
   3  Temporal or network error, or an operation the server refused`,
 		SilenceUsage:  true,

@@ -304,6 +304,9 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 		m.out.C1 = measure(ctx, m.f, cfg.Latency, 1)
 		say("%s: %d at concurrency %d", m.name, cfg.N, cfg.Concurrency)
 		m.out.CN = measure(ctx, m.f, cfg.N, cfg.Concurrency)
+		if err := ctx.Err(); err != nil {
+			return nil, err // interrupted: every operation from here would fail
+		}
 	}
 	if res.Trivial.CN.ThroughputPerS > 0 {
 		res.Ratios.DelegateVsTrivialThroughput = round2(res.Delegate.CN.ThroughputPerS / res.Trivial.CN.ThroughputPerS)
@@ -321,7 +324,10 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 		w.Stop() // the waiting delegations belong to the worker process alone
 		say("waiting: %d delegations in input-required on a worker process", cfg.Waiting)
 		res.Waiting, err = waiting(ctx, c, srv, base, cfg, say)
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			res.Waiting.Skipped = "interrupted"
+		case err != nil:
 			res.Waiting.Skipped = err.Error()
 		}
 	} else {
@@ -469,6 +475,7 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 	args := append(slices.Clone(cfg.WorkerCommand), "--address", srv.FrontendAddr(), "--debug-addr", debugAddr, "--poll-initial", "20ms")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	child(cmd)
 	if err := cmd.Start(); err != nil {
 		return out, err
 	}
@@ -484,6 +491,7 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 		aargs := append(slices.Clone(cfg.AgentCommand), "-addr", addr)
 		agent = exec.CommandContext(ctx, aargs[0], aargs[1:]...)
 		agent.Stdout, agent.Stderr = io.Discard, io.Discard
+		child(agent)
 		if err := agent.Start(); err != nil {
 			return out, err
 		}
@@ -616,7 +624,7 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 			return out, err
 		}
 		done += n
-		got := waitUntil(10+done-1000, 10*time.Minute)
+		got := waitUntil(max(10+done-1000, 10), 10*time.Minute)
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
@@ -668,6 +676,25 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 		out.AnswerP50ms = p50(atN)
 	}
 	return out, nil
+}
+
+// child prepares a process the waiting measurement starts: it gets the
+// environment without the variables of delegate and Temporal
+// (TEMPORAL_NAMESPACE, TEMPORAL_TLS, DELEGATE_ENCRYPTION_KEYS,
+// DELEGATE_POLICY, CLAIMS_AGENT_AUTH_TOKEN ...), which would change what is
+// measured (the bench refuses the flags they stand for), and it ends with
+// the bench, even a killed one (parentDeath).
+func child(cmd *exec.Cmd) {
+	env := []string{}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "TEMPORAL_") || strings.HasPrefix(name, "DELEGATE_") || strings.HasPrefix(name, "CLAIMS_AGENT_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	cmd.Env = env
+	parentDeath(cmd)
 }
 
 // sleep waits d or until ctx is done, whichever comes first.

@@ -1,13 +1,19 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,14 +29,69 @@ import (
 // childWorkerEnv makes the test binary the waiting measurement's worker
 // process: WorkerCommand is the test binary itself, and the bench appends
 // "--address ADDR --debug-addr ... --poll-initial ...".
-const childWorkerEnv = "DELEGATE_BENCH_CHILD_WORKER"
+const childWorkerEnv = "BENCH_TEST_CHILD_WORKER"
+
+// parentEnv makes the test binary a parent that starts one child the way
+// the bench does (child), prints its pid, and waits to be killed.
+const parentEnv = "BENCH_TEST_PARENT"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childWorkerEnv) == "1" {
 		runChildWorker()
 		return
 	}
+	if os.Getenv(parentEnv) == "1" {
+		cmd := exec.Command("sleep", "300")
+		child(cmd)
+		if err := cmd.Start(); err != nil {
+			os.Exit(3)
+		}
+		fmt.Println(cmd.Process.Pid, strings.Join(cmd.Env, " "))
+		_ = cmd.Wait()
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
+}
+
+// The processes the bench starts get neither delegate's nor Temporal's
+// variables (they would change what is measured) and die with the bench,
+// even one killed with SIGKILL: a killed bench left its claims agent
+// running.
+func TestChildProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("parent-death signal: Linux only")
+	}
+	t.Setenv(parentEnv, "1")
+	t.Setenv("TEMPORAL_NAMESPACE", "elsewhere")
+	t.Setenv("DELEGATE_POLICY", "/tmp/policy.json")
+	parent := exec.Command(os.Args[0])
+	stdout, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidText, env, _ := strings.Cut(strings.TrimSpace(line), " ")
+	if strings.Contains(env, "TEMPORAL_NAMESPACE") || strings.Contains(env, "DELEGATE_POLICY") {
+		t.Errorf("the child's environment has the bench's connection settings: %s", env)
+	}
+	pid, err := strconv.Atoi(pidText)
+	if err != nil {
+		t.Fatalf("pid %q: %v", pidText, err)
+	}
+	_ = parent.Process.Kill() // SIGKILL: no handler runs
+	_ = parent.Wait()
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("child %d still running 10 s after its parent was killed", pid)
+		}
+	}
 }
 
 func runChildWorker() {
@@ -106,7 +167,7 @@ func TestWaitingStopsWhenInterrupted(t *testing.T) {
 			select {
 			case r := <-done:
 				w := r.res.Servers["embedded"].Waiting
-				if !strings.Contains(w.Skipped, "context canceled") {
+				if w.Skipped != "interrupted" {
 					t.Errorf("waiting measurement: %+v, want it skipped as canceled", w)
 				}
 			case <-time.After(20 * time.Second):
