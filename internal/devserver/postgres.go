@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,9 +29,15 @@ func postgresConfigs(raw string) (store, visibility *config.SQL, err error) {
 	if err != nil || u.Scheme != "postgres" && u.Scheme != "postgresql" || u.Host == "" || u.Port() == "" {
 		return nil, nil, fmt.Errorf("devserver: --server %q: want postgres://USER@HOST:PORT/DB", redact(raw))
 	}
+	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+		return nil, nil, fmt.Errorf("devserver: --server %q: port %q is not a TCP port, 1 to 65535 (postgres://USER@HOST:PORT/DB)", redact(raw), u.Port())
+	}
 	db := strings.TrimPrefix(u.Path, "/")
-	if db == "" || strings.Contains(db, "/") {
+	if db == "" {
 		return nil, nil, fmt.Errorf("devserver: --server %q: the database name is missing (postgres://USER@HOST:PORT/DB)", redact(raw))
+	}
+	if strings.Contains(db, "/") {
+		return nil, nil, fmt.Errorf("devserver: --server %q: database name %q has a \"/\" (postgres://USER@HOST:PORT/DB)", redact(raw), db)
 	}
 	if u.User == nil || u.User.Username() == "" {
 		return nil, nil, fmt.Errorf("devserver: --server %q: the user is missing (postgres://USER@HOST:PORT/DB)", redact(raw))

@@ -44,7 +44,7 @@ func TestPostgresServer(t *testing.T) {
 // A --server URL that is not postgres://USER@HOST:PORT/DB is refused with
 // the rule, and a password never shows in the error.
 func TestPostgresURLErrors(t *testing.T) {
-	for _, raw := range []string{"mysql://u@h:1/db", "postgres://u:secret@h/db", "postgres://u:secret@h:5432/", "postgres://u@h:5432/a/b", "postgres://:secret@h:1/db"} {
+	for _, raw := range []string{"mysql://u@h:1/db", "postgres://u:secret@h/db", "postgres://u:secret@h:5432/", "postgres://u@h:5432/a/b", "postgres://:secret@h:1/db", "postgres://u:secret@h:99999/db"} {
 		_, _, err := postgresConfigs(raw)
 		if err == nil {
 			t.Errorf("%s: accepted", raw)
@@ -52,6 +52,16 @@ func TestPostgresURLErrors(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "USER@HOST:PORT/DB") {
 			t.Errorf("%s: error %q", raw, err)
+		}
+	}
+	// The rule broken is named: a database name with a "/" was called
+	// missing, and port 99999 got through to the dial (exit 3).
+	for raw, want := range map[string]string{
+		"postgres://u@h:5432/a/b":        `database name "a/b" has a "/"`,
+		"postgres://u:secret@h:99999/db": `port "99999" is not a TCP port, 1 to 65535`,
+	} {
+		if _, _, err := postgresConfigs(raw); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", raw, err, want)
 		}
 	}
 	s, v, err := postgresConfigs("postgres://temporal:pw@127.0.0.1:5432/temporal?sslmode=disable")
