@@ -72,7 +72,7 @@ type Delegation struct {
 	OnUnknownOutcome string `json:"on_unknown_outcome,omitempty"`
 	// WaitingPollSeconds is how often, in seconds, the remote task is read
 	// while an operator is asked for input (so that a task the agent ended
-	// meanwhile ends the delegation): 1 to 3600, default
+	// meanwhile ends the delegation): 1 to MaxWaitingPollSeconds, default
 	// DefaultWaitingPollSeconds.
 	WaitingPollSeconds int `json:"waiting_poll_seconds,omitempty"`
 }
@@ -81,6 +81,12 @@ type Delegation struct {
 // no waiting_poll_seconds: one read every five minutes (10,000 waiting
 // delegations cost about 33 reads a second, agents and server together).
 const DefaultWaitingPollSeconds = 300
+
+// MaxWaitingPollSeconds is the longest waiting cadence, a day: for an agent
+// that pushes its changes, or delegations that wait for days, where a read
+// an hour (the former bound) of each of 100,000 waiting delegations is 28
+// reads a second, agents and server together (docs/scaling.md).
+const MaxWaitingPollSeconds = 86400
 
 // WaitingPoll is the contract's waiting cadence with the default filled in.
 func (d Delegation) WaitingPoll() time.Duration {
@@ -307,8 +313,8 @@ func (d Delegation) Validate(now time.Time) error {
 	} else if d.Deadline.Sub(now) > MaxDeadline {
 		add("deadline", fmt.Sprintf("at most %d days ahead (got %s)", int(MaxDeadline.Hours()/24), d.Deadline.UTC().Format(time.RFC3339)))
 	}
-	if d.WaitingPollSeconds < 0 || d.WaitingPollSeconds > 3600 {
-		add("waiting_poll_seconds", fmt.Sprintf("must be 1 to 3600 (seconds), got %d", d.WaitingPollSeconds))
+	if d.WaitingPollSeconds < 0 || d.WaitingPollSeconds > MaxWaitingPollSeconds {
+		add("waiting_poll_seconds", fmt.Sprintf("must be 1 to %d (seconds, a day), got %d", MaxWaitingPollSeconds, d.WaitingPollSeconds))
 	}
 	errs = append(errs, d.validateDepth()...)
 	switch d.WriteAuthority {

@@ -102,6 +102,8 @@ func TestDecodeDelegationRules(t *testing.T) {
 		{"not an object", []byte(`["x"]`), "(document)", "JSON object"},
 		{"trailing data", []byte(valid + ` {}`), "(document)", "after top-level value"},
 		{"malformed", []byte(`{"skill": `), "(document)", "malformed"},
+		{"waiting cadence past a day", with(t, "waiting_poll_seconds", `86401`), "waiting_poll_seconds", "must be 1 to 86400"},
+		{"negative waiting cadence", with(t, "waiting_poll_seconds", `-1`), "waiting_poll_seconds", "must be 1 to 86400"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,6 +134,18 @@ func hasFieldError(err error, field, rule string) bool {
 		}
 	}
 	return false
+}
+
+// A waiting cadence up to a day is taken (the bound was an hour: 100,000
+// delegations waiting for days were read 28 times a second).
+func TestWaitingCadenceUpToADay(t *testing.T) {
+	d, err := DecodeDelegation(with(t, "waiting_poll_seconds", `86400`), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.WaitingPoll() != 24*time.Hour {
+		t.Errorf("WaitingPoll() = %v, want 24h", d.WaitingPoll())
+	}
 }
 
 func TestDecodeDelegationAcceptsBOMAndUpperCaseScheme(t *testing.T) {
