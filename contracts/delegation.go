@@ -72,8 +72,9 @@ type Delegation struct {
 	OnUnknownOutcome string `json:"on_unknown_outcome,omitempty"`
 	// WaitingPollSeconds is how often, in seconds, the remote task is read
 	// while an operator is asked for input (so that a task the agent ended
-	// meanwhile ends the delegation): 1 to MaxWaitingPollSeconds, default
-	// DefaultWaitingPollSeconds.
+	// meanwhile ends the delegation), and, for an agent that pushes its
+	// changes, how often a working task is read when no push comes: 1 to
+	// MaxWaitingPollSeconds; 0 or absent is DefaultWaitingPollSeconds.
 	WaitingPollSeconds int `json:"waiting_poll_seconds,omitempty"`
 }
 
@@ -82,10 +83,10 @@ type Delegation struct {
 // delegations cost about 33 reads a second, agents and server together).
 const DefaultWaitingPollSeconds = 300
 
-// MaxWaitingPollSeconds is the longest waiting cadence, a day: for an agent
-// that pushes its changes, or delegations that wait for days, where a read
-// an hour (the former bound) of each of 100,000 waiting delegations is 28
-// reads a second, agents and server together (docs/scaling.md).
+// MaxWaitingPollSeconds is the longest waiting cadence, a day. A day suits
+// agents that push their changes and delegations that wait for days; at
+// the former bound, an hour, 100,000 waiting make 28 reads a second, agents
+// and server together (docs/scaling.md).
 const MaxWaitingPollSeconds = 86400
 
 // WaitingPoll is the contract's waiting cadence with the default filled in.
@@ -314,7 +315,7 @@ func (d Delegation) Validate(now time.Time) error {
 		add("deadline", fmt.Sprintf("at most %d days ahead (got %s)", int(MaxDeadline.Hours()/24), d.Deadline.UTC().Format(time.RFC3339)))
 	}
 	if d.WaitingPollSeconds < 0 || d.WaitingPollSeconds > MaxWaitingPollSeconds {
-		add("waiting_poll_seconds", fmt.Sprintf("must be 1 to %d (seconds, a day), got %d", MaxWaitingPollSeconds, d.WaitingPollSeconds))
+		add("waiting_poll_seconds", fmt.Sprintf("must be 1 to %d (seconds, a day), or 0 for the default %d, got %d", MaxWaitingPollSeconds, DefaultWaitingPollSeconds, d.WaitingPollSeconds))
 	}
 	errs = append(errs, d.validateDepth()...)
 	switch d.WriteAuthority {

@@ -664,7 +664,8 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 	say("waiting: %d answers with %d waiting", ops, out.Count)
 	var atN []time.Duration
 	for i := range ops {
-		// Spread over those parked last (not cached in the worker).
+		// Spread evenly over those parked after the first 10 (at
+		// 100,000, 2,000 apart: none is in the worker's cache).
 		id := first + 1 + int64(i)*(parked/int64(ops))
 		d, err := answer(id)
 		if err != nil {
@@ -717,8 +718,9 @@ func p50(ds []time.Duration) float64 {
 }
 
 // waitingContract parks at the claims agent's question with a deadline
-// (12 hours) and a waiting cadence (a day) past the end of a scale run, so
-// that the run measures what waiting costs, not reads of the agent: with a
+// (12 hours) nearer than one read (the cadence is a day), so the
+// delegation sets only its deadline timer and is not read during a scale
+// run: the run measures what waiting costs, not reads of the agent. With a
 // read an hour, the first reads of the delegations parked in the first
 // hour took more than half of this machine from the parking
 // (docs/scaling.md gives what reads cost).
