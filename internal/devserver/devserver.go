@@ -285,7 +285,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		sqlCfg.DatabaseName = fmt.Sprintf("delegate-%d-%d", os.Getpid(), time.Now().UnixNano())
 	} else {
 		sqlCfg.ConnectAttributes["mode"] = "rwc"
-		sqlCfg.ConnectAttributes["_journal_mode"] = "wal"
+		// A pragma, under the name the plugin passes on (and checks): the
+		// "_journal_mode" spelling of other drivers was ignored, so the file
+		// stayed in rollback-journal mode.
+		sqlCfg.ConnectAttributes["journal_mode"] = "wal"
 		sqlCfg.DatabaseName = cfg.DBPath
 		if err := os.MkdirAll(filepath.Dir(cfg.DBPath), 0o755); err != nil {
 			return nil, fmt.Errorf("devserver: --db directory: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -123,5 +124,30 @@ func TestLoadDynamicConfig(t *testing.T) {
 	}
 	if _, err := LoadDynamicConfig(filepath.Join(dir, "missing.yaml")); err == nil {
 		t.Error("a missing file loaded")
+	}
+}
+
+// A database file is in write-ahead-log mode, the mode the server's SQLite
+// plugin is built for (SQLite file format: header bytes 18 and 19 are 2 for
+// WAL, 1 for a rollback journal). The pragma was once given under another
+// driver's name and silently ignored.
+func TestDatabaseFileIsWAL(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	s, err := Start(context.Background(), Config{DBPath: db, UIPort: -1, LogLevel: "fatal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	f, err := os.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := make([]byte, 20)
+	if _, err := io.ReadFull(f, h); err != nil {
+		t.Fatal(err)
+	}
+	if h[18] != 2 || h[19] != 2 {
+		t.Errorf("header bytes 18-19 = %d %d, want 2 2 (WAL)", h[18], h[19])
 	}
 }
