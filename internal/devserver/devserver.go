@@ -30,7 +30,6 @@ import (
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
 	"go.temporal.io/server/common/log"
-	"go.temporal.io/server/common/metrics"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
@@ -108,15 +107,20 @@ type TLS struct {
 //     a task queue over matching hosts; with one host, a task written to
 //     one partition and polled on another waits for forwarding (the
 //     multi-second p95 stalls at concurrency 50).
-//   - system.forceSearchAttributesCacheRefreshOnRead: search attributes
-//     registered at start are usable at once.
+//
+// system.forceSearchAttributesCacheRefreshOnRead is left at its default
+// (false): set, every search-attribute lookup (a start, each upsert, each
+// visibility record) read the cluster metadata from the database again.
+// With SQL visibility a custom search attribute is a namespace alias of a
+// predefined column, resolved through the namespace registry, not this
+// cache; on SQLite they are written with the namespace before the server
+// starts.
 var OneHostDynamicConfig = map[string]any{
-	"history.transferProcessorMaxPollRPS":            1000,
-	"history.timerProcessorMaxPollRPS":               1000,
-	"history.visibilityProcessorMaxPollRPS":          1000,
-	"matching.numTaskqueueReadPartitions":            1,
-	"matching.numTaskqueueWritePartitions":           1,
-	"system.forceSearchAttributesCacheRefreshOnRead": true,
+	"history.transferProcessorMaxPollRPS":   1000,
+	"history.timerProcessorMaxPollRPS":      1000,
+	"history.visibilityProcessorMaxPollRPS": 1000,
+	"matching.numTaskqueueReadPartitions":   1,
+	"matching.numTaskqueueWritePartitions":  1,
 }
 
 // LoadDynamicConfig reads a file in Temporal's dynamic-config YAML format
@@ -394,10 +398,6 @@ func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error
 			ports[i] = p
 		}
 	}
-	metricsPort, err := freePort(cfg.IP)
-	if err != nil {
-		return nil, err
-	}
 	svc := func(grpc, membership int, bindIP string) config.Service {
 		rpc := config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnLocalHost: bindIP == ""}
 		if bindIP != "" {
@@ -420,9 +420,9 @@ func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error
 	return &config.Config{
 		Global: config.Global{
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: "127.0.0.1"},
-			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
-				ListenAddress: net.JoinHostPort(cfg.IP, strconv.Itoa(metricsPort)), HandlerPath: "/metrics",
-			}},
+			// No Metrics: the server's own metrics had an endpoint on a port
+			// nobody was told of, and recording them cost CPU on every call
+			// (nil is go.temporal.io/server's no-op handler).
 			TLS: rootTLS,
 		},
 		Persistence: config.Persistence{
