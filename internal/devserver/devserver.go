@@ -107,20 +107,19 @@ type TLS struct {
 //     a task queue over matching hosts; with one host, a task written to
 //     one partition and polled on another waits for forwarding (the
 //     multi-second p95 stalls at concurrency 50).
-//
-// system.forceSearchAttributesCacheRefreshOnRead is left at its default
-// (false): set, every search-attribute lookup (a start, each upsert, each
-// visibility record) read the cluster metadata from the database again.
-// With SQL visibility a custom search attribute is a namespace alias of a
-// predefined column, resolved through the namespace registry, not this
-// cache; on SQLite they are written with the namespace before the server
-// starts.
+//   - system.forceSearchAttributesCacheRefreshOnRead: search attributes
+//     added after the server started (a namespace created on PostgreSQL,
+//     or a database file from before an attribute existed) are usable at
+//     once. It costs a read of the cluster metadata on every lookup;
+//     without it those starts fail ("no mapping defined for search
+//     attribute") until the server's caches refresh.
 var OneHostDynamicConfig = map[string]any{
-	"history.transferProcessorMaxPollRPS":   1000,
-	"history.timerProcessorMaxPollRPS":      1000,
-	"history.visibilityProcessorMaxPollRPS": 1000,
-	"matching.numTaskqueueReadPartitions":   1,
-	"matching.numTaskqueueWritePartitions":  1,
+	"history.transferProcessorMaxPollRPS":            1000,
+	"history.timerProcessorMaxPollRPS":               1000,
+	"history.visibilityProcessorMaxPollRPS":          1000,
+	"matching.numTaskqueueReadPartitions":            1,
+	"matching.numTaskqueueWritePartitions":           1,
+	"system.forceSearchAttributesCacheRefreshOnRead": true,
 }
 
 // LoadDynamicConfig reads a file in Temporal's dynamic-config YAML format
