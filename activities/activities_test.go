@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -285,5 +288,47 @@ func TestCommentOnlyStreamIsLetGo(t *testing.T) {
 	}
 	if closed.Load() != streams.Load() || byClient.Load() != streams.Load() {
 		t.Errorf("%d streams: %d closed, %d of them by the client; want every idle stream closed by the client", streams.Load(), closed.Load(), byClient.Load())
+	}
+}
+
+// A send that finishes within the heartbeat interval records no heartbeat:
+// the SDK sends a first heartbeat synchronously (a server write), so one
+// at the start cost every send a round trip. A longer call still does.
+func TestHeartbeatOnlyWhenTheCallIsLong(t *testing.T) {
+	base := agentServer(t)
+	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet}
+	env := activityEnv(t, a)
+	var beats atomic.Int32
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
+	v, err := env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: base, Skill: "open-claim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var card ResolvedCard
+	if err := v.Get(&card); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.ExecuteActivity(a.SendMessage, SendInput{Interface: card.Interface, Message: contracts.OutboundMessage{MessageID: "m-hb", Text: "order A-5 lost"}}); err != nil {
+		t.Fatalf("SendMessage() error = %v", err)
+	}
+	if n := beats.Load(); n != 0 {
+		t.Fatalf("a send within the interval recorded %d heartbeats, want 0", n)
+	}
+
+	long := func(ctx context.Context) error {
+		stop := keepHeartbeating(ctx, 5*time.Millisecond)
+		defer stop()
+		deadline := time.Now().Add(10 * time.Second)
+		for beats.Load() == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	}
+	env.RegisterActivityWithOptions(long, activity.RegisterOptions{Name: "long"})
+	if _, err := env.ExecuteActivity("long"); err != nil {
+		t.Fatal(err)
+	}
+	if beats.Load() == 0 {
+		t.Fatal("a call longer than the interval recorded no heartbeat")
 	}
 }

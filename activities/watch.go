@@ -256,10 +256,13 @@ func withStreamed(snap contracts.TaskSnapshot, as *contracts.Assembly) contracts
 
 // keepHeartbeating records a heartbeat every interval until stop is
 // called, so that a worker that dies mid-call is noticed by the heartbeat
-// timeout while a live one is not timed out.
+// timeout while a live one is not timed out. The first is one interval
+// in, not at once: the SDK sends a first heartbeat synchronously
+// (RecordActivityHeartbeat, a write of the workflow's mutable state), so
+// one at the start cost every send a server round trip, and the heartbeat
+// timeout already runs from the activity's start.
 func keepHeartbeating(ctx context.Context, every time.Duration) (stop func()) {
 	done := make(chan struct{})
-	activity.RecordHeartbeat(ctx)
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
