@@ -107,19 +107,15 @@ type TLS struct {
 //     a task queue over matching hosts; with one host, a task written to
 //     one partition and polled on another waits for forwarding (the
 //     multi-second p95 stalls at concurrency 50).
-//   - system.forceSearchAttributesCacheRefreshOnRead: search attributes
-//     added after the server started (a namespace created on PostgreSQL,
-//     or a database file from before an attribute existed) are usable at
-//     once. It costs a read of the cluster metadata on every lookup;
-//     without it those starts fail ("no mapping defined for search
-//     attribute") until the server's caches refresh.
+//
+// system.forceSearchAttributesCacheRefreshOnRead is on only for a run that
+// registers search attributes after its start (see dynamicConfig).
 var OneHostDynamicConfig = map[string]any{
-	"history.transferProcessorMaxPollRPS":            1000,
-	"history.timerProcessorMaxPollRPS":               1000,
-	"history.visibilityProcessorMaxPollRPS":          1000,
-	"matching.numTaskqueueReadPartitions":            1,
-	"matching.numTaskqueueWritePartitions":           1,
-	"system.forceSearchAttributesCacheRefreshOnRead": true,
+	"history.transferProcessorMaxPollRPS":   1000,
+	"history.timerProcessorMaxPollRPS":      1000,
+	"history.visibilityProcessorMaxPollRPS": 1000,
+	"matching.numTaskqueueReadPartitions":   1,
+	"matching.numTaskqueueWritePartitions":  1,
 }
 
 // LoadDynamicConfig reads a file in Temporal's dynamic-config YAML format
@@ -212,10 +208,21 @@ func checkOneHostValue(key string, v any) error {
 }
 
 // dynamicConfig is OneHostDynamicConfig with cfg.DynamicConfig over it.
-func dynamicConfig(over dynamicconfig.ConfigValueMap) dynamicconfig.StaticClient {
+// lateSearchAttributes: some custom search attributes are registered
+// through the API after the start (prepareNamespace), so the server reads
+// its search attributes afresh on every lookup
+// (system.forceSearchAttributesCacheRefreshOnRead) for this run; without
+// it, a start that sets one fails ("no mapping defined for search
+// attribute") until the server's caches refresh. Otherwise it stays off:
+// it costs a read of the cluster metadata on every lookup (every start,
+// upsert and visibility record).
+func dynamicConfig(over dynamicconfig.ConfigValueMap, lateSearchAttributes bool) dynamicconfig.StaticClient {
 	c := dynamicconfig.StaticClient{}
 	for k, v := range OneHostDynamicConfig {
 		c[dynamicconfig.MakeKey(k)] = []dynamicconfig.ConstrainedValue{{Value: v}}
+	}
+	if lateSearchAttributes {
+		c[dynamicconfig.MakeKey("system.forceSearchAttributesCacheRefreshOnRead")] = []dynamicconfig.ConstrainedValue{{Value: true}}
 	}
 	for k, v := range over {
 		c[k] = v
@@ -231,6 +238,9 @@ type Server struct {
 	frontendAddr string
 	uiAddr       string
 	dbLock       *os.File // held while the server runs on a SQLite file
+	// lateSearchAttributes: registered through the API after the start
+	// (prepareNamespace).
+	lateSearchAttributes []string
 }
 
 // FrontendAddr is host:port of the frontend gRPC endpoint.
@@ -316,18 +326,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			}
 		}
 	}
-	if cfg.Postgres == "" {
-		sas := map[string]enumspb.IndexedValueType{}
-		for _, n := range cfg.SearchAttributes {
-			sas[n] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-		}
-		nsCfg, err := sqliteschema.NewNamespaceConfig("active", cfg.Namespace, false, sas)
-		if err != nil {
-			return nil, fmt.Errorf("devserver: namespace config: %w", err)
-		}
-		if err := sqliteschema.CreateNamespaces(sqlCfg, nsCfg); err != nil {
-			return nil, fmt.Errorf("devserver: creating namespace %q: %w", cfg.Namespace, err)
-		}
+	late, err := prepareNamespace(sqlCfg, cfg.Namespace, cfg.SearchAttributes)
+	if err != nil {
+		return nil, err
 	}
 
 	scfg, err := serverConfig(cfg, sqlCfg, visCfg)
@@ -339,7 +340,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		temporal.WithConfig(scfg),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(logger),
-		temporal.WithDynamicConfigClient(dynamicConfig(cfg.DynamicConfig)),
+		temporal.WithDynamicConfigClient(dynamicConfig(cfg.DynamicConfig, len(late) > 0)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("devserver: %w", err)
@@ -347,7 +348,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("devserver: starting Temporal: %w", err)
 	}
-	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)), dbLock: dbLock}
+	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)), dbLock: dbLock, lateSearchAttributes: late}
 	started = true // from here s.Stop releases the lock
 	if cfg.Postgres != "" {
 		if err := s.ensureNamespace(ctx); err != nil {

@@ -10,7 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
 )
@@ -88,7 +92,7 @@ func TestLoadDynamicConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := dynamicConfig(m)
+	c := dynamicConfig(m, false)
 	if got := c.GetValue(dynamicconfig.MakeKey("history.transferProcessorMaxPollRPS")); len(got) != 1 || got[0].Value != 7 {
 		t.Errorf("transferProcessorMaxPollRPS = %v, want the file's 7", got)
 	}
@@ -149,5 +153,64 @@ func TestDatabaseFileIsWAL(t *testing.T) {
 	}
 	if h[18] != 2 || h[19] != 2 {
 		t.Errorf("header bytes 18-19 = %d %d, want 2 2 (WAL)", h[18], h[19])
+	}
+}
+
+// A new store gets the namespace and every search attribute before the
+// server starts, so the server runs without reading its search attributes
+// afresh on every lookup. A database from before an attribute existed gets
+// it through the API, and it is usable at once in that run (a start that
+// sets it, a list that filters on it); the run after needs nothing late.
+func TestSearchAttributesBeforeTheStart(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	start := func(attrs ...string) *Server {
+		t.Helper()
+		s, err := Start(ctx, Config{DBPath: db, UIPort: -1, LogLevel: "fatal", SearchAttributes: attrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := start("A2AState")
+	if s.lateSearchAttributes != nil {
+		t.Errorf("a new database registered %v after the start", s.lateSearchAttributes)
+	}
+	s.Stop()
+
+	s = start("A2AState", "A2AAgent")
+	if fmt.Sprint(s.lateSearchAttributes) != "[A2AAgent]" {
+		t.Errorf("late search attributes = %v, want [A2AAgent]", s.lateSearchAttributes)
+	}
+	c, err := s.dial(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := temporal.NewSearchAttributeKeyKeyword("A2AAgent")
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "late-sa", TaskQueue: "nobody",
+		TypedSearchAttributes: temporal.NewSearchAttributes(agent.ValueSet("https://agent.example"))}, "Nothing"); err != nil {
+		t.Fatalf("a start with the late attribute: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: `A2AAgent = "https://agent.example"`})
+		if err == nil && len(resp.GetExecutions()) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("list by the late attribute: %v, %v", resp.GetExecutions(), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := c.TerminateWorkflow(ctx, "late-sa", "", "test over"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	s.Stop()
+
+	s = start("A2AState", "A2AAgent")
+	defer s.Stop()
+	if s.lateSearchAttributes != nil {
+		t.Errorf("the run after registered %v after the start", s.lateSearchAttributes)
 	}
 }
