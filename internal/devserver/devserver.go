@@ -94,14 +94,16 @@ type TLS struct {
 //   - history.transferProcessorMaxPollRPS (default 20): how often a shard's
 //     transfer queue is read. With one shard, every workflow task that is
 //     not dispatched eagerly waited up to 50 ms for it.
-//   - history.timerProcessorMaxPollRPS and
-//     history.visibilityProcessorMaxPollRPS (default 20): the same for the
-//     timer queue (a delegation's first read and its deadline are timers)
-//     and the visibility queue (what list and the UI show). Every figure
-//     of docs/performance.md from issue 13 on was taken with them at 1000.
-//     One earlier trial, before the other changes, saw trivial throughput at
-//     concurrency 50 fall with them raised (36 – 41/s to 33/s on SQLite);
-//     not compared again since.
+//   - history.timerProcessorMaxPollRPS (default 20): the same for the
+//     timer queue (a delegation's first read and its deadline are timers).
+//   - history.visibilityProcessorMaxPollRPS (default 20): how often the
+//     visibility queue (what list and the UI show) is read: 5 a second, so
+//     list and the UI show a change at most 200 ms late. The server skips
+//     a start or upsert record of a workflow that has closed by the time
+//     the record is read (go.temporal.io/server's visibility queue task
+//     executor), so reading in batches leaves out the records a short
+//     workflow would write and then overwrite at once; on SQLite each
+//     costs about 9 core-ms (docs/performance.md).
 //   - matching.numTaskqueueReadPartitions and
 //     matching.numTaskqueueWritePartitions (default 4): partitions spread
 //     a task queue over matching hosts; with one host, a task written to
@@ -113,7 +115,7 @@ type TLS struct {
 var OneHostDynamicConfig = map[string]any{
 	"history.transferProcessorMaxPollRPS":   1000,
 	"history.timerProcessorMaxPollRPS":      1000,
-	"history.visibilityProcessorMaxPollRPS": 1000,
+	"history.visibilityProcessorMaxPollRPS": 5,
 	"matching.numTaskqueueReadPartitions":   1,
 	"matching.numTaskqueueWritePartitions":  1,
 }
