@@ -267,12 +267,17 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 	}
 	defer rc.Close()
 	raw := func(ctx context.Context) error { return rawExchange(ctx, rc) }
+	var ended atomic.Int64 // workflows of this run seen to end
 	trivial := func(ctx context.Context) error {
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: contracts.TaskQueue, ID: fmt.Sprintf("bench-trivial-%d", seq.Add(1))}, "BenchTrivial")
 		if err != nil {
 			return err
 		}
-		return run.Get(ctx, nil)
+		err = run.Get(ctx, nil)
+		if ctx.Err() == nil {
+			ended.Add(1)
+		}
+		return err
 	}
 	delegate := func(ctx context.Context) error {
 		d := contract(fmt.Sprintf("bench-delegate-%d", seq.Add(1)), base, "instant")
@@ -281,7 +286,11 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 			return err
 		}
 		var out contracts.Outcome
-		if err := run.Get(ctx, &out); err != nil {
+		err = run.Get(ctx, &out)
+		if ctx.Err() == nil {
+			ended.Add(1)
+		}
+		if err != nil {
 			return err
 		}
 		if out.Status != contracts.StatusCompleted {
@@ -300,8 +309,14 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 		f    func(context.Context) error
 		out  *Pair
 	}{{"raw", raw, &res.Raw}, {"trivial", trivial, &res.Trivial}, {"delegate", delegate, &res.Delegate}} {
+		if m.name != "raw" {
+			quiesce(ctx, c, ended.Load(), say)
+		}
 		say("%s: %d at concurrency 1", m.name, cfg.Latency)
 		m.out.C1 = measure(ctx, m.f, cfg.Latency, 1)
+		if m.name != "raw" {
+			quiesce(ctx, c, ended.Load(), say)
+		}
 		say("%s: %d at concurrency %d", m.name, cfg.N, cfg.Concurrency)
 		m.out.CN = measure(ctx, m.f, cfg.N, cfg.Concurrency)
 		if err := ctx.Err(); err != nil {
@@ -365,6 +380,32 @@ func rawExchange(ctx context.Context, c *a2aclient.Client) error {
 		return fmt.Errorf("state %s", snap.State)
 	}
 	return nil
+}
+
+// quiesce waits (at most 2 minutes) until the server's visibility store
+// has recorded every workflow that ended before it (CountWorkflowExecutions,
+// ExecutionStatus != "Running"): the visibility queue of a step at
+// concurrency 50 runs on after it (about 9 core-ms a record on SQLite), and
+// left alone it ran during the next step, slowing whichever kind was
+// measured next (the delegation at concurrency 1 came after the trivial
+// workflows at 50). So each Temporal measurement starts on a server with
+// no work left over from another.
+func quiesce(ctx context.Context, c client.Client, ended int64, say func(string, ...any)) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for ctx.Err() == nil {
+		resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: `ExecutionStatus != "Running"`})
+		if err == nil && resp.GetCount() >= ended {
+			return
+		}
+		if time.Now().After(deadline) {
+			say("the server still had visibility records to write after 2 minutes (%d of %d; %v); measuring on", resp.GetCount(), ended, err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // measure runs n operations with the given concurrency.
