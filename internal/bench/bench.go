@@ -234,7 +234,8 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 	defer cancelAgent()
 	go func() { _ = agent.Serve(actx, ln) }()
 
-	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(quiet)})
+	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(quiet),
+		ConnectionOptions: devserver.LoopbackConnection()})
 	if err != nil {
 		return nil, err
 	}

@@ -457,12 +457,22 @@ func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error
 	}, nil
 }
 
+// LoopbackConnection is the connection to a server on this host: no gRPC
+// compression. go.temporal.io/sdk gzips every request by default
+// (client.GrpcCompressionGzip), and the server answers in kind; over
+// loopback that is CPU and nothing else (a delegation spent about 3.7
+// core-ms on it, a trivial workflow 1.7, docs/performance.md).
+func LoopbackConnection() client.ConnectionOptions {
+	return client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}
+}
+
 // ClientOptions are the Temporal client options that reach this server's
 // frontend in its namespace: with Config.TLS, TLS trusting CAFile (server
 // name "localhost") and the client certificate. Errors: a TLS file cannot
 // be read.
 func (s *Server) ClientOptions() (client.Options, error) {
-	o := client.Options{HostPort: s.frontendAddr, Namespace: s.cfg.Namespace, Logger: quietLogger{}}
+	o := client.Options{HostPort: s.frontendAddr, Namespace: s.cfg.Namespace, Logger: quietLogger{},
+		ConnectionOptions: LoopbackConnection()}
 	t := s.cfg.TLS
 	if t == nil {
 		return o, nil
