@@ -31,7 +31,6 @@ import (
 	"go.temporal.io/server/common/dynamicconfig"
 	"go.temporal.io/server/common/log"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
-	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 )
 
@@ -322,10 +321,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 				_ = dbLock.Close()
 			}
 		}()
-		if _, err := os.Stat(cfg.DBPath); errors.Is(err, os.ErrNotExist) {
-			if err := sqliteschema.SetupSchema(sqlCfg); err != nil {
-				return nil, fmt.Errorf("devserver: setting up the SQLite schema in %s: %w", cfg.DBPath, err)
-			}
+		if err := prepareSQLiteFile(sqlCfg, cfg.DBPath); err != nil {
+			return nil, err
 		}
 	}
 	late, err := prepareNamespace(sqlCfg, cfg.Namespace, cfg.SearchAttributes)
@@ -373,9 +370,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error) {
 	// With a database file the internal ports follow the frontend port
-	// (the seven after it): the cluster membership recorded in the file then
-	// names the same addresses after a restart, and the restarted server
-	// does not wait for the old, unreachable members to expire.
+	// (the seven after it), so a restart names the same addresses. (The
+	// members the last server recorded are removed before the start,
+	// prepareSQLiteFile: a server on other ports waited for them to expire.)
 	// The UI's port is skipped, so that any free --ui-port works, next to
 	// the frontend's too.
 	ports := make([]int, 7)

@@ -2,6 +2,7 @@ package devserver
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
 )
@@ -212,5 +215,113 @@ func TestSearchAttributesBeforeTheStart(t *testing.T) {
 	defer s.Stop()
 	if s.lateSearchAttributes != nil {
 		t.Errorf("the run after registered %v after the start", s.lateSearchAttributes)
+	}
+}
+
+// A database file started again on other ports (another --port, or the
+// next seven ports busy) runs workflows at once: the cluster members the
+// last server recorded in the file are gone (one server per file, under
+// its lock), and were waited on for about a minute.
+func TestRestartOnOtherPorts(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	s, err := Start(ctx, Config{DBPath: db, UIPort: -1, LogLevel: "fatal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := s.cfg.Port
+	s.Stop()
+	s, err = Start(ctx, Config{DBPath: db, UIPort: -1, LogLevel: "fatal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if s.cfg.Port == first {
+		t.Fatalf("the second start got the same port %d", first)
+	}
+	c, err := s.dial(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := worker.New(c, "restart", worker.Options{})
+	w.RegisterWorkflowWithOptions(func(workflow.Context) (string, error) { return "done", nil }, workflow.RegisterOptions{Name: "Quick"})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// A minute was the stall; 20 s is far from both it and a healthy start.
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(wctx, client.StartWorkflowOptions{ID: "restart-quick", TaskQueue: "restart"}, "Quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	if err := run.Get(wctx, &out); err != nil || out != "done" {
+		t.Fatalf("a workflow on the restarted server: %q, %v", out, err)
+	}
+}
+
+// A first start killed while it wrote the schema left a file every later
+// start refused ("no such table: namespaces"). The schema is now written
+// to FILE.new and renamed when complete; an empty file is set up; a file
+// without the whole schema is refused with its name and what to do, and
+// kept.
+func TestInterruptedFirstStart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	start := func(db string) error {
+		s, err := Start(ctx, Config{DBPath: db, UIPort: -1, LogLevel: "fatal"})
+		if err == nil {
+			s.Stop()
+		}
+		return err
+	}
+	// Killed before the rename: a partial FILE.new, no FILE.
+	db := filepath.Join(dir, "killed.db")
+	if err := os.WriteFile(db+".new", []byte("SQLite format 3\x00 half a schema"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := start(db); err != nil {
+		t.Fatalf("a start after one killed while creating the file: %v", err)
+	}
+	if _, err := os.Stat(db + ".new"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s.new is left: %v", db, err)
+	}
+	if err := start(db); err != nil {
+		t.Fatalf("the start after: %v", err)
+	}
+	// An empty file (touched, or killed before SQLite wrote a page).
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := start(empty); err != nil {
+		t.Fatalf("an empty file: %v", err)
+	}
+	// Part of a schema (an older build killed half-way), or not SQLite.
+	partial := filepath.Join(dir, "partial.db")
+	pdb, err := sql.Open("sqlite", "file:"+partial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pdb.Exec(`CREATE TABLE namespaces(id INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	pdb.Close()
+	other := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(other, []byte("my notes, not a database\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{partial, other} {
+		before, _ := os.ReadFile(f)
+		err := start(f)
+		if err == nil || !strings.Contains(err.Error(), f) || !strings.Contains(err.Error(), "not a complete Temporal database") || !strings.Contains(err.Error(), "give another --db") {
+			t.Errorf("%s: error = %v, want one naming the file, the rule and the way out", f, err)
+		}
+		if after, _ := os.ReadFile(f); string(after) != string(before) {
+			t.Errorf("%s was changed", f)
+		}
 	}
 }
