@@ -136,9 +136,13 @@ type AnswerRecord struct {
 	Via        string          `json:"via"` // "signal" or "update"
 	// Refused says why the answer could not be sent (the question is then
 	// asked again).
-	Refused   string    `json:"refused,omitempty"`
-	At        time.Time `json:"at"`
-	MessageID string    `json:"message_id"`
+	Refused string `json:"refused,omitempty"`
+	// Unconfirmed says why the answer's delivery is not known: the
+	// follow-up failed without a reply (it may have reached the agent) and
+	// the task ended meanwhile, in the agent's own state.
+	Unconfirmed string    `json:"unconfirmed,omitempty"`
+	At          time.Time `json:"at"`
+	MessageID   string    `json:"message_id"`
 	// QuestionState and QuestionKey identify the question this answers.
 	QuestionState TaskState `json:"question_state,omitempty"`
 	QuestionKey   string    `json:"question_key,omitempty"`

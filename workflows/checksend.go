@@ -41,7 +41,7 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 				// A follow-up refused with what looks transient may be
 				// refused because the agent has ended the task.
 				if ended, ok := r.readTerminal(ctx); ok {
-					return &endedError{snap: ended, cause: errorText(err)}
+					return &endedError{snap: ended, cause: errorText(err), unknown: deliveryUnknown(err)}
 				}
 			}
 			return err

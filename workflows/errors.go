@@ -86,6 +86,9 @@ func errorType(err error) string {
 type endedError struct {
 	snap  contracts.TaskSnapshot
 	cause string
+	// unknown: the failed attempt may have reached the agent (it timed
+	// out), so the agent may have taken what it carried.
+	unknown bool
 }
 
 func (e *endedError) Error() string {

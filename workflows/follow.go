@@ -113,7 +113,14 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 				if ended, ok := r.endedMeanwhile(ctx, err); ok {
 					// The follow-up failed because the agent had ended the
 					// task: the agent's own state and reason stand.
-					r.s.Answers[len(r.s.Answers)-1].Refused = "the follow-up failed (" + contracts.Truncate(errorText(err), 500) + ") and the task is " + string(ended.State) + ": the agent's own state stands"
+					why := contracts.Truncate(errorText(err), 500)
+					if deliveryUnknown(err) {
+						// It may have reached the agent before it
+						// failed: the agent may have taken the answer.
+						r.s.Answers[len(r.s.Answers)-1].Unconfirmed = "the follow-up failed without a reply (" + why + ") and the task is " + string(ended.State) + ": whether the agent took this answer is not known; the agent's own state stands"
+					} else {
+						r.s.Answers[len(r.s.Answers)-1].Refused = "the follow-up failed (" + why + ") and the task is " + string(ended.State) + ": the agent's own state stands"
+					}
 					snap = ended
 					continue
 				}

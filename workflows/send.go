@@ -254,6 +254,16 @@ func isTimeout(err error) bool {
 	return errors.As(err, &te)
 }
 
+// deliveryUnknown: a send that failed this way may have reached the agent
+// (it timed out, or its outcome is unknown), unlike one the agent refused.
+func deliveryUnknown(err error) bool {
+	var ee *endedError
+	if errors.As(err, &ee) {
+		return ee.unknown
+	}
+	return isTimeout(err) || errorType(err) == string(contracts.CategoryUnknownOutcome)
+}
+
 // transient reports whether an activity error may go away by itself.
 func transient(err error) bool {
 	return errorType(err) == string(contracts.CategoryTransient) || isTimeout(err)

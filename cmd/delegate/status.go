@@ -144,6 +144,9 @@ func printState(w io.Writer, s contracts.State, given string) {
 		if a.Refused != "" {
 			row("answer not taken", fmt.Sprintf("round %d at %s: %s", a.Round, a.At.UTC().Format(time.RFC3339), a.Refused))
 		}
+		if a.Unconfirmed != "" {
+			row("answer unconfirmed", fmt.Sprintf("round %d at %s: %s", a.Round, a.At.UTC().Format(time.RFC3339), a.Unconfirmed))
+		}
 	}
 	if n := len(s.IgnoredSignals); n > 0 {
 		last := s.IgnoredSignals[n-1]
