@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a2adelegate/delegate/contracts"
 )
 
 // cli runs one delegate command line in process (as main does) and
@@ -154,5 +156,25 @@ func TestBenchInterrupted(t *testing.T) {
 	code := run(ctx, []string{"bench", "--only", "embedded", "-n", "1", "--concurrency", "1", "--latency-ops", "1", "--waiting", "0"}, &out, &errOut)
 	if code != exitNotComplete || !strings.Contains(errOut.String(), "bench interrupted") {
 		t.Errorf("exit %d, stderr %q; want %d and \"bench interrupted\"", code, errOut.String(), exitNotComplete)
+	}
+}
+
+// status of a call being retried: before the next attempt is due it says
+// when; after, that the attempt started then (it said "next at" a time
+// already past for as long as the attempt ran).
+func TestStatusRetryingTimes(t *testing.T) {
+	for _, tc := range []struct {
+		next time.Time
+		want string
+	}{
+		{time.Now().Add(time.Hour), "next at "},
+		{time.Now().Add(-15 * time.Second), "the next attempt started at "},
+	} {
+		var b strings.Builder
+		printState(&b, contracts.State{LocalWorkflowID: "r-1", Retrying: &contracts.Retrying{Op: "CheckAndSend", Attempts: 1,
+			LastError: "timeout", Since: time.Now().Add(-time.Minute), Next: tc.next}}, "")
+		if !strings.Contains(b.String(), tc.want+tc.next.UTC().Format(time.RFC3339)) {
+			t.Errorf("next %s: status says\n%s\nwant %q", tc.next, b.String(), tc.want)
+		}
 	}
 }

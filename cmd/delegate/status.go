@@ -121,8 +121,14 @@ func printState(w io.Writer, s contracts.State, given string) {
 		row("push", fmt.Sprintf("the agent pushes its changes; %d push(es) taken", s.Pushes))
 	}
 	if rt := s.Retrying; rt != nil {
-		row("retrying", fmt.Sprintf("%s, attempt %d since %s, next at %s; last error: %s", rt.Op, rt.Attempts,
-			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), rt.LastError))
+		// Next is when the next attempt was due; once past, that attempt
+		// is running (a send may take its whole timeout).
+		next := "next at " + rt.Next.UTC().Format(time.RFC3339)
+		if !rt.Next.After(time.Now()) {
+			next = "the next attempt started at " + rt.Next.UTC().Format(time.RFC3339)
+		}
+		row("retrying", fmt.Sprintf("%s, attempt %d since %s, %s; last error: %s", rt.Op, rt.Attempts,
+			rt.Since.UTC().Format(time.RFC3339), next, rt.LastError))
 	}
 	row("remote task", s.RemoteTaskID)
 	row("context", s.ContextID)
