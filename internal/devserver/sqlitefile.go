@@ -97,7 +97,9 @@ func pruneMembers(sqlCfg *config.SQL) error {
 	defer func() { _ = db.Close() }()
 	_, err = db.PruneClusterMembership(context.Background(), &sqlplugin.PruneClusterMembershipFilter{PruneRecordsBefore: time.Now().AddDate(100, 0, 0)})
 	if err != nil {
-		return fmt.Errorf("devserver: clearing the old cluster members of %s: %w", sqlCfg.DatabaseName, err)
+		// The first write of a start: a file that cannot be written
+		// (read-only, immutable) shows here.
+		return fmt.Errorf("devserver: --db %s cannot be written (clearing the old cluster members): %w", sqlCfg.DatabaseName, err)
 	}
 	return nil
 }
