@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -176,5 +179,27 @@ func TestStatusRetryingTimes(t *testing.T) {
 		if !strings.Contains(b.String(), tc.want+tc.next.UTC().Format(time.RFC3339)) {
 			t.Errorf("next %s: status says\n%s\nwant %q", tc.next, b.String(), tc.want)
 		}
+	}
+}
+
+// Temporal's NotFound, as a delegation command gets it, says what to do:
+// an unknown id, or a delegation that has ended (an answer to it was
+// refused with "workflow execution already completed" alone).
+func TestNotFoundSaysWhatToDo(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{serviceerror.NewNotFound("workflow not found for ID: nope"), "no delegation with this id on this server (delegate list shows them"},
+		{fmt.Errorf("answer refused: %w", serviceerror.NewNotFound("workflow execution already completed")), "the delegation has ended (delegate status ID says how)"},
+	} {
+		err := temporalErr(tc.err)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != exitTemporal || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.err.Error()) {
+			t.Errorf("temporalErr(%v) = %v, want exit 3 and %q", tc.err, err, tc.want)
+		}
+	}
+	if err := temporalErr(errors.New("connection refused")); strings.Contains(err.Error(), "delegate list") {
+		t.Errorf("another error got the hint: %v", err)
 	}
 }

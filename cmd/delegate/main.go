@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/a2adelegate/delegate/codec"
 )
@@ -35,8 +36,24 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func usageErr(err error) error    { return &exitError{code: exitUsage, err: err} }
-func temporalErr(err error) error { return &exitError{code: exitTemporal, err: keysHint(err)} }
+func usageErr(err error) error { return &exitError{code: exitUsage, err: err} }
+func temporalErr(err error) error {
+	return &exitError{code: exitTemporal, err: notFoundHint(keysHint(err))}
+}
+
+// notFoundHint says what Temporal's NotFound means for a delegation: no
+// workflow with that id (a typo, another server or namespace), or one that
+// has ended and takes no more answers or signals.
+func notFoundHint(err error) error {
+	var nf *serviceerror.NotFound
+	if !errors.As(err, &nf) {
+		return err
+	}
+	if strings.Contains(nf.Error(), "already completed") {
+		return fmt.Errorf("%w: the delegation has ended (delegate status ID says how)", err)
+	}
+	return fmt.Errorf("%w: no delegation with this id on this server (delegate list shows them; --address and --namespace say which server)", err)
+}
 
 // keysHint explains an error that comes from reading a sealed payload
 // without its key (package codec): this process has no keys, or not the
