@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -239,6 +240,7 @@ type Server struct {
 	frontendAddr string
 	uiAddr       string
 	dbLock       *os.File // held while the server runs on a SQLite file
+	pgLock       *sql.DB  // holds the PostgreSQL database's lock (lockPostgres)
 	// lateSearchAttributes: registered through the API after the start
 	// (prepareNamespace).
 	lateSearchAttributes []string
@@ -278,6 +280,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	var err error
 	var dbLock *os.File
+	var pgLock *sql.DB
 	started := false
 	if cfg.Port == 0 {
 		if cfg.Port, err = freePort(cfg.IP); err != nil {
@@ -293,6 +296,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		if err := setupPostgres(sqlCfg, visCfg); err != nil {
 			return nil, err
 		}
+		if pgLock, err = lockPostgres(ctx, sqlCfg, 5*time.Minute); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if !started {
+				_ = pgLock.Close()
+			}
+		}()
 	} else if cfg.Memory {
 		sqlCfg.ConnectAttributes["mode"] = "memory"
 		sqlCfg.ConnectAttributes["cache"] = "shared"
@@ -347,7 +358,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("devserver: starting Temporal: %w", err)
 	}
-	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)), dbLock: dbLock, lateSearchAttributes: late}
+	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)), dbLock: dbLock, pgLock: pgLock, lateSearchAttributes: late}
 	started = true // from here s.Stop releases the lock
 	if cfg.Postgres != "" {
 		if err := s.ensureNamespace(ctx); err != nil {
@@ -594,6 +605,9 @@ func (s *Server) Stop() {
 	}
 	if s.dbLock != nil {
 		_ = s.dbLock.Close()
+	}
+	if s.pgLock != nil {
+		_ = s.pgLock.Close()
 	}
 }
 

@@ -202,3 +202,51 @@ func CheckPostgresURL(raw string) error {
 	_, _, err := postgresConfigs(raw)
 	return err
 }
+
+// pgLockKey is the PostgreSQL advisory lock (per database) an embedded
+// server holds on its database while it runs.
+const pgLockKey = 0x64656c6567617465 // "delegate"
+
+// lockPostgres takes the database's advisory lock for one embedded server,
+// waiting (at most wait) while another holds it, as a database file's lock
+// does for SQLite: two servers on one database form one cluster of
+// strangers. Under the lock, the cluster members the last server recorded
+// are gone, and they are removed (pruneMembers): a server started on other
+// ports (every bench run and test picks its own) waited about a minute for
+// them before it ran a workflow. The lock goes with the returned
+// connection (closed by Server.Stop) or the session, however it ends.
+func lockPostgres(ctx context.Context, store *config.SQL, wait time.Duration) (*sql.DB, error) {
+	db, err := sql.Open("postgres", pqDSN(store, store.DatabaseName))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1) // the lock is the session's: keep the one
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	deadline := time.Now().Add(wait)
+	for {
+		var ok bool
+		if err := db.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, int64(pgLockKey)).Scan(&ok); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("devserver: locking database %s: %w", store.DatabaseName, err)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = db.Close()
+			return nil, fmt.Errorf("devserver: database %s is in use by another embedded server (delegate bench --server, or a test) for more than %s; stop it or give another database", store.DatabaseName, wait)
+		}
+		select {
+		case <-ctx.Done():
+			_ = db.Close()
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if err := pruneMembers(store); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}

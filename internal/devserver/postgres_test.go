@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/internal/testutil"
 )
@@ -80,5 +83,58 @@ func TestPostgresUnreachable(t *testing.T) {
 	_, err = Start(context.Background(), Config{Postgres: fmt.Sprintf("postgres://temporal@127.0.0.1:%d/temporal", port), UIPort: -1})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("127.0.0.1:%d", port)) || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("error = %v, want the address and the connection refused", err)
+	}
+}
+
+// A second server on the same PostgreSQL database, on other ports (every
+// bench run and test picks its own), runs a workflow at once: the members
+// the first recorded are removed under the database's lock (they were
+// waited on for about a minute). While one server holds the database,
+// another does not join it: it waits, then says who holds it.
+func TestPostgresRestartOnOtherPorts(t *testing.T) {
+	base := testutil.PostgresURL(t)
+	ctx := context.Background()
+	url := strings.TrimSuffix(base, "/temporal") + "/devserver_restart_test"
+	for i := range 2 {
+		srv, err := Start(ctx, Config{Postgres: url, UIPort: -1, LogLevel: "fatal"})
+		if err != nil {
+			t.Fatalf("start %d: %v", i+1, err)
+		}
+		if i == 1 {
+			store, _, err := postgresConfigs(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if db, err := lockPostgres(ctx, store, time.Second); err == nil || !strings.Contains(err.Error(), "in use by another embedded server") {
+				if db != nil {
+					db.Close()
+				}
+				t.Errorf("a second lock while a server runs: %v, want refused", err)
+			}
+		}
+		c, err := srv.dial(ctx, "default")
+		if err != nil {
+			srv.Stop()
+			t.Fatal(err)
+		}
+		w := worker.New(c, "pg-restart", worker.Options{})
+		w.RegisterWorkflowWithOptions(func(workflow.Context) (string, error) { return "done", nil }, workflow.RegisterOptions{Name: "Quick"})
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// A minute was the stall; 20 s is far from both it and a healthy start.
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		run, err := c.ExecuteWorkflow(wctx, client.StartWorkflowOptions{ID: fmt.Sprintf("pg-restart-%d", i), TaskQueue: "pg-restart"}, "Quick")
+		var out string
+		if err == nil {
+			err = run.Get(wctx, &out)
+		}
+		cancel()
+		w.Stop()
+		c.Close()
+		srv.Stop()
+		if err != nil || out != "done" {
+			t.Fatalf("start %d: a workflow: %q, %v", i+1, out, err)
+		}
 	}
 }
