@@ -103,7 +103,7 @@ type TLS struct {
 //     the record is read (go.temporal.io/server's visibility queue task
 //     executor), so reading in batches leaves out the records a short
 //     workflow would write and then overwrite at once; on SQLite each
-//     costs about 9 core-ms (docs/performance.md).
+//     costs about 6 to 9 core-ms (docs/performance.md).
 //   - matching.numTaskqueueReadPartitions and
 //     matching.numTaskqueueWritePartitions (default 4): partitions spread
 //     a task queue over matching hosts; with one host, a task written to
