@@ -211,7 +211,7 @@ func checkOneHostValue(key string, v any) error {
 
 // dynamicConfig is OneHostDynamicConfig with cfg.DynamicConfig over it.
 // lateSearchAttributes: some custom search attributes are registered
-// through the API after the start (prepareNamespace), so the server reads
+// through the API after the start (prepareStore), so the server reads
 // its search attributes afresh on every lookup
 // (system.forceSearchAttributesCacheRefreshOnRead) for this run; without
 // it, a start that sets one fails ("no mapping defined for search
@@ -242,7 +242,7 @@ type Server struct {
 	dbLock       *os.File // held while the server runs on a SQLite file
 	pgLock       *sql.DB  // holds the PostgreSQL database's lock (lockPostgres)
 	// lateSearchAttributes: registered through the API after the start
-	// (prepareNamespace).
+	// (prepareStore).
 	lateSearchAttributes []string
 }
 
@@ -336,7 +336,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	late, err := prepareNamespace(sqlCfg, cfg.Namespace, cfg.SearchAttributes)
+	late, err := prepareStore(sqlCfg, cfg.Namespace, cfg.SearchAttributes)
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +383,7 @@ func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error
 	// With a database file the internal ports follow the frontend port
 	// (the seven after it), so a restart names the same addresses. (The
 	// members the last server recorded are removed before the start,
-	// prepareSQLiteFile: a server on other ports waited for them to expire.)
+	// prepareStore: a server on other ports waited for them to expire.)
 	// The UI's port is skipped, so that any free --ui-port works, next to
 	// the frontend's too.
 	ports := make([]int, 7)

@@ -210,11 +210,10 @@ const pgLockKey = 0x64656c6567617465 // "delegate"
 // lockPostgres takes the database's advisory lock for one embedded server,
 // waiting (at most wait) while another holds it, as a database file's lock
 // does for SQLite: two servers on one database form one cluster of
-// strangers. Under the lock, the cluster members the last server recorded
-// are gone, and they are removed (pruneMembers): a server started on other
-// ports (every bench run and test picks its own) waited about a minute for
-// them before it ran a workflow. The lock goes with the returned
-// connection (closed by Server.Stop) or the session, however it ends.
+// strangers. Under the lock, prepareStore removes the cluster members the
+// last server recorded (every bench run and test picks its own ports). The
+// lock goes with the returned connection (closed by Server.Stop) or the
+// session, however it ends.
 func lockPostgres(ctx context.Context, store *config.SQL, wait time.Duration) (*sql.DB, error) {
 	db, err := sql.Open("postgres", pqDSN(store, store.DatabaseName))
 	if err != nil {
@@ -243,10 +242,6 @@ func lockPostgres(ctx context.Context, store *config.SQL, wait time.Duration) (*
 			return nil, ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
-	}
-	if err := pruneMembers(store); err != nil {
-		_ = db.Close()
-		return nil, err
 	}
 	return db, nil
 }

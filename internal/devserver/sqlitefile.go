@@ -1,20 +1,13 @@
 package devserver
 
 import (
-	"context"
-	dbsql "database/sql"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"time"
 
 	"go.temporal.io/server/common/config"
-	"go.temporal.io/server/common/log"
-	"go.temporal.io/server/common/metrics"
-	"go.temporal.io/server/common/persistence/sql"
-	"go.temporal.io/server/common/persistence/sql/sqlplugin"
-	"go.temporal.io/server/common/resolver"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 )
 
@@ -26,25 +19,17 @@ import (
 //     start refuses;
 //   - an existing file must hold the whole schema; otherwise the error
 //     names the file and what to do (it is not removed: it may be another
-//     program's database);
-//   - the cluster members the last server recorded are removed: under the
-//     lock none of them runs, and a server started on other ports waited
-//     for them to expire (about a minute) before it ran a workflow.
+//     program's database).
 func prepareSQLiteFile(sqlCfg *config.SQL, path string) error {
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist) || err == nil && st.Size() == 0:
-		if err := createSQLiteFile(sqlCfg, path); err != nil {
-			return err
-		}
+		return createSQLiteFile(sqlCfg, path)
 	case err != nil:
 		return fmt.Errorf("devserver: --db %s: %w", path, err)
 	default:
-		if err := checkSQLiteSchema(path); err != nil {
-			return err
-		}
+		return checkSQLiteSchema(path)
 	}
-	return pruneMembers(sqlCfg)
 }
 
 func createSQLiteFile(sqlCfg *config.SQL, path string) error {
@@ -73,7 +58,7 @@ func createSQLiteFile(sqlCfg *config.SQL, path string) error {
 // checkSQLiteSchema: the last object the schema creates (a trigger of
 // executions_visibility) and the first table (namespaces) are there.
 func checkSQLiteSchema(path string) error {
-	db, err := dbsql.Open("sqlite", "file:"+path+"?mode=ro")
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
 	if err == nil {
 		defer func() { _ = db.Close() }()
 		var n int
@@ -87,19 +72,4 @@ func checkSQLiteSchema(path string) error {
 		reason = err.Error()
 	}
 	return fmt.Errorf("devserver: --db %s is not a complete Temporal database (%s): an earlier first start was interrupted, or it is another program's file; remove it or give another --db", path, reason)
-}
-
-func pruneMembers(sqlCfg *config.SQL) error {
-	db, err := sql.NewSQLDB(sqlplugin.DbKindMain, sqlCfg, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
-	if err != nil {
-		return fmt.Errorf("devserver: opening %s: %w", sqlCfg.DatabaseName, err)
-	}
-	defer func() { _ = db.Close() }()
-	_, err = db.PruneClusterMembership(context.Background(), &sqlplugin.PruneClusterMembershipFilter{PruneRecordsBefore: time.Now().AddDate(100, 0, 0)})
-	if err != nil {
-		// The first write of a start: a file that cannot be written
-		// (read-only, immutable) shows here.
-		return fmt.Errorf("devserver: --db %s cannot be written (clearing the old cluster members): %w", sqlCfg.DatabaseName, err)
-	}
-	return nil
 }
