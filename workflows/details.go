@@ -24,7 +24,7 @@ func (r *run) details(ctx workflow.Context) {
 	}
 	ignoredNote(&b, r.s)
 	if rt := r.s.Retrying; rt != nil {
-		fmt.Fprintf(&b, "\n\n**contracts.Retrying %s** (attempt %d since %s, next at %s): %s", rt.Op, rt.Attempts,
+		fmt.Fprintf(&b, "\n\n**Retrying %s** (attempt %d since %s, next at %s): %s", rt.Op, rt.Attempts,
 			rt.Since.UTC().Format(time.RFC3339), rt.Next.UTC().Format(time.RFC3339), contracts.InertMarkdown(contracts.Truncate(rt.LastError, 500)))
 		if rt.HandedOver {
 			b.WriteString("\n\nTemporal now retries it every 5 minutes at most until the deadline; the pending activity shows each attempt's failure.")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	sdk "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -121,6 +122,14 @@ func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 		if s.NotNil(st.Retrying) {
 			s.Equal("SendMessage", st.Retrying.Op)
 			s.Contains(st.Retrying.LastError, "agent overloaded")
+		}
+		// The UI's current details say it in words.
+		v, err := s.env.QueryWorkflow("__temporal_workflow_metadata") // the UI's query
+		if s.NoError(err) {
+			var md sdk.WorkflowMetadata
+			s.NoError(v.Get(&md))
+			s.Contains(md.GetCurrentDetails(), "**Retrying SendMessage** (attempt ")
+			s.Contains(md.GetCurrentDetails(), "agent overloaded")
 		}
 	}, 2*time.Second)
 	o := s.execute(contract())

@@ -203,3 +203,30 @@ func TestNotFoundSaysWhatToDo(t *testing.T) {
 		t.Errorf("another error got the hint: %v", err)
 	}
 }
+
+// `start --wait` says something at every attempt of a call that keeps
+// failing, not only when its error changes (a send failing the same way
+// every time looked silent), and once that Temporal took the retries over.
+func TestRetryLineEveryAttempt(t *testing.T) {
+	next := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var last contracts.Retrying
+	steps := []struct {
+		rt   *contracts.Retrying
+		want string // "" for no line
+	}{
+		{&contracts.Retrying{Op: "SendMessage", Attempts: 1, LastError: "HTTP 503", Next: next}, "retrying SendMessage (attempt 1, next at 2026-12-01T10:00:00Z): HTTP 503"},
+		{&contracts.Retrying{Op: "SendMessage", Attempts: 1, LastError: "HTTP 503", Next: next}, ""},
+		{&contracts.Retrying{Op: "SendMessage", Attempts: 2, LastError: "HTTP 503", Next: next}, "retrying SendMessage (attempt 2, next at 2026-12-01T10:00:00Z): the same error"},
+		{&contracts.Retrying{Op: "SendMessage", Attempts: 3, LastError: "connection refused", Next: next}, "retrying SendMessage (attempt 3, next at 2026-12-01T10:00:00Z): connection refused"},
+		{&contracts.Retrying{Op: "SendMessage", Attempts: 10, LastError: "connection refused", HandedOver: true}, "retrying SendMessage: Temporal retries it from now on"},
+		{&contracts.Retrying{Op: "SendMessage", Attempts: 10, LastError: "connection refused", HandedOver: true}, ""},
+		{nil, ""},
+		{&contracts.Retrying{Op: "GetTask", Attempts: 1, LastError: "HTTP 503", Next: next}, "retrying GetTask (attempt 1, next at 2026-12-01T10:00:00Z): HTTP 503"},
+	}
+	for i, s := range steps {
+		got := retryLine(s.rt, &last)
+		if (s.want == "") != (got == "") || !strings.HasPrefix(got, s.want) {
+			t.Errorf("step %d: %q, want %q", i, got, s.want)
+		}
+	}
+}

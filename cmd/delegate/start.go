@@ -78,7 +78,7 @@ func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle, given str
 	}()
 	start := time.Now()
 	printed := 0
-	lastRetry := ""
+	var lastRetry contracts.Retrying
 	tick := time.NewTicker(300 * time.Millisecond)
 	defer tick.Stop()
 	show := func() {
@@ -94,10 +94,8 @@ func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle, given str
 			}
 			fmt.Fprintln(w, clean(line))
 		}
-		// A send or read that keeps failing says why, once per error.
-		if rt := s.Retrying; rt != nil && rt.LastError != lastRetry {
-			lastRetry = rt.LastError
-			fmt.Fprintln(w, clean(fmt.Sprintf("[%7.1fs] retrying %s (attempt %d, next at %s): %s", time.Since(start).Seconds(), rt.Op, rt.Attempts, rt.Next.UTC().Format(time.RFC3339), rt.LastError)))
+		if line := retryLine(s.Retrying, &lastRetry); line != "" {
+			fmt.Fprintln(w, clean(fmt.Sprintf("[%7.1fs] %s", time.Since(start).Seconds(), line)))
 		}
 	}
 	for {
@@ -119,6 +117,35 @@ func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle, given str
 			return temporalErr(fmt.Errorf("interrupted; the delegation goes on: delegate status %s", h.ID()))
 		}
 	}
+}
+
+// retryLine is what `start --wait` prints of a call that keeps failing
+// (State.Retrying), or "" when nothing changed since last: a line per
+// attempt, the error in full when it differs from the one before ("same
+// error" otherwise), and once that Temporal took the retries over
+// (Retrying.HandedOver: the attempts then show in `delegate status`).
+// last is updated.
+func retryLine(rt *contracts.Retrying, last *contracts.Retrying) string {
+	if rt == nil {
+		*last = contracts.Retrying{}
+		return ""
+	}
+	if rt.Op == last.Op && rt.Attempts == last.Attempts && rt.LastError == last.LastError && rt.HandedOver == last.HandedOver {
+		return ""
+	}
+	prev := *last
+	*last = *rt
+	if rt.HandedOver {
+		if prev.HandedOver && prev.Op == rt.Op {
+			return ""
+		}
+		return fmt.Sprintf("retrying %s: Temporal retries it from now on (every 5 minutes at most) until the deadline; delegate status shows each attempt: %s", rt.Op, rt.LastError)
+	}
+	why := rt.LastError
+	if prev.Op == rt.Op && prev.LastError == rt.LastError {
+		why = "the same error"
+	}
+	return fmt.Sprintf("retrying %s (attempt %d, next at %s): %s", rt.Op, rt.Attempts, rt.Next.UTC().Format(time.RFC3339), why)
 }
 
 // retryablePoll reports whether a failed long poll may simply be tried
