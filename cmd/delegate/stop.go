@@ -48,7 +48,7 @@ func newCancelCmd(cf *clientFlags) *cobra.Command {
 				return temporalErr(err)
 			}
 			if st != "running" {
-				return temporalErr(fmt.Errorf("delegation %s has already ended (workflow %s); see: delegate status %s", h.ID(), st, h.ID()))
+				return temporalErr(fmt.Errorf("delegation %s has already ended%s; see: delegate status %s", h.ID(), endedAs(ctx, h, st), h.ID()))
 			}
 			if err := h.Cancel(ctx, reason); errors.Is(err, dclient.ErrReasonNotRecorded) {
 				fmt.Fprintf(warn, "warning: %v\n", err)
@@ -60,6 +60,20 @@ func newCancelCmd(cf *clientFlags) *cobra.Command {
 			}
 			return nil
 		}, contracts.StatusCanceled, contracts.StatusCancelUnconfirmed)
+}
+
+// endedAs says how an ended delegation ended, for a refusal: ": canceled
+// (workflow completed)", or " (workflow terminated)" when it has no
+// Outcome (the workflow failed, was terminated or timed out).
+func endedAs(ctx context.Context, h *dclient.Handle, workflowStatus string) string {
+	if workflowStatus == "completed" {
+		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if out, err := h.Outcome(octx); err == nil && out.Status != "" {
+			return fmt.Sprintf(": %s (workflow completed)", out.Status)
+		}
+	}
+	return fmt.Sprintf(" (workflow %s)", workflowStatus)
 }
 
 func newRevokeCmd(cf *clientFlags) *cobra.Command {

@@ -157,6 +157,10 @@ func TestReadmeTour(t *testing.T) {
 	if out, _, _ := cli(t, "status", "claims-slow-example"); strings.Contains(out, "cancel reason") {
 		t.Errorf("a refused reason was used by the next cancel:\n%s", out)
 	}
+	// Canceling it again says how it ended (not only "workflow completed").
+	if _, stderr, code := cli(t, "cancel", "claims-slow-example"); code != exitTemporal || !strings.Contains(stderr, "has already ended: canceled (workflow completed)") {
+		t.Errorf("cancel of a canceled delegation: exit %d, %s", code, stderr)
+	}
 
 	// The reconcile schedule is created, removed (off in any case), and
 	// removing it again says there is none.
