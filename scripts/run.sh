@@ -52,6 +52,11 @@ cleanup() {
   echo "stopping..."
   for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  if [ -s .delegate/temporal.db ]; then
+    echo "stopped. The delegations are kept in .delegate/temporal.db; the next make run goes on with them."
+  else
+    echo "stopped."
+  fi
 }
 trap cleanup INT TERM EXIT
 
