@@ -172,6 +172,13 @@ func LoadDynamicConfig(path string) (dynamicconfig.ConfigValueMap, error) {
 				return fail(fmt.Errorf("%s: item %d: no value", k, i+1))
 			}
 		}
+		// The server's loader names no key for a bad constraint
+		// ("unknown constraint type"): load each key alone to say which.
+		if sub, err := yaml.Marshal(map[string]any{k: list}); err == nil {
+			if errs := dynamicconfig.LoadYamlFile(sub).Errors; len(errs) > 0 {
+				return fail(fmt.Errorf("%s: %w", k, errors.Join(errs...)))
+			}
+		}
 	}
 	lr := dynamicconfig.LoadYamlFile(b)
 	problems := append(lr.Errors, lr.Warnings...)

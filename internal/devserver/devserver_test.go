@@ -116,6 +116,8 @@ func TestLoadDynamicConfig(t *testing.T) {
 		"emptylist.yaml": {"history.transferProcessorMaxPollRPS: []\n", "history.transferProcessorMaxPollRPS: an empty list sets nothing"},
 		"field.yaml":     {"history.transferProcessorMaxPollRPS:\n  - valu: 500\n", `history.transferProcessorMaxPollRPS: item 1: unknown field "valu"`},
 		"novalue.yaml":   {"history.transferProcessorMaxPollRPS:\n  - constraints: {}\n", "history.transferProcessorMaxPollRPS: item 1: no value"},
+		// The server's loader said "unknown constraint type" without the key.
+		"constraint.yaml": {"history.transferProcessorMaxPollRPS:\n  - value: 5\n    constraints: {bogus: x}\n", `history.transferProcessorMaxPollRPS: unknown constraint type "bogus"`},
 	} {
 		_, err := LoadDynamicConfig(write(name, tc.text))
 		if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tc.want)) {
