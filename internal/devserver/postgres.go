@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lib/pq"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -41,6 +42,11 @@ func postgresConfigs(raw string) (store, visibility *config.SQL, err error) {
 	}
 	if u.User == nil || u.User.Username() == "" {
 		return nil, nil, fmt.Errorf("devserver: --server %q: the user is missing (postgres://USER@HOST:PORT/DB)", redact(raw))
+	}
+	// The parameters as the server's "postgres12" plugin's driver (lib/pq)
+	// reads them: a bad one (sslmode=bogus) failed only at the dial.
+	if _, err := pq.NewConnector(raw); err != nil {
+		return nil, nil, fmt.Errorf("devserver: --server %q: %s", redact(raw), strings.TrimPrefix(err.Error(), "pq: "))
 	}
 	pw, _ := u.User.Password()
 	store = &config.SQL{

@@ -62,8 +62,11 @@ func TestPostgresURLErrors(t *testing.T) {
 	for raw, want := range map[string]string{
 		"postgres://u@h:5432/a/b":        `database name "a/b" has a "/"`,
 		"postgres://u:secret@h:99999/db": `port "99999" is not a TCP port, 1 to 65535`,
+		// A parameter the driver refuses failed only at the dial (exit 3).
+		"postgres://u:secret@h:5432/db?sslmode=bogus":        `wrong value for "sslmode": "bogus" is not supported; supported values are disable`,
+		"postgres://u:secret@h:5432/db?connect_timeout=soon": `wrong value for "connect_timeout"`,
 	} {
-		if _, _, err := postgresConfigs(raw); err == nil || !strings.Contains(err.Error(), want) {
+		if _, _, err := postgresConfigs(raw); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("%s: error %v, want %q", raw, err, want)
 		}
 	}
