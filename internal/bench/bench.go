@@ -313,12 +313,12 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 		if m.name != "raw" {
 			quiesce(ctx, c, ended.Load(), say)
 		}
-		say("%s: %d at concurrency 1", m.name, cfg.Latency)
+		say("%s, latency: %d at concurrency 1", m.name, cfg.Latency)
 		m.out.C1 = measure(ctx, m.f, cfg.Latency, 1)
 		if m.name != "raw" {
 			quiesce(ctx, c, ended.Load(), say)
 		}
-		say("%s: %d at concurrency %d", m.name, cfg.N, cfg.Concurrency)
+		say("%s, throughput: %d at concurrency %d", m.name, cfg.N, cfg.Concurrency)
 		m.out.CN = measure(ctx, m.f, cfg.N, cfg.Concurrency)
 		if err := ctx.Err(); err != nil {
 			return nil, err // interrupted: every operation from here would fail
