@@ -40,9 +40,10 @@ func newListCmd(cf *clientFlags) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tAGENT\tA2A STATE\tWAITING SINCE\tDEADLINE\tWORKFLOW")
+			// STARTED tells apart the runs of an id used again.
+			fmt.Fprintln(tw, "ID\tAGENT\tA2A STATE\tWAITING SINCE\tDEADLINE\tWORKFLOW\tSTARTED")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(r.ID), clean(r.Agent), clean(r.A2AState), fmtTime(r.WaitingSince), fmtTime(r.Deadline), r.Status)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clean(r.ID), clean(r.Agent), clean(r.A2AState), fmtTime(r.WaitingSince), fmtTime(r.Deadline), r.Status, fmtTime(&r.Started))
 			}
 			return tw.Flush()
 		},

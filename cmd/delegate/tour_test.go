@@ -161,6 +161,25 @@ func TestReadmeTour(t *testing.T) {
 	if _, stderr, code := cli(t, "cancel", "claims-slow-example"); code != exitTemporal || !strings.Contains(stderr, "has already ended: canceled (workflow completed)") {
 		t.Errorf("cancel of a canceled delegation: exit %d, %s", code, stderr)
 	}
+	// A run of an id used again is told apart from the first by its start
+	// (lists follow a little behind: wait for both rows, at most 10 s).
+	if _, stderr, code := cli(t, "start", "--contract", example("slow.json", "")); code != 0 {
+		t.Fatalf("start slow again: %s", stderr)
+	}
+	row := regexp.MustCompile(`(?m)^claims-slow-example .* (running|completed)\s+\d{4}-\d\d-\d\dT\S+Z$`)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, _, _ := cli(t, "list")
+		if regexp.MustCompile(`(?m)WORKFLOW\s+STARTED$`).MatchString(out) && len(row.FindAllString(out, -1)) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("list shows the two runs of claims-slow-example with their starts:\n%s", out)
+			break
+		}
+	}
+	if _, stderr, code := cli(t, "cancel", "claims-slow-example"); code != 0 {
+		t.Errorf("cancel the second run: %s", stderr)
+	}
 
 	// The reconcile schedule is created, removed (off in any case), and
 	// removing it again says there is none.
