@@ -234,6 +234,42 @@ func TestBoundByEncodedSize(t *testing.T) {
 	}
 }
 
+// Whatever the agent sends, the result fits: 60,000 empty artifacts (each
+// small, so no artifact is over a limit) were one withheld entry each,
+// 10.7 MB, and the activity failed with the task it had created unrecorded;
+// so did 40 artifacts with 100 KB ids, and a 3 MB status message id.
+func TestBoundHostileShapes(t *testing.T) {
+	many := make([]contracts.Artifact, 60000)
+	for i := range many {
+		many[i] = contracts.Artifact{ArtifactID: fmt.Sprintf("x%06d", i), Parts: []contracts.Part{}}
+	}
+	longIDs := make([]contracts.Artifact, 40)
+	for i := range longIDs {
+		longIDs[i] = contracts.Artifact{ArtifactID: fmt.Sprintf("%d-%s", i, strings.Repeat("i", 100_000)), Name: "claim_opened",
+			Parts: []contracts.Part{{Kind: contracts.PartText, Text: "ok"}}}
+	}
+	for name, snap := range map[string]contracts.TaskSnapshot{
+		"many artifacts": {TaskID: "t-1", State: contracts.TaskStateCompleted, Artifacts: many},
+		"long ids":       {TaskID: "t-1", State: contracts.TaskStateCompleted, Artifacts: longIDs},
+		"long message id": {TaskID: "t-1", State: contracts.TaskStateInputRequired, StatusMessageID: strings.Repeat("m", 3<<20),
+			StatusKey: "msg:" + strings.Repeat("m", 3<<20)},
+	} {
+		got := bound(snap, contracts.Limits{})
+		b, _ := json.Marshal(got)
+		if len(b) > MaxResultBytes {
+			t.Errorf("%s: bounded result is %d bytes, want at most %d", name, len(b), MaxResultBytes)
+		}
+		if got.TaskID != "t-1" {
+			t.Errorf("%s: task id %q, want it kept", name, got.TaskID)
+		}
+	}
+	got := bound(contracts.TaskSnapshot{TaskID: "t-1", Artifacts: many}, contracts.Limits{})
+	last := got.Artifacts[len(got.Artifacts)-1]
+	if len(got.Artifacts) != 65 || !strings.Contains(last.Withheld, "(59936 more artifacts, not listed)") || last.SHA256 == "" {
+		t.Errorf("60,000 artifacts: %d entries, last %+v; want 32 kept, 32 listed withheld and one for the rest", len(got.Artifacts), last)
+	}
+}
+
 // A stream that sends only comments is closed after Activities.StreamIdle
 // and the task is read instead; the connection does not stay open.
 func TestCommentOnlyStreamIsLetGo(t *testing.T) {

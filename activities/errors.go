@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -67,7 +68,10 @@ func (a *Activities) failText(ctx context.Context, op string, cat contracts.Cate
 // bound applies the contract's limits to a snapshot before it becomes an
 // activity result, that is workflow history: oversize, too deep or surplus
 // artifacts are withheld (contracts.ApplyLimits) and remote text is cut
-// (contracts.CutText).
+// (contracts.CutText). Then the whole is bounded by its encoded size,
+// MaxResultBytes, whatever the agent sent: an activity result over
+// Temporal's payload limit fails the activity, and with it the record of a
+// task the agent created (a send would be sent again).
 func bound(s contracts.TaskSnapshot, l contracts.Limits) contracts.TaskSnapshot {
 	lim := l.WithDefaults()
 	s.Artifacts = contracts.ApplyLimits(s.Artifacts, lim)
@@ -76,30 +80,55 @@ func bound(s contracts.TaskSnapshot, l contracts.Limits) contracts.TaskSnapshot 
 	s.RawState = contracts.CutText(s.RawState, 256)
 	s.StatusMessageID = contracts.CutText(s.StatusMessageID, 256)
 	s.StatusTimestamp = contracts.CutText(s.StatusTimestamp, 64)
+	s.StatusKey = contracts.CutText(s.StatusKey, 512)
 	if len(s.StatusData) > lim.MaxArtifactBytes {
 		s.StatusData = nil
 		s.StatusText += " [status data withheld: over the size limit]"
 	}
-	// Everything counts toward the encoded size (metadata, names, media
-	// types, part counts): the largest artifacts are withheld until the
-	// result fits, so that it never exceeds Temporal's payload limit (an
-	// activity result over it fails the activity, and a send would be
-	// sent again).
-	for encodedSize(s) > MaxResultBytes {
-		i := largestArtifact(s.Artifacts)
-		if i < 0 {
-			s.StatusData = nil
-			s.StatusText = contracts.CutText(s.StatusText, 1024)
-			break
+	size := encodedSize(s)
+	if size <= MaxResultBytes {
+		return s
+	}
+	// Everything counts toward the encoded size (metadata, ids, names,
+	// media types, part counts): the largest artifacts are withheld,
+	// largest first, until the result fits.
+	type sized struct{ i, n int }
+	var order []sized
+	for i, a := range s.Artifacts {
+		if a.Withheld == "" {
+			order = append(order, sized{i, encodedSize(a)})
 		}
-		a := s.Artifacts[i]
-		n := encodedSize(a)
-		s.Artifacts[i] = contracts.Artifact{ArtifactID: contracts.CutText(a.ArtifactID, 256), Name: contracts.CutText(a.Name, 256), Parts: []contracts.Part{},
-			Withheld: fmt.Sprintf("%s: the artifact is %d bytes encoded (metadata and parts included); the task's result must fit in %d", contracts.ReasonTooLarge, n, MaxResultBytes),
-			Size:     n, SHA256: a.SHA256}
+	}
+	slices.SortStableFunc(order, func(a, b sized) int { return b.n - a.n })
+	for _, o := range order {
+		if size <= MaxResultBytes {
+			return s
+		}
+		w := contracts.Withhold(s.Artifacts[o.i], fmt.Sprintf("%s: the artifact is %d bytes encoded (metadata and parts included); the task's result must fit in %d", contracts.ReasonTooLarge, o.n, MaxResultBytes), o.n)
+		s.Artifacts[o.i] = w
+		size -= o.n - encodedSize(w)
+	}
+	if size <= MaxResultBytes {
+		return s
+	}
+	// Still over (the withheld entries themselves, or the status): the
+	// status data goes, the status text is cut short, and the artifacts
+	// past the first few become one entry.
+	s.StatusData = nil
+	s.StatusText = contracts.CutText(s.StatusText, 1024)
+	s.Reply = contracts.CutText(s.Reply, 1024)
+	if len(s.Artifacts) > maxListedWhenOver {
+		rest := s.Artifacts[maxListedWhenOver:]
+		s.Artifacts = append(s.Artifacts[:maxListedWhenOver:maxListedWhenOver],
+			contracts.WithheldRest(rest, fmt.Sprintf("%s: the task's result must fit in %d bytes", contracts.ReasonTooLarge, MaxResultBytes)))
 	}
 	return s
 }
+
+// maxListedWhenOver is how many artifacts a result over MaxResultBytes
+// still lists one by one (each withheld: an id and a name of at most
+// contracts.MaxWithheldIDChars, a size and a sha256).
+const maxListedWhenOver = 64
 
 // MaxResultBytes bounds the encoded size of a snapshot an activity
 // returns into history (Temporal refuses payloads over 2 MiB).

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"mime"
 	"slices"
 	"strings"
@@ -324,13 +325,22 @@ func CutText(s string, n int) string {
 // ApplyLimits is applied by the worker to what the remote agent returned,
 // before it enters workflow history: artifacts beyond the count limit, and
 // artifacts larger than the byte limit or nested deeper than the depth
-// limit, keep only their id, name, size and sha256 and are marked Withheld
-// with the rejection reason. The workflow then rejects withheld artifacts
-// with that reason. (Remote status text is cut separately with CutText.)
+// limit, keep only their id and name (cut to MaxWithheldIDChars), size and
+// sha256 and are marked Withheld with the rejection reason. Of the
+// artifacts beyond the count limit, the first MaxArtifacts are listed so;
+// the rest become one entry (WithheldRest) with their number, total size
+// and one sha256, so that what is kept grows with the limits, never with
+// what the agent sent. The workflow then rejects withheld artifacts with
+// that reason. (Remote status text is cut separately with CutText.)
 func ApplyLimits(arts []Artifact, l Limits) []Artifact {
 	l = l.WithDefaults()
-	out := make([]Artifact, 0, len(arts))
+	out := make([]Artifact, 0, min(len(arts), 2*l.MaxArtifacts+1))
+	var rest []Artifact
 	for i, a := range arts {
+		if i >= 2*l.MaxArtifacts {
+			rest = arts[i:]
+			break
+		}
 		size := artifactSize(a)
 		reason := ""
 		switch {
@@ -347,20 +357,52 @@ func ApplyLimits(arts []Artifact, l Limits) []Artifact {
 			}
 		}
 		if reason != "" {
-			h := sha256.New()
-			for _, p := range a.Parts {
-				h.Write([]byte(p.Text))
-				h.Write(p.Data)
-				h.Write(p.Raw)
-				h.Write([]byte(p.URL))
-			}
-			out = append(out, Artifact{ArtifactID: a.ArtifactID, Name: CutText(a.Name, 256), Parts: []Part{},
-				Withheld: reason, Size: size, SHA256: hex.EncodeToString(h.Sum(nil))})
+			out = append(out, Withhold(a, reason, size))
 			continue
 		}
 		out = append(out, a)
 	}
+	if len(rest) > 0 {
+		out = append(out, WithheldRest(rest, fmt.Sprintf("%s: more than %d artifacts", ReasonTooManyArtifacts, l.MaxArtifacts)))
+	}
 	return out
+}
+
+// MaxWithheldIDChars bounds the id and name a withheld artifact keeps.
+const MaxWithheldIDChars = 256
+
+// Withhold is a's withheld form: its id and name (cut), size (bytes of its
+// parts, as counted by the limits) and the sha256 of its parts' content,
+// marked with reason.
+func Withhold(a Artifact, reason string, size int) Artifact {
+	return Artifact{ArtifactID: CutText(a.ArtifactID, MaxWithheldIDChars), Name: CutText(a.Name, MaxWithheldIDChars), Parts: []Part{},
+		Withheld: reason, Size: size, SHA256: hex.EncodeToString(partsHash(sha256.New(), a).Sum(nil))}
+}
+
+// WithheldRest is one withheld entry standing for arts, none of them
+// listed: no id, their number in the reason, their total size, and one
+// sha256 over their ids and parts in order.
+func WithheldRest(arts []Artifact, reason string) Artifact {
+	h := sha256.New()
+	size := 0
+	for _, a := range arts {
+		h.Write([]byte(a.ArtifactID))
+		h.Write([]byte{0})
+		partsHash(h, a)
+		size += artifactSize(a)
+	}
+	return Artifact{Parts: []Part{}, Withheld: fmt.Sprintf("%s (%d more artifacts, not listed)", reason, len(arts)),
+		Size: size, SHA256: hex.EncodeToString(h.Sum(nil))}
+}
+
+func partsHash(h hash.Hash, a Artifact) hash.Hash {
+	for _, p := range a.Parts {
+		h.Write([]byte(p.Text))
+		h.Write(p.Data)
+		h.Write(p.Raw)
+		h.Write([]byte(p.URL))
+	}
+	return h
 }
 
 // FileRef is a file part of an output: a URL (never fetched) or inline

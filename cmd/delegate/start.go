@@ -121,8 +121,8 @@ func waitAndPrint(ctx context.Context, w io.Writer, h *dclient.Handle, given str
 
 // retryLine is what `start --wait` prints of a call that keeps failing
 // (State.Retrying), or "" when nothing changed since last: a line per
-// attempt, the error in full when it differs from the one before ("same
-// error" otherwise), and once that Temporal took the retries over
+// attempt, the error in full when it differs from the one before ("the
+// same error" otherwise), and once that Temporal took the retries over
 // (Retrying.HandedOver: the attempts then show in `delegate status`).
 // last is updated.
 func retryLine(rt *contracts.Retrying, last *contracts.Retrying) string {
