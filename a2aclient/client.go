@@ -24,8 +24,9 @@ import (
 
 // Client talks to one remote agent over one selected interface.
 type Client struct {
-	iface contracts.Interface
-	sdk   *sdk.Client
+	iface       contracts.Interface
+	sdk         *sdk.Client
+	callTimeout time.Duration
 }
 
 // Options configure Dial.
@@ -38,7 +39,16 @@ type Options struct {
 	// MaxResponseBytes bounds every response body read from the agent
 	// before it is decoded (0: DefaultMaxResponseBytes).
 	MaxResponseBytes int64
+	// CallTimeout bounds each whole GetTask, CancelTask and
+	// CreatePushConfig call, the body included (0: DefaultCallTimeout), so
+	// that an agent trickling its reply cannot hold a read, its connection
+	// and its goroutine past the heartbeat that should have ended it.
+	// SendMessage is bounded by its caller's context; streams by theirs.
+	CallTimeout time.Duration
 }
+
+// DefaultCallTimeout is Options.CallTimeout when unset.
+const DefaultCallTimeout = 30 * time.Second
 
 // Dial makes a client for the selected interface. It does no I/O.
 func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client, error) {
@@ -81,7 +91,11 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 	if err != nil {
 		return nil, &CallError{Category: contracts.CategoryProtocol, Op: "dial", Err: err}
 	}
-	return &Client{iface: iface, sdk: c}, nil
+	ct := opts.CallTimeout
+	if ct <= 0 {
+		ct = DefaultCallTimeout
+	}
+	return &Client{iface: iface, sdk: c, callTimeout: ct}, nil
 }
 
 func transportOf(hc *http.Client) http.RoundTripper {
@@ -142,6 +156,8 @@ func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage)
 // the tracked context: a reply naming another is an IDError. Errors are
 // *CallError.
 func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
+	defer cancel()
 	ctx, rec := withRecord(ctx)
 	t, err := c.sdk.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)})
 	if err != nil {
@@ -159,6 +175,8 @@ func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contrac
 // authentication, scheme Bearer (sent back as "Authorization: Bearer",
 // A2A 1.0 §4.3.3): peers use one or the other. Errors are *CallError.
 func (c *Client) CreatePushConfig(ctx context.Context, taskID, url, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
+	defer cancel()
 	ctx, rec := withRecord(ctx)
 	cfg := &a2a.PushConfig{TaskID: a2a.TaskID(taskID), URL: url, Token: token, Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: token}}
 	if _, err := c.sdk.CreateTaskPushConfig(ctx, cfg); err != nil {
@@ -216,6 +234,8 @@ func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[S
 // the Task as the agent reports it; contextID as for GetTask. Errors are *CallError; a task that is
 // not cancelable gives a2a.ErrTaskNotCancelable inside.
 func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
+	defer cancel()
 	ctx, rec := withRecord(ctx)
 	t, err := c.sdk.CancelTask(ctx, &a2a.CancelTaskRequest{ID: a2a.TaskID(taskID)})
 	if err != nil {
@@ -330,12 +350,14 @@ func (e *CallError) Retryable() bool { return e.Category == contracts.CategoryTr
 // back, in this order: the HTTP guard's refusal (card); 401/403 or an A2A
 // authentication error (authorization); HTTP 408, 429 and 5xx other than
 // 501/505 (transient, whatever the body); any other 4xx, or a body over
-// the limit (protocol: the same call would fail again); a reply cut before
+// the limit (protocol: the same call would fail again; for a send answered
+// 2xx, unknown_outcome: the agent took the message); a reply cut before
 // its end (unknown_outcome for a send, transient for a read); a JSON-RPC
 // error code (-32603 internal and the server-error range -32000..-32099
 // outside A2A's own codes: transient; every other code: protocol); no
-// response (transient when nothing was written, unknown_outcome when the
-// request was written).
+// response (transient when nothing was written or for a GetTask,
+// unknown_outcome when the request was written); any other 2xx reply that
+// did not decode (unknown_outcome for a send, protocol otherwise).
 func classify(op string, err error, rec *record) error {
 	rec.mu.Lock()
 	ce := &CallError{Op: op, Status: rec.status, Written: rec.written, Err: err,
@@ -357,7 +379,13 @@ func classify(op string, err error, rec *record) error {
 	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests,
 		status >= 500 && status != http.StatusNotImplemented && status != http.StatusHTTPVersionNotSupported:
 		ce.Category = contracts.CategoryTransient
-	case status >= 400, errors.Is(err, ErrResponseTooLarge):
+	case status >= 400:
+		ce.Category = contracts.CategoryProtocol
+	case errors.Is(err, ErrResponseTooLarge) && op == "SendMessage" && status/100 == 2:
+		// The agent took the message (2xx) and answered with more than
+		// this client reads: a task may exist, its id unread.
+		ce.Category = contracts.CategoryUnknownOutcome
+	case errors.Is(err, ErrResponseTooLarge):
 		ce.Category = contracts.CategoryProtocol
 	case errors.As(err, new(*BodyReadError)) && op == "SendMessage":
 		// The agent answered with a status, so it took the message; its
@@ -378,9 +406,16 @@ func classify(op string, err error, rec *record) error {
 		ce.Category = contracts.CategoryProtocol
 	case status == 0 && !ce.Written:
 		ce.Category = contracts.CategoryTransient
+	case status == 0 && ce.Written && op == "GetTask":
+		// A read that timed out or was reset: read again.
+		ce.Category = contracts.CategoryTransient
 	case status == 0 && ce.Written:
 		// Timeout or reset after the request was written: it may have been
 		// processed.
+		ce.Category = contracts.CategoryUnknownOutcome
+	case op == "SendMessage" && status/100 == 2:
+		// A 2xx reply to a send that did not decode: the agent took the
+		// message, and what it made of it is unknown.
 		ce.Category = contracts.CategoryUnknownOutcome
 	default:
 		// A 2xx reply that did not decode, or a server error of a2a-go's

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,11 +46,16 @@ func rpcError(w http.ResponseWriter, errObj string) {
 
 func dialStub(t *testing.T, h http.Handler, binding, version string) *Client {
 	t.Helper()
+	return dialStubWith(t, h, binding, version, Options{MaxResponseBytes: 1 << 20})
+}
+
+func dialStubWith(t *testing.T, h http.Handler, binding, version string, opts Options) *Client {
+	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
-	c, err := Dial(ctx, contracts.Interface{URL: srv.URL + "/a2a", Binding: binding, Version: version}, Options{MaxResponseBytes: 1 << 20})
+	c, err := Dial(ctx, contracts.Interface{URL: srv.URL + "/a2a", Binding: binding, Version: version}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +139,14 @@ func TestWrongShapeReplyIsBounded(t *testing.T) {
 	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) { rpcResult(w, big) }}, "JSONRPC", "1.0")
 	_, err := c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
 	ce := callError(t, err)
-	if ce.Category != contracts.CategoryProtocol {
-		t.Errorf("category = %s, want protocol", ce.Category)
+	// Answered 2xx, so the agent took the message: what it made of it is
+	// unknown (a protocol error ended the delegation, leaving a task the
+	// agent may have created unrecorded).
+	if ce.Category != contracts.CategoryUnknownOutcome {
+		t.Errorf("category = %s, want unknown_outcome", ce.Category)
+	}
+	if _, err := c.GetTask(context.Background(), "t-1", ""); callError(t, err).Category != contracts.CategoryProtocol {
+		t.Errorf("the same reply to GetTask: %v, want protocol", err)
 	}
 	if msg := err.Error(); len(msg) > maxErrorText+200 || strings.Contains(msg, "SECRET-TOKEN-XYZ") {
 		t.Errorf("error is %d bytes (contains the secret: %v), want at most %d", len(msg), strings.Contains(msg, "SECRET-TOKEN-XYZ"), maxErrorText)
@@ -149,6 +161,50 @@ func TestResponseOverLimitIsNotDecoded(t *testing.T) {
 	ce := callError(t, err)
 	if ce.Category != contracts.CategoryProtocol || !errors.Is(err, ErrResponseTooLarge) || !strings.Contains(err.Error(), "1048576") {
 		t.Errorf("error = %v, want protocol naming the limit of 1048576 bytes", err)
+	}
+	// The same to a send: the agent took the message (unknown outcome).
+	_, err = c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
+	if ce := callError(t, err); ce.Category != contracts.CategoryUnknownOutcome || !errors.Is(err, ErrResponseTooLarge) {
+		t.Errorf("send answered over the limit: %v, want unknown_outcome", err)
+	}
+}
+
+// A GetTask whose reply trickles (headers at once, then a byte every
+// 100 ms) ends at Options.CallTimeout, as a transient failure, and its
+// connection is closed: it held the read, its connection and goroutine
+// until the activity's start-to-close timeout.
+func TestTricklingReadIsCut(t *testing.T) {
+	var closed atomic.Int32
+	c := dialStubWith(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		defer closed.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		for range 100 {
+			if _, err := w.Write([]byte(" ")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}}, "JSONRPC", "1.0", Options{CallTimeout: 300 * time.Millisecond})
+	start := time.Now()
+	_, err := c.GetTask(context.Background(), "t-1", "")
+	if ce := callError(t, err); ce.Category != contracts.CategoryTransient {
+		t.Errorf("trickled GetTask: %v (%s), want transient", err, ce.Category)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("trickled GetTask took %s, want about the call timeout", d)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for closed.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if closed.Load() == 0 {
+		t.Error("the agent's handler still writes: the connection was not closed")
 	}
 }
 

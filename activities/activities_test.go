@@ -212,6 +212,59 @@ func TestContractLowersTheResponseLimit(t *testing.T) {
 	}
 }
 
+// A send the agent answered WORKING, whose settle read then trickles
+// (headers at once, a byte every 100 ms, for ever), returns the send's own
+// reply at the end of the settle window: the read hung the activity until
+// its timeout, the reply was thrown away, and the message sent again.
+func TestSettleReadThatHangsKeepsTheSend(t *testing.T) {
+	var sends atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		if req.Method == "SendMessage" {
+			sends.Add(1)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"task":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}}`, req.ID)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		for {
+			if _, err := w.Write([]byte(" ")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	a := &Activities{Logger: quiet, SettleWindow: 200 * time.Millisecond}
+	env := activityEnv(t, a)
+	env.SetTestTimeout(20 * time.Second)
+	start := time.Now()
+	v, err := env.ExecuteActivity(a.SendMessage, SendInput{Interface: contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
+		Message: contracts.OutboundMessage{MessageID: "m-1", Text: "hi"}})
+	if err != nil {
+		t.Fatalf("SendMessage: %v", err)
+	}
+	var snap contracts.TaskSnapshot
+	if err := v.Get(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.TaskID != "t-1" || snap.State != contracts.TaskStateWorking || sends.Load() != 1 {
+		t.Errorf("snapshot %+v after %d sends, want task t-1 working from the one send", snap, sends.Load())
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the send took %s, want the settle window and a grace second", d)
+	}
+}
+
 // What an activity returns is bounded by its encoded size: an artifact of
 // 10,000 parts with metadata passes the content limits but not the
 // encoded one, and is withheld (then rejected too_large); the result fits.

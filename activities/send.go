@@ -61,6 +61,10 @@ func (a *Activities) SendMessage(ctx context.Context, in SendInput) (contracts.T
 // finishes at once has usually finished by then.
 const SettleFirstRead = 2 * time.Millisecond
 
+// settleReadGrace is how long past the settle window a settle read may
+// take.
+const settleReadGrace = time.Second
+
 func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap contracts.TaskSnapshot) contracts.TaskSnapshot {
 	window := a.SettleWindow
 	if window == 0 {
@@ -74,7 +78,13 @@ func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap contr
 	for (snap.State == contracts.TaskStateSubmitted || snap.State == contracts.TaskStateWorking) && time.Now().Add(wait).Before(deadline) {
 		time.Sleep(wait)
 		wait *= 2
-		next, err := c.GetTask(ctx, snap.TaskID, snap.ContextID)
+		// Each read ends with the window (and a grace second): the send has
+		// succeeded, and a read that hangs or trickles must not time the
+		// activity out and throw its reply away (the message would be sent
+		// again, and the task it created lost).
+		rctx, cancel := context.WithDeadline(ctx, deadline.Add(settleReadGrace))
+		next, err := c.GetTask(rctx, snap.TaskID, snap.ContextID)
+		cancel()
 		if err != nil {
 			break
 		}
