@@ -135,6 +135,9 @@ type run struct {
 	deadlineTimer workflow.Future
 	pending       *contracts.Answer
 	pendingVia    string
+	// sendEndedUnknown: State.SendInFlight is a send that ended, after the
+	// stop, with its outcome unknown (not one still running).
+	sendEndedUnknown bool
 }
 
 // main runs the delegation and returns its Outcome (or sets

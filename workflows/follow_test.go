@@ -231,6 +231,25 @@ func (s *DelegationSuite) TestCancelDuringTheSendCancelsTheTaskItCreated() {
 	s.Equal("task-1", o.RemoteTaskID)
 }
 
+// The same when the send then fails with its outcome unknown (the agent
+// took the message and did not answer in time): the Outcome names the
+// messageId as unknown. It said "canceled, remote task none", with nothing
+// of a send the agent had in fact taken and completed.
+func (s *DelegationSuite) TestCancelDuringASendWhoseOutcomeIsUnknown() {
+	unknown := temporal.NewNonRetryableApplicationError("SendMessage: timed out after the request was written", string(contracts.CategoryUnknownOutcome), nil)
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(contracts.TaskSnapshot{}, unknown).Once()
+	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
+	o := s.execute(contract())
+	s.Equal(contracts.StatusCanceled, o.Status)
+	s.Contains(o.Error.Message, MessageID("default-test-workflow-id", "", 0))
+	s.Contains(o.Error.Message, "outcome is unknown")
+	st := s.state()
+	s.Equal(MessageID("default-test-workflow-id", "", 0), st.SendInFlight)
+	if s.Len(st.Sends, 1) {
+		s.Equal("unknown_outcome (after the stop)", st.Sends[0].Result)
+	}
+}
+
 // The same at the deadline, with a send that never finishes: the Outcome
 // says a send was in flight, with its messageId.
 func (s *DelegationSuite) TestDeadlineWithASendThatNeverFinishes() {

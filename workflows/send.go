@@ -163,9 +163,17 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 		r.s.SendInFlight = msgID
 		return stop
 	}
-	if snap, err := get(dctx, f); err == nil && snap.TaskID != "" && snap.State != contracts.TaskStateMessage {
+	snap, err := get(dctx, f)
+	switch {
+	case err == nil && snap.TaskID != "" && snap.State != contracts.TaskStateMessage:
 		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
 		r.observe(dctx, snap)
+	case err != nil && deliveryUnknown(err):
+		// It ended without saying what it created (it timed out after the
+		// request was written): the agent may have taken the message, so
+		// the Outcome names it as unknown, as for a send still running.
+		r.s.SendInFlight, r.sendEndedUnknown = msgID, true
+		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "unknown_outcome (after the stop)"})
 	}
 	return stop
 }
