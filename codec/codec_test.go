@@ -168,3 +168,32 @@ func TestServer(t *testing.T) {
 		t.Errorf("oversized body: %d, want 400", resp.StatusCode)
 	}
 }
+
+// A payload the ring cannot open, decoded into a converter.RawValue (how
+// the workflow receives every Signal), is handed over sealed instead of
+// failing: go.temporal.io/sdk dropped such a Signal (a revoke sealed with
+// a key the worker lacked stopped nothing). Into anything else it fails as
+// before.
+func TestUnopenedPayloadIsHandedOverRaw(t *testing.T) {
+	k1 := mustKeys(t, "k1:"+secret(1))
+	k2 := mustKeys(t, "k2:"+secret(2))
+	p, err := k2.DataConverter().ToPayloads(map[string]string{"reason": "stop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw converter.RawValue
+	if err := k1.DataConverter().FromPayloads(p, &raw); err != nil || !Sealed(raw.Payload()) || KeyID(raw.Payload()) != "k2" {
+		t.Errorf("into a RawValue: %v, %v; want the payload sealed with k2", raw.Payload().GetMetadata(), err)
+	}
+	if err := k1.DataConverter().FromPayload(p.Payloads[0], &raw); err != nil || !Sealed(raw.Payload()) {
+		t.Errorf("FromPayload into a RawValue: %v", err)
+	}
+	var m map[string]string
+	if err := k1.DataConverter().FromPayloads(p, &m); err == nil || !strings.Contains(err.Error(), `"k2"`) {
+		t.Errorf("into a map: %v, want the error naming k2", err)
+	}
+	// What the ring opens is opened, into a RawValue too.
+	if err := k2.DataConverter().FromPayloads(p, &raw); err != nil || Sealed(raw.Payload()) {
+		t.Errorf("k2 into a RawValue: %v", err)
+	}
+}

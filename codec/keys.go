@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	commonpb "go.temporal.io/api/common/v1"
 	"io"
 	"os"
 	"regexp"
@@ -192,8 +193,51 @@ func (k *Keys) Codec() converter.PayloadCodec { return &Codec{keys: k} }
 // DataConverter is Temporal's default data converter with k's Codec
 // after it: what the worker, the CLI and package client use.
 func (k *Keys) DataConverter() converter.DataConverter {
-	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), k.Codec())
+	return rawPassThrough{converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), k.Codec())}
 }
+
+// rawPassThrough hands a payload the codec cannot open (a key this ring
+// lacks, or altered) to a converter.RawValue as it is, sealed, instead of
+// failing: go.temporal.io/sdk drops a Signal whose payload fails to decode
+// and waits on for the next one on that channel, so a revoke sealed with a
+// key the worker lacks stopped nothing and was recorded nowhere. The
+// workflow receives every Signal as a RawValue and refuses a sealed one
+// by name (it still revokes). Every other decode is unchanged.
+type rawPassThrough struct{ converter.DataConverter }
+
+func (d rawPassThrough) FromPayload(p *commonpb.Payload, v any) error {
+	err := d.DataConverter.FromPayload(p, v)
+	if rv, ok := v.(*converter.RawValue); ok && err != nil && Sealed(p) {
+		*rv = converter.NewRawValue(p)
+		return nil
+	}
+	return err
+}
+
+func (d rawPassThrough) FromPayloads(ps *commonpb.Payloads, vs ...any) error {
+	err := d.DataConverter.FromPayloads(ps, vs...)
+	if err == nil || len(vs) > len(ps.GetPayloads()) {
+		return err
+	}
+	for i, v := range vs {
+		if _, ok := v.(*converter.RawValue); !ok || !Sealed(ps.GetPayloads()[i]) {
+			return err
+		}
+	}
+	for i, v := range vs {
+		*v.(*converter.RawValue) = converter.NewRawValue(ps.GetPayloads()[i])
+	}
+	return nil
+}
+
+// Sealed reports whether p is a payload sealed by a Codec (its encoding
+// is MetadataEncoding); KeyID names the key it was sealed with.
+func Sealed(p *commonpb.Payload) bool {
+	return string(p.GetMetadata()["encoding"]) == MetadataEncoding
+}
+
+// KeyID is the id of the key a sealed payload names ("" for another).
+func KeyID(p *commonpb.Payload) string { return string(p.GetMetadata()[MetadataKeyID]) }
 
 // FailureConverter moves a failure's message and stack trace into an
 // encoded payload (temporal.DefaultFailureConverterOptions

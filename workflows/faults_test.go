@@ -4,11 +4,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/activities"
+	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -200,4 +203,49 @@ func (s *DelegationSuite) TestUnknownCredentialRefIsAskedAgain() {
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
+}
+
+// sealedPayload is a payload sealed with key "k2" (codec), as a worker
+// without that key receives it.
+func sealedPayload() converter.RawValue {
+	return converter.NewRawValue(&commonpb.Payload{Metadata: map[string][]byte{
+		converter.MetadataEncoding: []byte(codec.MetadataEncoding), codec.MetadataKeyID: []byte("k2"), codec.MetadataCipher: []byte(codec.CipherAES256GCM)},
+		Data: []byte("\x01\x02sealed")})
+}
+
+// A revoke whose payload the worker cannot open (sealed with a key it
+// lacks, during a rotation) still revokes, and is recorded naming the key;
+// so is an answer, which is not taken. The Go SDK used to drop such a
+// Signal and leave the listener waiting for the next one on that channel.
+func (s *LeanSuite) TestSealedSignalsAreRefusedByName() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, sealedPayload()) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, sealedPayload()) }, 2*time.Minute)
+	o := s.execute(contract())
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	st := s.state()
+	s.Empty(st.Answers)
+	if s.Len(st.IgnoredSignals, 2) {
+		for _, ig := range st.IgnoredSignals {
+			s.Contains(ig.Reason, `sealed with key "k2", which the worker does not have`)
+			s.Empty(ig.Excerpt)
+		}
+		s.Equal(contracts.SignalRevoke, st.IgnoredSignals[1].Name)
+	}
+	s.Equal(codec.MetadataEncoding, sealedEncoding)
+	s.Equal(codec.MetadataKeyID, sealedKeyID)
+}
+
+// Before VersionSealedSignals such a Signal is dropped, as the SDK did (a
+// recorded history replays the same).
+func (s *DelegationSuite) TestSealedSignalDroppedBeforeItsVersion() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, sealedPayload()) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "readable"}) }, 2*time.Minute)
+	o := s.execute(contract())
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	s.Contains(o.Error.Message, "readable")
+	s.Empty(s.state().IgnoredSignals)
 }

@@ -84,7 +84,13 @@ func (r *run) listen(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(g)
 			on := func(c workflow.ReceiveChannel, handle func(workflow.Context, converter.RawValue)) {
-				sel.AddReceive(c, func(c workflow.ReceiveChannel, _ bool) { handle(g, receiveRaw(g, c)) })
+				sel.AddReceive(c, func(c workflow.ReceiveChannel, _ bool) {
+					raw := receiveRaw(g, c)
+					for r.v < VersionSealedSignals && sealed(raw) {
+						raw = receiveRaw(g, c) // as the SDK did: dropped, and the next one awaited
+					}
+					handle(g, raw)
+				})
 			}
 			on(r.sig.input, r.onInput)
 			on(r.sig.rediscover, r.onRediscover)
@@ -130,6 +136,9 @@ func (r *run) drainSignals(ctx workflow.Context) {
 			var raw converter.RawValue
 			if !c.ReceiveAsync(&raw) {
 				return
+			}
+			if r.v < VersionSealedSignals && sealed(raw) {
+				continue // as the SDK did: dropped
 			}
 			handle(ctx, raw)
 		}

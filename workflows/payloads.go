@@ -24,6 +24,20 @@ func receiveRaw(ctx workflow.Context, c workflow.ReceiveChannel) converter.RawVa
 	return raw
 }
 
+// sealedEncoding and sealedKeyID are codec.MetadataEncoding and
+// codec.MetadataKeyID (workflows does not import codec): a payload still
+// sealed reached the workflow because the worker could not open it.
+const (
+	sealedEncoding = "binary/encrypted"
+	sealedKeyID    = "encryption-key-id"
+)
+
+// sealed reports whether raw is a payload the worker's codec could not
+// open (codec's data converter hands it over as it is).
+func sealed(raw converter.RawValue) bool {
+	return string(raw.Payload().GetMetadata()[converter.MetadataEncoding]) == sealedEncoding
+}
+
 // decodePayload decodes a JSON object payload strictly into v
 // (contracts.DecodeObject); required: a missing payload is an error.
 func decodePayload(raw converter.RawValue, v any, required bool) error {
@@ -33,6 +47,9 @@ func decodePayload(raw converter.RawValue, v any, required bool) error {
 			return &contracts.FieldError{Field: "(payload)", Rule: "required: a JSON object"}
 		}
 		return nil
+	}
+	if sealed(raw) {
+		return &contracts.FieldError{Field: "(payload)", Rule: fmt.Sprintf("sealed with key %q, which the worker does not have (or altered): send it again with the worker's keys", contracts.Truncate(string(p.GetMetadata()[sealedKeyID]), 64))}
 	}
 	if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
 		return &contracts.FieldError{Field: "(payload)", Rule: fmt.Sprintf("encoding %q: want %s", contracts.Truncate(enc, 64), converter.MetadataEncodingJSON)}
@@ -82,7 +99,7 @@ func (r *run) ignore(ctx workflow.Context, signal string, err error, raw convert
 		data = p.GetData()
 	}
 	rec := contracts.IgnoredSignal{Name: signal, Reason: contracts.Truncate(err.Error(), 500), Size: len(data), Time: workflow.Now(ctx)}
-	if len(data) > 0 {
+	if len(data) > 0 && !sealed(raw) {
 		rec.Excerpt = contracts.Truncate(strings.ToValidUTF8(string(data), "\uFFFD"), 200)
 	}
 	r.s.IgnoredSignalCount++

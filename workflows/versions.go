@@ -57,6 +57,11 @@ const (
 	// operator does, and a run flooded by pushes continues as new instead
 	// of reading the task over and over.
 	VersionPushState workflow.Version = 9
+	// VersionSealedSignals: a Signal whose payload is sealed with a key
+	// the worker lacks (codec) is received and refused by name (a revoke
+	// still revokes); before it the Go SDK dropped it and the listener
+	// waited for the next Signal on that channel.
+	VersionSealedSignals workflow.Version = 10
 	// VersionLatest is the version new delegations run.
-	VersionLatest = VersionPushState
+	VersionLatest = VersionSealedSignals
 )

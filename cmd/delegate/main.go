@@ -22,7 +22,7 @@ import (
 // Exit codes, documented in `delegate --help`.
 const (
 	exitOK          = 0
-	exitNotComplete = 1 // start --wait: not completed; cancel/revoke: ended otherwise first; card fetch: card unusable; bench: interrupted
+	exitNotComplete = 1 // start --wait: not completed; cancel/revoke: ended otherwise first, or not within --wait; card fetch: card unusable; bench: interrupted
 	exitUsage       = 2 // bad flags or input (a contract or an answer that does not validate)
 	exitTemporal    = 3 // Temporal or network error, or a refused operation
 )

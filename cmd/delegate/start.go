@@ -180,8 +180,10 @@ func reportEnd(ctx context.Context, w io.Writer, c client.Client, id string, wai
 	}
 	switch {
 	case err != nil && wctx.Err() != nil:
+		// Not what was asked (an end within --wait): exit 1, so that a
+		// script does not take a stop that has not landed for one.
 		fmt.Fprintf(w, "still stopping after %s; see: delegate status %s\n", wait, id)
-		return nil
+		return &exitError{code: exitNotComplete, err: fmt.Errorf("delegation %s had not ended %s after the %s; see: delegate status %s", id, wait, what, id)}
 	case err != nil:
 		return temporalErr(err)
 	case slices.Contains(want, out.Status):

@@ -182,6 +182,15 @@ func TestReadmeTour(t *testing.T) {
 		t.Errorf("cancel the second run: %s", stderr)
 	}
 
+	// A stop that has not landed within --wait exits 1 (it exited 0, as if
+	// done): the stubborn agent refuses the cancel and works on for 2 s.
+	if _, stderr, code := cli(t, "start", "--contract", example("stubborn.json", "")); code != 0 {
+		t.Fatalf("start stubborn: %s", stderr)
+	}
+	if out, stderr, code := cli(t, "cancel", "claims-stubborn-example", "--wait", "200ms"); code != exitNotComplete || !strings.Contains(out, "still stopping after 200ms") || !strings.Contains(stderr, "had not ended") {
+		t.Errorf("cancel not landed within --wait: exit %d, %s %s", code, out, stderr)
+	}
+
 	// The reconcile schedule is created, removed (off in any case), and
 	// removing it again says there is none.
 	for _, c := range []struct {
