@@ -192,6 +192,54 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	}
 }
 
+// A revoke sealed with a key the worker lacks (a client a step ahead in a
+// rotation) still revokes, on a real server and worker, and is recorded
+// naming the key. The SDK used to drop it: the delegation went on waiting,
+// and `delegate revoke` said only "still stopping".
+func TestRevokeSealedWithAnotherKey(t *testing.T) {
+	e := setup(t, func(o *options) { o.noWorker = true })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dial := func(k *codec.Keys) client.Client {
+		c, err := client.Dial(client.Options{HostPort: e.srv.FrontendAddr(), Namespace: e.srv.Namespace(),
+			DataConverter: k.DataConverter(), FailureConverter: k.FailureConverter()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	c1 := dial(testKeys(t, "k1:"+key(1)))
+	w := worker.New(c1, contracts.TaskQueue, worker.Options{})
+	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
+		Temporal: c1, Logger: slog.New(slog.DiscardHandler)}, workflows.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	d := lostParcel("sealed-revoke", e.base)
+	if _, err := dclient.Start(ctx, c1, d); err != nil {
+		t.Fatal(err)
+	}
+	waitA2AState(t, ctx, c1, d.LocalWorkflowID, "input-required")
+	c2 := dial(testKeys(t, "k2:"+key(2)))
+	if err := dclient.Get(c2, d.LocalWorkflowID).Revoke(ctx, "rotated client"); err != nil {
+		t.Fatal(err)
+	}
+	h := dclient.Get(c1, d.LocalWorkflowID)
+	out, err := h.Outcome(ctx)
+	if err != nil || out.Status != contracts.StatusAuthorizationDenied {
+		t.Fatalf("outcome = %+v, %v; want authorization_denied", out, err)
+	}
+	st, err := h.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.IgnoredSignals) != 1 || !strings.Contains(st.IgnoredSignals[0].Reason, `sealed with key "k2"`) {
+		t.Errorf("ignored signals = %+v, want the revoke's payload refused naming k2", st.IgnoredSignals)
+	}
+}
+
 // payloadsOf collects every Payload inside a history event but those of
 // search attributes (which the server indexes, so never encoded: they are
 // listed as clear in docs/trust.md).
