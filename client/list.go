@@ -42,7 +42,8 @@ type Listed struct {
 	// A2AState is the search attribute, in its current spelling.
 	A2AState string `json:"a2a_state"`
 	// Status is the workflow's: running, completed, failed, canceled,
-	// terminated, continued_as_new or timed_out.
+	// terminated or timed_out (a run that continued as new is not listed:
+	// the run it continued in is).
 	Status  string    `json:"workflow_status"`
 	Started time.Time `json:"started"`
 	// WaitingSince is when the open question (or unknown outcome) began,
@@ -54,7 +55,10 @@ type Listed struct {
 // ListQuery is the Temporal visibility query that selects what o asks
 // for. Errors: an A2AState that is not one (contracts.ParseA2AState).
 func ListQuery(o ListOptions) (string, error) {
-	q := fmt.Sprintf("WorkflowType = %q", contracts.WorkflowType)
+	// A run that continued as new is not a delegation of its own: the
+	// run it continued in is (it showed as a second row, with the state
+	// it had when it handed over, under --state input-required for ever).
+	q := fmt.Sprintf("WorkflowType = %q AND ExecutionStatus != \"ContinuedAsNew\"", contracts.WorkflowType)
 	if o.Running {
 		q += ` AND ExecutionStatus = "Running"`
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -30,6 +31,21 @@ func TestContinueAsNewCarriesTheState(t *testing.T) {
 	if e.agent.TaskCount() != 1 {
 		t.Errorf("task count = %d", e.agent.TaskCount())
 	}
+	// The list shows the delegation once, as it ended: the runs that
+	// continued as new showed too, each with the state it handed over.
+	waitFor(t, "the list to show the delegation once", 10*time.Second, func() (bool, string) {
+		rows, err := dclient.List(ctx, e.c, dclient.ListOptions{Namespace: e.srv.Namespace()})
+		if err != nil {
+			return false, err.Error()
+		}
+		var mine []dclient.Listed
+		for _, r := range rows {
+			if r.ID == d.LocalWorkflowID {
+				mine = append(mine, r)
+			}
+		}
+		return len(mine) == 1 && mine[0].Status == "completed", fmt.Sprintf("%+v", mine)
+	})
 }
 
 // TestReconcileDelegations runs the workflow a reconcile Schedule starts:
