@@ -294,6 +294,9 @@ func (d Delegation) Validate(now time.Time) error {
 	if len(d.Message.Data) > 0 && bytes.Equal(bytes.TrimSpace(d.Message.Data), []byte("null")) {
 		add("message.data", "must not be null")
 	}
+	if emptyList(d.Message.Data) {
+		add("message.data", EmptyListRule)
+	}
 	if len(d.AllowedOutputs) == 0 {
 		add("allowed_outputs", "must not be empty")
 	}

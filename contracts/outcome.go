@@ -50,12 +50,46 @@ func (a Answer) Validate() error {
 		d := bytes.TrimSpace(a.Data)
 		if bytes.Equal(d, []byte("null")) {
 			errs = append(errs, &FieldError{Field: "data", Rule: "must not be null"})
+		} else if emptyList(d) {
+			errs = append(errs, &FieldError{Field: "data", Rule: EmptyListRule})
 		} else if !json.Valid(d) {
 			errs = append(errs, &FieldError{Field: "data", Rule: "must be valid JSON"})
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// EmptyListRule is why a message's data may not be [] (A2A 1.0 §4.1.6 a
+// data Part): a2a-go's server echoes such a part without its data, and a
+// client then cannot read the task at all (it ended protocol_error after
+// the agent had taken the message).
+const EmptyListRule = "must not be an empty list ([]): A2A peers read a data part holding [] as a part with no content; leave data out, or send an object"
+
+// WithoutRule is err without the FieldErrors that break rule (err as a
+// FieldError, or errors.Join of them); nil when none is left. A workflow
+// uses it to judge a recorded history by the rules it ran under.
+func WithoutRule(err error, rule string) error {
+	var kept []error
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+			return
+		}
+		if fe, ok := e.(*FieldError); ok && fe.Rule == rule {
+			return
+		}
+		kept = append(kept, e)
+	}
+	if err != nil {
+		walk(err)
+	}
+	return errors.Join(kept...)
+}
+
+func emptyList(d []byte) bool { return string(bytes.Join(bytes.Fields(d), nil)) == "[]" }
 
 // emptyJSON reports whether data carries nothing: absent, "", {} or [].
 func emptyJSON(data json.RawMessage) bool {

@@ -68,7 +68,7 @@ func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionLatest)
 	// The deadline may have passed between the start and the first
 	// workflow task (no worker yet): that is a deadline, not a bad contract.
-	if err := d.Validate(d.Deadline.Add(-time.Nanosecond)); err != nil {
+	if err := r.rulesOfItsVersion(d.Validate(d.Deadline.Add(-time.Nanosecond))); err != nil {
 		r.s.Failure = "invalid contract: " + err.Error()
 		return contracts.Outcome{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidContract, nil)
 	}

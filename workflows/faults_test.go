@@ -249,3 +249,32 @@ func (s *DelegationSuite) TestSealedSignalDroppedBeforeItsVersion() {
 	s.Contains(o.Error.Message, "readable")
 	s.Empty(s.state().IgnoredSignals)
 }
+
+// An answer whose data is [] is refused from VersionSealedSignals (the
+// agent's echo of it could not be read: protocol_error after the send);
+// before it, taken as it was (a recorded history replays the same).
+func (s *LeanSuite) TestAnswerWithEmptyListDataIsRefused() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(contracts.ProvideInput, map[string]any{"text": "photo", "data": []any{}})
+	}, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "done"}) }, 2*time.Minute)
+	o := s.execute(contract())
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	st := s.state()
+	s.Empty(st.Answers)
+	if s.Len(st.IgnoredSignals, 1) {
+		s.Contains(st.IgnoredSignals[0].Reason, "must not be an empty list")
+	}
+}
+
+func (s *DelegationSuite) TestAnswerWithEmptyListDataBeforeItsVersion() {
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(contracts.ProvideInput, map[string]any{"text": "photo", "data": []any{}})
+	}, time.Minute)
+	o := s.execute(contract())
+	s.Equal(contracts.StatusCompleted, o.Status)
+}

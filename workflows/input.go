@@ -41,7 +41,7 @@ func (r *run) registerInput(ctx workflow.Context) error {
 
 // checkAnswer refuses an answer that cannot be sent now.
 func (r *run) checkAnswer(a contracts.Answer) error {
-	if err := a.Validate(); err != nil {
+	if err := r.rulesOfItsVersion(a.Validate()); err != nil {
 		return err
 	}
 	q := r.s.Question
@@ -176,4 +176,15 @@ func (r *run) waitingOptions(ctx workflow.Context) workflow.ActivityOptions {
 		StartToCloseTimeout:    30 * time.Second,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: every, BackoffCoefficient: 1, MaximumInterval: every},
 	}
+}
+
+// rulesOfItsVersion is err without the contract and answer rules added
+// after the run's version, so that a recorded history replays as it ran:
+// before VersionSealedSignals, message data [] was taken
+// (contracts.EmptyListRule).
+func (r *run) rulesOfItsVersion(err error) error {
+	if r.v < VersionSealedSignals {
+		return contracts.WithoutRule(err, contracts.EmptyListRule)
+	}
+	return err
 }

@@ -60,7 +60,8 @@ const (
 	// VersionSealedSignals: a Signal whose payload is sealed with a key
 	// the worker lacks (codec) is received and refused by name (a revoke
 	// still revokes); before it the Go SDK dropped it and the listener
-	// waited for the next Signal on that channel.
+	// waited for the next Signal on that channel. And a message whose
+	// data is [] (contract or answer) is refused (contracts.EmptyListRule).
 	VersionSealedSignals workflow.Version = 10
 	// VersionLatest is the version new delegations run.
 	VersionLatest = VersionSealedSignals
