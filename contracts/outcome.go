@@ -60,9 +60,9 @@ func (a Answer) Validate() error {
 }
 
 // EmptyListRule is why a message's data may not be [] (A2A 1.0 §4.1.6 a
-// data Part): a2a-go's server echoes such a part without its data, and a
-// client then cannot read the task at all (it ended protocol_error after
-// the agent had taken the message).
+// data Part): a2a-go 2.3.1's server echoes such a part in the task's
+// history as {"data": null}, which its client cannot read, so the task
+// could not be read at all after the agent had taken the message.
 const EmptyListRule = "must not be an empty list ([]): A2A peers read a data part holding [] as a part with no content; leave data out, or send an object"
 
 // WithoutRule is err without the FieldErrors that break rule (err as a
