@@ -427,33 +427,51 @@ type ArtifactChunk struct {
 // artifactId: a chunk without Append starts (or replaces) the artifact; a
 // chunk with Append adds its parts, in order, to the one started; an
 // append for an artifact never started is rejected with ReasonOrphanChunk.
-// The zero value is ready to use.
+// With MaxArtifactBytes set, an artifact whose parts grow past it is
+// withheld there and then (ReasonTooLarge): its content is no longer kept,
+// only its size and a running sha256, so that an agent streaming without
+// end holds no more than that per artifact in the worker's memory. The
+// zero value is ready to use (and keeps everything).
 type Assembly struct {
-	arts     []Artifact
-	index    map[string]int
-	complete map[string]bool
-	Rejected []RejectedArtifact
+	// MaxArtifactBytes bounds the content kept per artifact (0: none).
+	MaxArtifactBytes int
+	arts             []Artifact
+	index            map[string]int
+	complete         map[string]bool
+	sums             map[string]hash.Hash
+	Rejected         []RejectedArtifact
 }
 
 // Add takes one chunk.
 func (as *Assembly) Add(c ArtifactChunk) {
 	if as.index == nil {
-		as.index, as.complete = map[string]int{}, map[string]bool{}
+		as.index, as.complete, as.sums = map[string]int{}, map[string]bool{}, map[string]hash.Hash{}
 	}
 	id := c.Artifact.ArtifactID
 	i, known := as.index[id]
 	switch {
 	case c.Append && !known:
-		as.Rejected = append(as.Rejected, RejectedArtifact{ArtifactID: id,
+		as.Rejected = append(as.Rejected, RejectedArtifact{ArtifactID: CutText(id, MaxWithheldIDChars),
 			Reason: fmt.Sprintf("%s: a chunk appends to artifact %q, which was never started", ReasonOrphanChunk, CutText(id, 256))})
 		return
+	case c.Append && as.sums[id] != nil:
+		// Withheld already: counted, not kept.
+		partsHash(as.sums[id], c.Artifact)
+		as.arts[i].Size += artifactSize(Artifact{Parts: c.Artifact.Parts})
 	case c.Append:
 		as.arts[i].Parts = append(as.arts[i].Parts, c.Artifact.Parts...)
 	case known:
 		as.arts[i] = c.Artifact
+		delete(as.sums, id)
 	default:
-		as.index[id] = len(as.arts)
+		i = len(as.arts)
+		as.index[id] = i
 		as.arts = append(as.arts, c.Artifact)
+	}
+	if a := as.arts[i]; as.MaxArtifactBytes > 0 && as.sums[id] == nil && artifactSize(a) > as.MaxArtifactBytes {
+		as.sums[id] = partsHash(sha256.New(), a)
+		as.arts[i] = Artifact{ArtifactID: CutText(id, MaxWithheldIDChars), Name: CutText(a.Name, MaxWithheldIDChars), Parts: []Part{},
+			Withheld: fmt.Sprintf("%s: more than %d bytes streamed", ReasonTooLarge, as.MaxArtifactBytes), Size: artifactSize(a)}
 	}
 	if c.LastChunk {
 		as.complete[id] = true
@@ -461,7 +479,13 @@ func (as *Assembly) Add(c ArtifactChunk) {
 }
 
 // Artifacts returns the assembled artifacts in the order they were started.
-func (as *Assembly) Artifacts() []Artifact { return slices.Clone(as.arts) }
+func (as *Assembly) Artifacts() []Artifact {
+	out := slices.Clone(as.arts)
+	for id, h := range as.sums {
+		out[as.index[id]].SHA256 = hex.EncodeToString(h.Sum(nil))
+	}
+	return out
+}
 
 // Complete reports whether the artifact's last chunk was seen.
 func (as *Assembly) Complete(id string) bool { return as.complete[id] }

@@ -1,6 +1,8 @@
 package contracts
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -314,5 +316,43 @@ func TestAssemblyOfStreamedChunks(t *testing.T) {
 	outs, rej := ValidateArtifacts(d, arts)
 	if len(rej) != 0 || len(outs) != 2 || outs[0].Text != "Claim CLM-1 opened." || string(outs[1].Data) != `{"claim_id":"C-2","order_id":"A-1001"}` {
 		t.Fatalf("outputs = %+v, rejected = %+v", outs, rej)
+	}
+}
+
+// An artifact streamed past MaxArtifactBytes is withheld there and then:
+// what is kept stops growing (it held every chunk: 500 MB in the worker
+// for one agent), while its size and sha256 still cover every chunk.
+func TestAssemblyBoundsWhatItKeeps(t *testing.T) {
+	as := Assembly{MaxArtifactBytes: 1000}
+	chunk := strings.Repeat("x", 400)
+	as.Add(ArtifactChunk{Artifact: Artifact{ArtifactID: "big", Name: "claim_opened", Parts: []Part{{Kind: PartText, Text: chunk}}}})
+	for range 100 {
+		as.Add(ArtifactChunk{Append: true, Artifact: Artifact{ArtifactID: "big", Parts: []Part{{Kind: PartText, Text: chunk}}}})
+	}
+	as.Add(ArtifactChunk{Artifact: Artifact{ArtifactID: "small", Parts: []Part{{Kind: PartText, Text: "ok"}}}})
+	kept := 0
+	for _, a := range as.arts {
+		for _, p := range a.Parts {
+			kept += p.size()
+		}
+	}
+	if kept > 1000+400 {
+		t.Errorf("the assembly keeps %d bytes, want at most about MaxArtifactBytes", kept)
+	}
+	arts := as.Artifacts()
+	h := sha256.New()
+	for range 101 {
+		h.Write([]byte(chunk))
+	}
+	if big := arts[0]; !strings.HasPrefix(big.Withheld, ReasonTooLarge) || big.Size != 101*400 || big.SHA256 != hex.EncodeToString(h.Sum(nil)) || len(big.Parts) != 0 {
+		t.Errorf("big = %+v, want withheld too_large, size %d and the sha256 of every chunk", big, 101*400)
+	}
+	if arts[1].Withheld != "" || arts[1].Parts[0].Text != "ok" {
+		t.Errorf("small = %+v, want kept", arts[1])
+	}
+	// An orphan chunk's id is cut in what is recorded.
+	as.Add(ArtifactChunk{Append: true, Artifact: Artifact{ArtifactID: strings.Repeat("o", 1<<20)}})
+	if r := as.Rejected[len(as.Rejected)-1]; len(r.ArtifactID) > 400 || len(r.Reason) > 600 {
+		t.Errorf("orphan chunk recorded with a %d-byte id and a %d-byte reason", len(r.ArtifactID), len(r.Reason))
 	}
 }
