@@ -27,6 +27,7 @@ type Client struct {
 	iface       contracts.Interface
 	sdk         *sdk.Client
 	callTimeout time.Duration
+	red         *redactor
 }
 
 // Options configure Dial.
@@ -45,6 +46,8 @@ type Options struct {
 	// and its goroutine past the heartbeat that should have ended it.
 	// SendMessage is bounded by its caller's context; streams by theirs.
 	CallTimeout time.Duration
+	// secrets are what WithCredential adds, redacted from what comes back.
+	secrets []string
 }
 
 // DefaultCallTimeout is Options.CallTimeout when unset.
@@ -95,7 +98,7 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 	if ct <= 0 {
 		ct = DefaultCallTimeout
 	}
-	return &Client{iface: iface, sdk: c, callTimeout: ct}, nil
+	return &Client{iface: iface, sdk: c, callTimeout: ct, red: newRedactor(opts.secrets)}, nil
 }
 
 func transportOf(hc *http.Client) http.RoundTripper {
@@ -111,10 +114,8 @@ func (c *Client) Interface() contracts.Interface { return c.iface }
 // Close releases the transport.
 func (c *Client) Close() error { return c.sdk.Destroy() }
 
-// SendMessage sends msg (A2A 1.0 §3.1.1) and returns the Task it created or
-// continued. A reply that is a Message and not a Task comes back as a
-// TaskSnapshot with Reply set and no TaskID. Errors are *CallError.
-func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
+// sendMessage is SendMessage before the redaction.
+func (c *Client) sendMessage(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
 	parts := a2a.ContentParts{}
 	if msg.Text != "" {
 		parts = append(parts, a2a.NewTextPart(msg.Text))
@@ -152,10 +153,8 @@ func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage)
 	}
 }
 
-// GetTask reads the Task (A2A 1.0 §3.1.3). contextID, when not empty, is
-// the tracked context: a reply naming another is an IDError. Errors are
-// *CallError.
-func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
+// getTask is GetTask before the redaction.
+func (c *Client) getTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
 	defer cancel()
 	ctx, rec := withRecord(ctx)
@@ -169,12 +168,8 @@ func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contrac
 	return SnapshotOf(t), nil
 }
 
-// CreatePushConfig asks the agent to push the task's changes to url
-// (A2A 1.0 §3.1.7 CreateTaskPushNotificationConfig), carrying token both
-// as the config's token (sent back in A2A-Notification-Token) and as its
-// authentication, scheme Bearer (sent back as "Authorization: Bearer",
-// A2A 1.0 §4.3.3): peers use one or the other. Errors are *CallError.
-func (c *Client) CreatePushConfig(ctx context.Context, taskID, url, token string) error {
+// createPushConfig is CreatePushConfig before the redaction.
+func (c *Client) createPushConfig(ctx context.Context, taskID, url, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
 	defer cancel()
 	ctx, rec := withRecord(ctx)
@@ -207,7 +202,7 @@ func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[S
 		rec.stream = true
 		for ev, err := range c.sdk.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(taskID)}) {
 			if err != nil {
-				yield(StreamEvent{}, classify("SubscribeToTask", err, rec))
+				yield(StreamEvent{}, c.red.err(classify("SubscribeToTask", err, rec)))
 				return
 			}
 			var se StreamEvent
@@ -220,7 +215,7 @@ func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[S
 				se = StreamEvent{State: snap.State, StatusKey: snap.StatusKey}
 			case *a2a.TaskArtifactUpdateEvent:
 				if e.Artifact != nil && (e.TaskID == "" || string(e.TaskID) == taskID) {
-					se.Chunk = &contracts.ArtifactChunk{Artifact: artifactOf(e.Artifact), Append: e.Append, LastChunk: e.LastChunk}
+					se.Chunk = &contracts.ArtifactChunk{Artifact: c.red.artifact(artifactOf(e.Artifact)), Append: e.Append, LastChunk: e.LastChunk}
 				}
 			}
 			if !yield(se, nil) {
@@ -230,10 +225,8 @@ func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[S
 	}
 }
 
-// CancelTask asks the agent to cancel the Task (A2A 1.0 §3.1.5) and returns
-// the Task as the agent reports it; contextID as for GetTask. Errors are *CallError; a task that is
-// not cancelable gives a2a.ErrTaskNotCancelable inside.
-func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
+// cancelTask is CancelTask before the redaction.
+func (c *Client) cancelTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
 	defer cancel()
 	ctx, rec := withRecord(ctx)
@@ -448,4 +441,45 @@ func partsText(parts a2a.ContentParts) string {
 		}
 	}
 	return strings.Join(texts, "\n")
+}
+
+// SendMessage sends msg (A2A 1.0 §3.1.1) and returns the Task it created or
+// continued. A reply that is a Message and not a Task comes back as a
+// TaskSnapshot with Reply set and no TaskID. Errors are *CallError.
+// The secrets this client sends are redacted from what comes back
+// (Options.WithCredential).
+func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
+	snap, err := c.sendMessage(ctx, msg)
+	return c.red.snapshot(snap), c.red.err(err)
+}
+
+// GetTask reads the Task (A2A 1.0 §3.1.3). contextID, when not empty, is
+// the tracked context: a reply naming another is an IDError. Errors are
+// *CallError.
+// The secrets this client sends are redacted from what comes back
+// (Options.WithCredential).
+func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
+	snap, err := c.getTask(ctx, taskID, contextID)
+	return c.red.snapshot(snap), c.red.err(err)
+}
+
+// CancelTask asks the agent to cancel the Task (A2A 1.0 §3.1.5) and returns
+// the Task as the agent reports it; contextID as for GetTask. Errors are *CallError; a task that is
+// not cancelable gives a2a.ErrTaskNotCancelable inside.
+// The secrets this client sends are redacted from what comes back
+// (Options.WithCredential).
+func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
+	snap, err := c.cancelTask(ctx, taskID, contextID)
+	return c.red.snapshot(snap), c.red.err(err)
+}
+
+// CreatePushConfig asks the agent to push the task's changes to url
+// (A2A 1.0 §3.1.7 CreateTaskPushNotificationConfig), carrying token both
+// as the config's token (sent back in A2A-Notification-Token) and as its
+// authentication, scheme Bearer (sent back as "Authorization: Bearer",
+// A2A 1.0 §4.3.3): peers use one or the other. Errors are *CallError.
+// The secrets this client sends are redacted from what comes back
+// (Options.WithCredential).
+func (c *Client) CreatePushConfig(ctx context.Context, taskID, url, token string) error {
+	return c.red.err(c.createPushConfig(ctx, taskID, url, token))
 }

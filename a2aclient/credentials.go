@@ -170,12 +170,14 @@ func (ci *credentialInterceptor) Before(ctx context.Context, req *sdk.Request) (
 }
 
 // WithCredential returns options that add secret to every call, in the way
-// scheme says (a nil scheme: bearer, or the X-API-Key header for an API key).
+// scheme says (a nil scheme: bearer, or the X-API-Key header for an API key),
+// and redact it from everything the agent sends back (Redacted).
 func (o Options) WithCredential(scheme *contracts.AuthScheme, secret Secret) Options {
 	s := contracts.AuthScheme{Kind: "bearer"}
 	if scheme != nil {
 		s = *scheme
 	}
 	o.Interceptors = append(append([]sdk.CallInterceptor(nil), o.Interceptors...), &credentialInterceptor{scheme: s, secret: secret})
+	o.secrets = append(append([]string(nil), o.secrets...), secret.Bearer, secret.APIKey)
 	return o
 }

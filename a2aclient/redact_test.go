@@ -1,0 +1,67 @@
+package a2aclient
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// An agent that sends the worker's credential back (a debug error that
+// quotes the request's headers, a status text, an artifact) does not get
+// it into what the client returns, so not into history, status, the UI or
+// logs: it was recorded as sent ("you sent Bearer SECRET-…").
+func TestEchoedSecretIsRedacted(t *testing.T) {
+	const secret = "SECRET-ORIGIN-28001"
+	echo := func(r *http.Request) string { return r.Header.Get("Authorization") }
+	for name, tc := range map[string]struct {
+		reply func(w http.ResponseWriter, r *http.Request, m string)
+		call  func(c *Client) (contracts.TaskSnapshot, error)
+	}{
+		"status text": {func(w http.ResponseWriter, r *http.Request, m string) {
+			rpcResult(w, fmt.Sprintf(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_FAILED","message":{"messageId":"s-1","role":"ROLE_AGENT","parts":[{"text":"failed; you sent %s"}]}}}`, echo(r)))
+		}, func(c *Client) (contracts.TaskSnapshot, error) { return c.GetTask(context.Background(), "t-1", "") }},
+		"artifact": {func(w http.ResponseWriter, r *http.Request, m string) {
+			rpcResult(w, fmt.Sprintf(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"artifactId":"a-1","name":"claim_opened","metadata":{"seen":%q},"parts":[{"data":{"header":%q,"b64":%q}},{"raw":%q}]}]}`,
+				echo(r), echo(r), base64.StdEncoding.EncodeToString([]byte(secret)), base64.StdEncoding.EncodeToString([]byte("x"+secret+"y"))))
+		}, func(c *Client) (contracts.TaskSnapshot, error) { return c.GetTask(context.Background(), "t-1", "") }},
+		"JSON-RPC error": {func(w http.ResponseWriter, r *http.Request, m string) {
+			rpcError(w, fmt.Sprintf(`{"code":-32602,"message":"bad params; you sent %s"}`, echo(r)))
+		}, func(c *Client) (contracts.TaskSnapshot, error) {
+			return c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
+		}},
+		"HTTP error body": {func(w http.ResponseWriter, r *http.Request, m string) {
+			http.Error(w, "upstream refused "+echo(r), http.StatusBadGateway)
+		}, func(c *Client) (contracts.TaskSnapshot, error) { return c.GetTask(context.Background(), "t-1", "") }},
+	} {
+		opts := Options{MaxResponseBytes: 1 << 20}.WithCredential(nil, Secret{Bearer: secret})
+		c := dialStubWith(t, stub{tc.reply}, "JSONRPC", "1.0", opts)
+		snap, err := tc.call(c)
+		text := fmt.Sprintf("%+v %v", snap, err)
+		if strings.Contains(text, secret) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(secret))) {
+			t.Errorf("%s: the secret came back: %s", name, text)
+		}
+		if !strings.Contains(text, Redacted) && !strings.Contains(string(snapRaw(snap)), Redacted) {
+			t.Errorf("%s: nothing says what was redacted: %s", name, text)
+		}
+		var ce *CallError
+		if err != nil && !errors.As(err, &ce) {
+			t.Errorf("%s: error %T, want a *CallError still", name, err)
+		}
+	}
+}
+
+func snapRaw(s contracts.TaskSnapshot) []byte {
+	var b []byte
+	for _, a := range s.Artifacts {
+		for _, p := range a.Parts {
+			b = append(b, p.Raw...)
+		}
+	}
+	return b
+}
