@@ -138,6 +138,9 @@ type run struct {
 	// sendEndedUnknown: State.SendInFlight is a send that ended, after the
 	// stop, with its outcome unknown (not one still running).
 	sendEndedUnknown bool
+	// stoppedBeforeSend: a stop (revoke, cancel, deadline) came before the
+	// last send was scheduled: nothing went.
+	stoppedBeforeSend bool
 }
 
 // main runs the delegation and returns its Outcome (or sets

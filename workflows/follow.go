@@ -124,6 +124,15 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 					snap = ended
 					continue
 				}
+				// The delegation stopped with this answer taken: say
+				// whether it went (it was recorded as if it had).
+				last := &r.s.Answers[len(r.s.Answers)-1]
+				switch {
+				case r.stoppedBeforeSend:
+					last.Refused = "not sent: the delegation stopped before the answer went out (" + contracts.Truncate(errorText(err), 300) + ")"
+				case r.s.SendInFlight == last.MessageID:
+					last.Unconfirmed = "the delegation stopped while the answer was being sent: whether the agent took it is not known"
+				}
 				return r.failed(ctx, err)
 			}
 			snap = next

@@ -138,9 +138,11 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 		// listener handles what this workflow task delivered first.
 		r.settleListener(ctx)
 		if err := r.interrupt(); err != nil {
+			r.stoppedBeforeSend = true
 			return err
 		}
 		if err := ctx.Err(); err != nil {
+			r.stoppedBeforeSend = true
 			return err
 		}
 	}
