@@ -278,3 +278,27 @@ func (s *DelegationSuite) TestAnswerWithEmptyListDataBeforeItsVersion() {
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 }
+
+// A payload that is not an object gets the example of its own Signal (a
+// task-update got the revoke's); malformed JSON keeps its position and
+// cause (it read "must be a JSON object" too).
+func (s *DelegationSuite) TestPayloadErrorsNameTheirRule() {
+	jsonPayload := func(text string) converter.RawValue {
+		return converter.NewRawValue(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(converter.MetadataEncodingJSON)}, Data: []byte(text)})
+	}
+	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(contracts.SignalTaskUpdate, "working")
+		s.env.SignalWorkflow(contracts.ProvideInput, jsonPayload(`{"text":"a",}`))
+		s.env.SignalWorkflow(contracts.ProvideInput, jsonPayload(`{"text":"a"`))
+	}, time.Minute)
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "done"}) }, 2*time.Minute)
+	s.execute(contract())
+	ig := s.state().IgnoredSignals
+	if s.Len(ig, 3) {
+		s.Contains(ig[0].Reason, `"task_id"`)
+		s.Contains(ig[1].Reason, "trailing comma")
+		s.Contains(ig[2].Reason, "malformed JSON")
+	}
+}

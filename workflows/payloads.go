@@ -58,8 +58,10 @@ func decodePayload(raw converter.RawValue, v any, required bool) error {
 		return nil
 	}
 	if err := contracts.DecodeObject(p.GetData(), v); err != nil {
+		// Only "not an object" gets the example; malformed JSON keeps its
+		// line and column (it read "must be a JSON object" too).
 		var fe *contracts.FieldError
-		if errors.As(err, &fe) && fe.Field == "(document)" {
+		if errors.As(err, &fe) && fe.Field == "(document)" && fe.Rule == "must be a JSON object" {
 			return &contracts.FieldError{Field: "(payload)", Rule: "must be a JSON object, such as " + payloadExample(v)}
 		}
 		return err
@@ -74,6 +76,8 @@ func payloadExample(v any) string {
 		return `{"text": "...", "answered_by": "your name"}`
 	case *contracts.Resolution:
 		return `{"action": "resend"}`
+	case *contracts.TaskUpdate:
+		return `{"task_id": "...", "state": "working", "timestamp": "..."}`
 	}
 	return `{"reason": "..."}`
 }
