@@ -96,6 +96,9 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if int64(len(body)) > t.maxBytes {
 		return nil, fmt.Errorf("%w: more than %d bytes (HTTP %d)", ErrResponseTooLarge, t.maxBytes, resp.StatusCode)
 	}
+	if err := checkRPCResponse(req, body); err != nil {
+		return nil, err
+	}
 	body, info := normalizeBody(body, t.version)
 	if rec != nil && (resp.StatusCode >= 300 || info.rpcError) {
 		rec.mu.Lock()
@@ -110,6 +113,59 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.ContentLength = int64(len(body))
 	resp.Header.Del("Content-Length")
 	return resp, nil
+}
+
+// ErrRPCMismatch is wrapped by the error of a JSON-RPC call whose
+// response does not answer it (JSON-RPC 2.0 §5): another id, or both a
+// result and an error. a2a-go reads neither: it took a response to another
+// request as this one's, and an error beside a result as the error.
+var ErrRPCMismatch = errors.New("the JSON-RPC response does not answer the request")
+
+// checkRPCResponse holds a JSON-RPC response to its request (JSON-RPC 2.0
+// §5): the same id (a number and its string are the same), and a result or
+// an error, not both. Anything else (not a JSON-RPC request, a body that
+// is not a JSON object) is left to a2a-go.
+func checkRPCResponse(req *http.Request, body []byte) error {
+	if req.Method != http.MethodPost || req.GetBody == nil {
+		return nil
+	}
+	rb, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer rb.Close()
+	var in struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+	}
+	if json.NewDecoder(io.LimitReader(rb, 1<<20)).Decode(&in) != nil || in.JSONRPC == "" || len(in.ID) == 0 {
+		return nil
+	}
+	var out struct {
+		JSONRPC *string         `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &out) != nil || out.JSONRPC == nil {
+		return nil
+	}
+	if out.Result != nil && out.Error != nil && string(out.Result) != "null" && string(out.Error) != "null" {
+		return fmt.Errorf("%w: it has both a result and an error", ErrRPCMismatch)
+	}
+	id := func(raw json.RawMessage) string {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		return string(bytes.TrimSpace(raw))
+	}
+	// A response to a request it could not read may carry a null id
+	// (JSON-RPC 2.0 §5); its error then stands.
+	if string(bytes.TrimSpace(out.ID)) != "null" && id(out.ID) != id(in.ID) {
+		return fmt.Errorf("%w: its id is %s, the request's %s", ErrRPCMismatch, contracts.CutText(string(out.ID), 100), contracts.CutText(string(in.ID), 100))
+	}
+	return nil
 }
 
 func excerptOf(body []byte) string {

@@ -23,25 +23,41 @@ type stub struct {
 func (s stub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	var req struct {
-		ID     any    `json:"id"`
-		Method string `json:"method"`
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
 	}
 	_ = json.Unmarshal(body, &req)
 	method := req.Method
 	if method == "" {
 		method = r.Method + " " + r.URL.Path
 	}
-	s.reply(w, r, method)
+	s.reply(&idWriter{ResponseWriter: w, id: req.ID}, r, method)
+}
+
+// idWriter carries the request's JSON-RPC id to rpcResult and rpcError,
+// which answer with it (JSON-RPC 2.0 §5).
+type idWriter struct {
+	http.ResponseWriter
+	id json.RawMessage
+}
+
+func (w *idWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+func rpcID(w http.ResponseWriter) string {
+	if iw, ok := w.(*idWriter); ok && len(iw.id) > 0 {
+		return string(iw.id)
+	}
+	return "1"
 }
 
 func rpcResult(w http.ResponseWriter, result string) {
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":`+result+`}`)
+	io.WriteString(w, `{"jsonrpc":"2.0","id":`+rpcID(w)+`,"result":`+result+`}`)
 }
 
 func rpcError(w http.ResponseWriter, errObj string) {
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":`+errObj+`}`)
+	io.WriteString(w, `{"jsonrpc":"2.0","id":`+rpcID(w)+`,"error":`+errObj+`}`)
 }
 
 func dialStub(t *testing.T, h http.Handler, binding, version string) *Client {
@@ -364,5 +380,35 @@ func TestOversizeTaskID(t *testing.T) {
 	_, err := c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
 	if ce := callError(t, err); ce.Category != contracts.CategoryProtocol || !strings.Contains(err.Error(), "1024") {
 		t.Errorf("3000-byte task id: %v, want protocol naming 1024", err)
+	}
+}
+
+// A JSON-RPC response that does not answer its request (JSON-RPC 2.0 §5)
+// is not read as its answer: another id (a2a-go took it), or both a result
+// and an error (a2a-go read the error, -32603: transient, read again for
+// ever).
+func TestRPCResponseMustAnswerTheRequest(t *testing.T) {
+	task := `{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}`
+	for name, tc := range map[string]struct {
+		reply func(w http.ResponseWriter, r *http.Request, m string)
+		want  string
+	}{
+		"another id": {func(w http.ResponseWriter, r *http.Request, m string) {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":"some-other-id","result":`+task+`}`)
+		}, "its id is \"some-other-id\""},
+		"result and error": {func(w http.ResponseWriter, r *http.Request, m string) {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+rpcID(w)+`,"result":`+task+`,"error":{"code":-32603,"message":"x"}}`)
+		}, "both a result and an error"},
+	} {
+		c := dialStub(t, stub{tc.reply}, "JSONRPC", "1.0")
+		_, err := c.GetTask(context.Background(), "t-1", "")
+		if ce := callError(t, err); ce.Category != contracts.CategoryProtocol || !errors.Is(err, ErrRPCMismatch) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: GetTask %v, want protocol saying %q", name, err, tc.want)
+		}
+		// To a send: the agent answered 2xx, so it took the message.
+		_, err = c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
+		if ce := callError(t, err); ce.Category != contracts.CategoryUnknownOutcome {
+			t.Errorf("%s: SendMessage %v, want unknown_outcome", name, err)
+		}
 	}
 }
