@@ -220,3 +220,19 @@ func TestWithoutRule(t *testing.T) {
 		t.Errorf("nil: %v", err)
 	}
 }
+
+// A resolution names a task only to adopt it: a task_id with abandon was
+// taken and ignored (the delegation abandoned, easy to take for an adopt).
+func TestResolutionTaskIDOnlyWithAdopt(t *testing.T) {
+	for _, res := range []Resolution{{Action: ActionAbandon, TaskID: "t-1"}, {Action: ActionResend, TaskID: "t-1"}} {
+		var fe *FieldError
+		if err := res.Validate(); !errors.As(err, &fe) || fe.Field != "task_id" || fe.Rule != TaskIDOnlyWithAdopt {
+			t.Errorf("%+v: %v, want task_id refused", res, err)
+		}
+	}
+	for _, res := range []Resolution{{Action: ActionAbandon}, {Action: ActionResend}, {Action: ActionAdopt, TaskID: "t-1"}} {
+		if err := res.Validate(); err != nil {
+			t.Errorf("%+v: %v", res, err)
+		}
+	}
+}

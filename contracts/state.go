@@ -207,9 +207,17 @@ type Resolution struct {
 }
 
 // Validate checks a Resolution.
+// TaskIDOnlyWithAdopt is the rule that refuses a task_id with another
+// action than adopt.
+const TaskIDOnlyWithAdopt = "only with action adopt (resend and abandon name no task)"
+
 func (res Resolution) Validate() error {
 	switch res.Action {
 	case ActionResend, ActionAbandon:
+		if strings.TrimSpace(res.TaskID) != "" {
+			// A task id with another action looked like an adopt.
+			return &FieldError{Field: "task_id", Rule: TaskIDOnlyWithAdopt}
+		}
 		return nil
 	case ActionAdopt:
 		if strings.TrimSpace(res.TaskID) == "" {

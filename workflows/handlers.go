@@ -31,7 +31,7 @@ func (r *run) registerFaultHandlers(ctx workflow.Context) error {
 				if err := decodePayload(raw, &res, true); err != nil {
 					return invalidInput(err)
 				}
-				if err := res.Validate(); err != nil {
+				if err := r.rulesOfItsVersion(res.Validate()); err != nil {
 					return invalidInput(err)
 				}
 				if r.s.Unknown == nil {
@@ -199,7 +199,7 @@ func (r *run) onResolve(g workflow.Context, raw converter.RawValue) {
 	var res contracts.Resolution
 	err := decodePayload(raw, &res, true)
 	if err == nil {
-		err = res.Validate()
+		err = r.rulesOfItsVersion(res.Validate())
 	}
 	if err == nil && r.s.Unknown == nil {
 		err = fmt.Errorf("no send with an unknown outcome is pending (state %q)", r.s.A2AState)

@@ -181,10 +181,11 @@ func (r *run) waitingOptions(ctx workflow.Context) workflow.ActivityOptions {
 // rulesOfItsVersion is err without the contract and answer rules added
 // after the run's version, so that a recorded history replays as it ran:
 // before VersionSealedSignals, message data [] was taken
-// (contracts.EmptyListRule).
+// (contracts.EmptyListRule), and a resolution's task_id with resend or
+// abandon was ignored (contracts.TaskIDOnlyWithAdopt).
 func (r *run) rulesOfItsVersion(err error) error {
 	if r.v < VersionSealedSignals {
-		return contracts.WithoutRule(err, contracts.EmptyListRule)
+		return contracts.WithoutRule(contracts.WithoutRule(err, contracts.EmptyListRule), contracts.TaskIDOnlyWithAdopt)
 	}
 	return err
 }

@@ -61,7 +61,8 @@ const (
 	// the worker lacks (codec) is received and refused by name (a revoke
 	// still revokes); before it the Go SDK dropped it and the listener
 	// waited for the next Signal on that channel. And a message whose
-	// data is [] (contract or answer) is refused (contracts.EmptyListRule).
+	// data is [] (contract or answer) is refused (contracts.EmptyListRule),
+	// and so is a resolution naming a task_id with resend or abandon.
 	VersionSealedSignals workflow.Version = 10
 	// VersionLatest is the version new delegations run.
 	VersionLatest = VersionSealedSignals
