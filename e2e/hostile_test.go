@@ -126,9 +126,13 @@ func TestHostileOversizedResult(t *testing.T) {
 	}
 	e := setup(t, func(o *options) {
 		o.proxy = func(agentURL string) http.Handler {
-			return interceptRPC(agentURL, "SendMessage", func(w http.ResponseWriter, r *http.Request, _ []byte, forward http.Handler) {
+			return interceptRPC(agentURL, "SendMessage", func(w http.ResponseWriter, r *http.Request, body []byte, forward http.Handler) {
 				forward.ServeHTTP(httptest.NewRecorder(), r)
-				reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "1", "result": map[string]any{"task": map[string]any{
+				var req struct {
+					ID json.RawMessage `json:"id"`
+				}
+				_ = json.Unmarshal(body, &req)
+				reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{"task": map[string]any{
 					"id": "t-big", "contextId": "c-big", "status": map[string]any{"state": "TASK_STATE_COMPLETED"},
 					"artifacts": []any{map[string]any{"artifactId": "a-1", "name": "claim_opened", "parts": parts}}}}})
 				w.Header().Set("Content-Type", "application/json")
