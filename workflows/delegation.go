@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -59,7 +60,12 @@ func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 	if err := workflow.SetQueryHandlerWithOptions(ctx, contracts.QueryState, func() (*contracts.State, error) {
 		// A copy: a query never changes the workflow's own state.
 		s := *r.s
-		s.UnknownSignals = workflow.GetUnhandledSignalNames(ctx)
+		// cancel-reason waits in its channel until a cancel reads it: a
+		// name the workflow knows, not an unknown one.
+		s.UnknownSignals = slices.DeleteFunc(workflow.GetUnhandledSignalNames(ctx), func(n string) bool { return n == contracts.SignalCancelReason })
+		if len(s.UnknownSignals) == 0 {
+			s.UnknownSignals = nil
+		}
 		return &s, nil
 	},
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {

@@ -54,3 +54,24 @@ func (s *LeanSuite) TestAuthorizationsPerAttempt() {
 }
 
 var _ = contracts.TaskSnapshot{}
+
+// A cancel reason sent ahead of a cancel waits in its channel; the state
+// does not list it among the unknown signals ("never applied"), which
+// contradicted the cancel that then used it.
+func (s *LeanSuite) TestCancelReasonIsNotAnUnknownSignal() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(contracts.SignalCancelReason, map[string]string{"reason": "customer called"})
+		s.env.SignalWorkflow("provide_input", map[string]string{"text": "typo'd name"})
+	}, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		st := s.state()
+		s.NotContains(st.UnknownSignals, contracts.SignalCancelReason)
+		s.Contains(st.UnknownSignals, "provide_input")
+		s.env.CancelWorkflow()
+	}, 2*time.Minute)
+	o := s.execute(contract())
+	s.Equal(contracts.StatusCanceled, o.Status)
+	s.Contains(o.Error.Message, "customer called")
+}
