@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // stub is a misbehaving agent: every request gets reply(method or path).
@@ -195,17 +196,7 @@ func TestTricklingReadIsCut(t *testing.T) {
 		defer closed.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
-		for range 100 {
-			if _, err := w.Write([]byte(" ")); err != nil {
-				return
-			}
-			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+		testutil.Trickle(w, r, " ", 100*time.Millisecond, 100)
 	}}, "JSONRPC", "1.0", Options{CallTimeout: 300 * time.Millisecond})
 	start := time.Now()
 	_, err := c.GetTask(context.Background(), "t-1", "")

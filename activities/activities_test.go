@@ -23,6 +23,7 @@ import (
 
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 func agentServer(t *testing.T) string {
@@ -231,17 +232,7 @@ func TestSettleReadThatHangsKeepsTheSend(t *testing.T) {
 			return
 		}
 		w.WriteHeader(http.StatusOK)
-		for {
-			if _, err := w.Write([]byte(" ")); err != nil {
-				return
-			}
-			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+		testutil.Trickle(w, r, " ", 100*time.Millisecond, -1)
 	}))
 	t.Cleanup(srv.Close)
 	a := &Activities{Logger: quiet, SettleWindow: 200 * time.Millisecond}

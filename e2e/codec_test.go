@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,16 +12,13 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/a2adelegate/delegate/activities"
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 func testKeys(t *testing.T, text string) *codec.Keys {
@@ -132,26 +128,8 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	e := setup(t, func(o *options) { o.noWorker = true })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dial := func(k *codec.Keys) client.Client {
-		c, err := client.Dial(client.Options{HostPort: e.srv.FrontendAddr(), Namespace: e.srv.Namespace(),
-			DataConverter: k.DataConverter(), FailureConverter: k.FailureConverter()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	work := func(c client.Client) worker.Worker {
-		w := worker.New(c, contracts.TaskQueue, worker.Options{})
-		workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
-			Temporal: c, Logger: slog.New(slog.DiscardHandler)}, workflows.Options{})
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	c1 := dial(testKeys(t, "k1:"+key(1)))
-	w1 := work(c1)
+	c1 := e.dialKeys(t, testKeys(t, "k1:"+key(1)))
+	w1 := e.ownWorker(t, c1)
 	d := lostParcel("rotated-1", e.base)
 	if _, err := dclient.Start(ctx, c1, d); err != nil {
 		t.Fatal(err)
@@ -159,8 +137,8 @@ func TestEncryptionKeyRotation(t *testing.T) {
 	waitA2AState(t, ctx, c1, d.LocalWorkflowID, "input-required")
 	w1.Stop()
 
-	c2 := dial(testKeys(t, "k1:"+key(1)+"\nk2:"+key(2)))
-	w2 := work(c2)
+	c2 := e.dialKeys(t, testKeys(t, "k1:"+key(1)+"\nk2:"+key(2)))
+	w2 := e.ownWorker(t, c2)
 	defer w2.Stop()
 	h := dclient.Get(c2, d.LocalWorkflowID)
 	if _, err := h.Answer(ctx, contracts.Answer{Text: "photo", AnsweredBy: "rotation"}); err != nil {
@@ -200,29 +178,15 @@ func TestRevokeSealedWithAnotherKey(t *testing.T) {
 	e := setup(t, func(o *options) { o.noWorker = true })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dial := func(k *codec.Keys) client.Client {
-		c, err := client.Dial(client.Options{HostPort: e.srv.FrontendAddr(), Namespace: e.srv.Namespace(),
-			DataConverter: k.DataConverter(), FailureConverter: k.FailureConverter()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	c1 := dial(testKeys(t, "k1:"+key(1)))
-	w := worker.New(c1, contracts.TaskQueue, worker.Options{})
-	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
-		Temporal: c1, Logger: slog.New(slog.DiscardHandler)}, workflows.Options{})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c1 := e.dialKeys(t, testKeys(t, "k1:"+key(1)))
+	w := e.ownWorker(t, c1)
 	defer w.Stop()
 	d := lostParcel("sealed-revoke", e.base)
 	if _, err := dclient.Start(ctx, c1, d); err != nil {
 		t.Fatal(err)
 	}
 	waitA2AState(t, ctx, c1, d.LocalWorkflowID, "input-required")
-	c2 := dial(testKeys(t, "k2:"+key(2)))
+	c2 := e.dialKeys(t, testKeys(t, "k2:"+key(2)))
 	if err := dclient.Get(c2, d.LocalWorkflowID).Revoke(ctx, "rotated client"); err != nil {
 		t.Fatal(err)
 	}

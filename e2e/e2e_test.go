@@ -126,6 +126,35 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 	return &env{srv: srv, c: c, agent: agent, base: base, startWorker: startWorker}
 }
 
+// dialKeys is a client of the test's server with keys' data converter
+// (nil keys: the default one), closed with the test.
+func (e *env) dialKeys(t *testing.T, keys *codec.Keys) client.Client {
+	t.Helper()
+	o := client.Options{HostPort: e.srv.FrontendAddr(), Namespace: e.srv.Namespace()}
+	if keys != nil {
+		o.DataConverter, o.FailureConverter = keys.DataConverter(), keys.FailureConverter()
+	}
+	c, err := client.Dial(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// ownWorker starts a worker on c that the test stops itself (setup's
+// worker runs to the test's end).
+func (e *env) ownWorker(t *testing.T, c client.Client) worker.Worker {
+	t.Helper()
+	w := worker.New(c, contracts.TaskQueue, worker.Options{})
+	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
+		Temporal: c, Logger: slog.New(slog.DiscardHandler)}, workflows.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func lostParcel(id, base string) contracts.Delegation {
 	return contracts.Delegation{
 		LocalWorkflowID: id,

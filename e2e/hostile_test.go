@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // Hostile agents and racing operators: each case asserts the Outcome and
@@ -203,17 +203,7 @@ func TestHostileCommentOnlyStreams(t *testing.T) {
 			}
 			defer open.Add(-1)
 			w.Header().Set("Content-Type", "text/event-stream")
-			for range 2000 {
-				if _, err := io.WriteString(w, ": nothing\n\n"); err != nil {
-					return
-				}
-				w.(http.Flusher).Flush()
-				select {
-				case <-r.Context().Done():
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
+			testutil.Trickle(w, r, ": nothing\n\n", 20*time.Millisecond, 2000)
 			return
 		case "CancelTask":
 			cancels.Add(1)

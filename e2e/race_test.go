@@ -2,16 +2,11 @@ package e2e
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/worker"
-
-	"github.com/a2adelegate/delegate/activities"
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/workflows"
 )
 
 // An answer and a revoke that reach the delegation in the same workflow
@@ -23,16 +18,7 @@ func TestAnswerAndRevokeTogether(t *testing.T) {
 	e := setup(t, func(o *options) { o.noWorker = true })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	work := func() worker.Worker {
-		w := worker.New(e.c, contracts.TaskQueue, worker.Options{})
-		workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
-			Temporal: e.c, Logger: slog.New(slog.DiscardHandler)}, workflows.Options{})
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	w1 := work()
+	w1 := e.ownWorker(t, e.c)
 	d := lostParcel("answer-and-revoke", e.base)
 	if _, err := dclient.Start(ctx, e.c, d); err != nil {
 		t.Fatal(err)
@@ -45,7 +31,7 @@ func TestAnswerAndRevokeTogether(t *testing.T) {
 	if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", contracts.SignalRevoke, contracts.Revocation{Reason: "second"}); err != nil {
 		t.Fatal(err)
 	}
-	w2 := work()
+	w2 := e.ownWorker(t, e.c)
 	defer w2.Stop()
 	h := dclient.Get(e.c, d.LocalWorkflowID)
 	out, err := h.Outcome(ctx)

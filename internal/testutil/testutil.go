@@ -2,9 +2,12 @@ package testutil
 
 import (
 	"bytes"
+	"io"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
+	"time"
 )
 
 // LockedBuffer is a bytes.Buffer safe for concurrent writes (a server's
@@ -54,4 +57,21 @@ func EmptyFile(t testing.TB) string {
 	}
 	_ = f.Close()
 	return f.Name()
+}
+
+// Trickle writes s to w, flushed, every interval, n times (n < 0: until
+// the client goes), as a hostile agent that holds a reply open does. It
+// returns when a write fails or r's context ends.
+func Trickle(w http.ResponseWriter, r *http.Request, s string, every time.Duration, n int) {
+	for i := 0; n < 0 || i < n; i++ {
+		if _, err := io.WriteString(w, s); err != nil {
+			return
+		}
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }
