@@ -439,43 +439,70 @@ type Assembly struct {
 	index            map[string]int
 	complete         map[string]bool
 	sums             map[string]hash.Hash
+	sizes            map[string]int
 	Rejected         []RejectedArtifact
 }
 
 // Add takes one chunk.
 func (as *Assembly) Add(c ArtifactChunk) {
 	if as.index == nil {
-		as.index, as.complete, as.sums = map[string]int{}, map[string]bool{}, map[string]hash.Hash{}
+		as.index, as.complete, as.sums, as.sizes = map[string]int{}, map[string]bool{}, map[string]hash.Hash{}, map[string]int{}
 	}
 	id := c.Artifact.ArtifactID
-	i, known := as.index[id]
+	key := assemblyKey(id)
+	i, known := as.index[key]
 	switch {
 	case c.Append && !known:
 		as.Rejected = append(as.Rejected, RejectedArtifact{ArtifactID: CutText(id, MaxWithheldIDChars),
 			Reason: fmt.Sprintf("%s: a chunk appends to artifact %q, which was never started", ReasonOrphanChunk, CutText(id, 256))})
 		return
-	case c.Append && as.sums[id] != nil:
+	case c.Append && as.sums[key] != nil:
 		// Withheld already: counted, not kept.
-		partsHash(as.sums[id], c.Artifact)
+		partsHash(as.sums[key], c.Artifact)
 		as.arts[i].Size += artifactSize(Artifact{Parts: c.Artifact.Parts})
+		return
 	case c.Append:
 		as.arts[i].Parts = append(as.arts[i].Parts, c.Artifact.Parts...)
+		as.sizes[key] += encodedLen(c.Artifact.Parts)
 	case known:
 		as.arts[i] = c.Artifact
-		delete(as.sums, id)
+		as.sizes[key] = encodedLen(c.Artifact)
+		delete(as.sums, key)
 	default:
 		i = len(as.arts)
-		as.index[id] = i
+		as.index[key] = i
 		as.arts = append(as.arts, c.Artifact)
+		as.sizes[key] = encodedLen(c.Artifact)
 	}
-	if a := as.arts[i]; as.MaxArtifactBytes > 0 && as.sums[id] == nil && artifactSize(a) > as.MaxArtifactBytes {
-		as.sums[id] = partsHash(sha256.New(), a)
+	// Everything kept counts: the id, name and metadata as much as the
+	// parts (an agent streamed new artifacts with 4 MiB ids: 1.8 GB).
+	if a := as.arts[i]; as.MaxArtifactBytes > 0 && as.sizes[key] > as.MaxArtifactBytes {
+		as.sums[key] = partsHash(sha256.New(), a)
 		as.arts[i] = Artifact{ArtifactID: CutText(id, MaxWithheldIDChars), Name: CutText(a.Name, MaxWithheldIDChars), Parts: []Part{},
-			Withheld: fmt.Sprintf("%s: more than %d bytes streamed", ReasonTooLarge, as.MaxArtifactBytes), Size: artifactSize(a)}
+			Withheld: fmt.Sprintf("%s: more than %d bytes streamed (id, name, metadata and parts)", ReasonTooLarge, as.MaxArtifactBytes), Size: artifactSize(a)}
 	}
 	if c.LastChunk {
-		as.complete[id] = true
+		as.complete[key] = true
 	}
+}
+
+// assemblyKey is what an Assembly keeps of an artifact id to find it
+// again: the id, or for a long one its sha256 (a map of 4 MiB ids is
+// what the byte limit is there to prevent).
+func assemblyKey(id string) string {
+	if len(id) <= MaxWithheldIDChars {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func encodedLen(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
 
 // Artifacts returns the assembled artifacts in the order they were started.
@@ -488,4 +515,4 @@ func (as *Assembly) Artifacts() []Artifact {
 }
 
 // Complete reports whether the artifact's last chunk was seen.
-func (as *Assembly) Complete(id string) bool { return as.complete[id] }
+func (as *Assembly) Complete(id string) bool { return as.complete[assemblyKey(id)] }

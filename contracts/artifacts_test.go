@@ -350,6 +350,26 @@ func TestAssemblyBoundsWhatItKeeps(t *testing.T) {
 	if arts[1].Withheld != "" || arts[1].Parts[0].Text != "ok" {
 		t.Errorf("small = %+v, want kept", arts[1])
 	}
+	// New artifacts whose ids (or metadata) are large count too: each is
+	// withheld with its id cut, and the assembly does not key on the id.
+	big := Assembly{MaxArtifactBytes: 1000}
+	for n := range 50 {
+		big.Add(ArtifactChunk{Artifact: Artifact{ArtifactID: fmt.Sprintf("%d-%s", n, strings.Repeat("i", 1<<20)), Parts: []Part{{Kind: PartText, Text: "x"}}}})
+		big.Add(ArtifactChunk{Artifact: Artifact{ArtifactID: fmt.Sprintf("m%d", n), Metadata: map[string]any{"pad": strings.Repeat("m", 1<<20)}, Parts: []Part{{Kind: PartText, Text: "x"}}}})
+	}
+	held := 0
+	for k := range big.index {
+		held += len(k)
+	}
+	for _, a := range big.Artifacts() {
+		held += encodedLen(a)
+		if a.Withheld == "" {
+			t.Errorf("artifact %.20q kept whole", a.ArtifactID)
+		}
+	}
+	if held > 100*2000 {
+		t.Errorf("100 artifacts of 1 MiB ids or metadata hold %d bytes, want a few hundred each", held)
+	}
 	// An orphan chunk's id is cut in what is recorded.
 	as.Add(ArtifactChunk{Append: true, Artifact: Artifact{ArtifactID: strings.Repeat("o", 1<<20)}})
 	if r := as.Rejected[len(as.Rejected)-1]; len(r.ArtifactID) > 400 || len(r.Reason) > 600 {
