@@ -69,7 +69,8 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 		maxBytes = DefaultMaxResponseBytes
 	}
 	rec := *hc
-	rec.Transport = &wireTransport{base: transportOf(hc), version: iface.Version, maxBytes: maxBytes}
+	red := newRedactor(opts.secrets)
+	rec.Transport = &wireTransport{base: transportOf(hc), version: iface.Version, maxBytes: maxBytes, red: red}
 	if len(otel.GetTextMapPropagator().Fields()) > 0 {
 		// Tracing is on (internal/tracing installed a propagator): otelhttp
 		// injects the caller's trace context (W3C traceparent). Off, the
@@ -98,7 +99,7 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 	if ct <= 0 {
 		ct = DefaultCallTimeout
 	}
-	return &Client{iface: iface, sdk: c, callTimeout: ct, red: newRedactor(opts.secrets)}, nil
+	return &Client{iface: iface, sdk: c, callTimeout: ct, red: red}, nil
 }
 
 func transportOf(hc *http.Client) http.RoundTripper {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/a2adelegate/delegate/contracts"
@@ -19,50 +21,70 @@ const Redacted = "[redacted]"
 // status text, an artifact) otherwise put the worker's secret into
 // workflow history, `delegate status`, the UI and the worker's log, where
 // people without access to the credential store read it. Each secret is
-// looked for as sent, JSON-escaped and base64-encoded. Task and context
-// ids are left as they are: they name the task (an agent that makes its
-// secret its task id keeps it visible).
+// looked for, in any case, as sent, JSON-escaped, percent-encoded, and
+// base64-encoded (alone, and as the header value "Bearer <secret>"); in a
+// reply's body before anything reads or cuts it (wireTransport), and in
+// what is decoded from it. Ids too: an agent that makes the secret its
+// task's id loses the task.
 type redactor struct {
-	forms []string
+	// plain are the forms a JSON body can hold in its strings: as sent,
+	// JSON-escaped, percent-encoded; encoded adds the base64 ones (of the
+	// secret, and of the header value "Bearer <secret>"). Case is ignored.
+	plain, encoded []*regexp.Regexp
 }
 
 func newRedactor(secrets []string) *redactor {
 	r := &redactor{}
+	seen := map[string]bool{}
+	add := func(list *[]*regexp.Regexp, f string) {
+		if f == "" || seen[strings.ToLower(f)] {
+			return
+		}
+		seen[strings.ToLower(f)] = true
+		*list = append(*list, regexp.MustCompile("(?i)"+regexp.QuoteMeta(f)))
+	}
 	for _, s := range secrets {
 		if s == "" {
 			continue
 		}
-		forms := []string{s, base64.StdEncoding.EncodeToString([]byte(s)), base64.RawURLEncoding.EncodeToString([]byte(s))}
-		if b, err := json.Marshal(s); err == nil {
-			forms = append(forms, string(b[1:len(b)-1]))
-		}
-		for _, f := range forms {
-			if !contains(r.forms, f) {
-				r.forms = append(r.forms, f)
+		// As sent, with any of its bytes percent-encoded (%2D for -).
+		var pat strings.Builder
+		pat.WriteString("(?i)")
+		for _, c := range strings.ToValidUTF8(s, "\uFFFD") {
+			var pct strings.Builder
+			for _, b := range []byte(string(c)) {
+				fmt.Fprintf(&pct, "%%%02X", b)
 			}
+			fmt.Fprintf(&pat, "(?:%s|%s)", regexp.QuoteMeta(string(c)), pct.String())
+		}
+		if !seen[pat.String()] {
+			seen[pat.String()] = true
+			r.plain = append(r.plain, regexp.MustCompile(pat.String()))
+		}
+		if b, err := json.Marshal(s); err == nil {
+			add(&r.plain, string(b[1:len(b)-1]))
+		}
+		for _, v := range []string{s, "Bearer " + s} {
+			add(&r.encoded, base64.StdEncoding.EncodeToString([]byte(v)))
+			add(&r.encoded, base64.RawStdEncoding.EncodeToString([]byte(v)))
+			add(&r.encoded, base64.RawURLEncoding.EncodeToString([]byte(v)))
 		}
 	}
-	if len(r.forms) == 0 {
+	if len(r.plain) == 0 {
 		return nil
 	}
 	return r
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *redactor) text(s string) string {
 	if r == nil {
 		return s
 	}
-	for _, f := range r.forms {
-		s = strings.ReplaceAll(s, f, Redacted)
+	for _, re := range r.plain {
+		s = re.ReplaceAllLiteralString(s, Redacted)
+	}
+	for _, re := range r.encoded {
+		s = re.ReplaceAllLiteralString(s, Redacted)
 	}
 	return s
 }
@@ -71,12 +93,33 @@ func (r *redactor) bytes(b []byte) []byte {
 	if r == nil || b == nil {
 		return b
 	}
-	for _, f := range r.forms {
-		if bytes.Contains(b, []byte(f)) {
-			b = bytes.ReplaceAll(b, []byte(f), []byte(Redacted))
-		}
+	for _, re := range r.plain {
+		b = re.ReplaceAllLiteral(b, []byte(Redacted))
+	}
+	for _, re := range r.encoded {
+		b = re.ReplaceAllLiteral(b, []byte(Redacted))
 	}
 	return b
+}
+
+// wireBody redacts a reply's body before anything reads it (a2a-go, the
+// error's excerpt, its cuts: a secret cut in two is no longer found), in
+// the forms a JSON string can hold; the base64 ones are left to the
+// decoded fields (in the body they may sit in a file's bytes, and
+// replacing them there would break the base64). A JSON body that no
+// longer parses is passed on as it came.
+func (r *redactor) wireBody(b []byte) []byte {
+	if r == nil {
+		return b
+	}
+	out := b
+	for _, re := range r.plain {
+		out = re.ReplaceAllLiteral(out, []byte(Redacted))
+	}
+	if json.Valid(b) && !json.Valid(out) {
+		return b
+	}
+	return out
 }
 
 // json redacts inside a JSON value; what no longer parses (a secret that

@@ -35,6 +35,15 @@ func TestEchoedSecretIsRedacted(t *testing.T) {
 		}, func(c *Client) (contracts.TaskSnapshot, error) {
 			return c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
 		}},
+		// The cut at 1024 bytes came before the redaction: the first part
+		// of a secret across it stayed.
+		"across the error message's cut": {func(w http.ResponseWriter, r *http.Request, m string) {
+			rpcError(w, fmt.Sprintf(`{"code":-32001,"message":"%s%s"}`, strings.Repeat("m", 1014), strings.TrimPrefix(echo(r), "Bearer ")))
+		}, func(c *Client) (contracts.TaskSnapshot, error) { return c.GetTask(context.Background(), "t-1", "") }},
+		"other encodings": {func(w http.ResponseWriter, r *http.Request, m string) {
+			rpcResult(w, fmt.Sprintf(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_FAILED","message":{"messageId":"s-1","role":"ROLE_AGENT","parts":[{"text":"b64hdr=%s pct=%s upper=%s"}]}}}`,
+				base64.StdEncoding.EncodeToString([]byte(echo(r))), strings.ReplaceAll(secret, "-", "%2D"), strings.ToUpper(secret)))
+		}, func(c *Client) (contracts.TaskSnapshot, error) { return c.GetTask(context.Background(), "t-1", "") }},
 		"HTTP error body": {func(w http.ResponseWriter, r *http.Request, m string) {
 			http.Error(w, "upstream refused "+echo(r), http.StatusBadGateway)
 		}, func(c *Client) (contracts.TaskSnapshot, error) { return c.GetTask(context.Background(), "t-1", "") }},
@@ -43,7 +52,10 @@ func TestEchoedSecretIsRedacted(t *testing.T) {
 		c := dialStubWith(t, stub{tc.reply}, "JSONRPC", "1.0", opts)
 		snap, err := tc.call(c)
 		text := fmt.Sprintf("%+v %v", snap, err)
-		if strings.Contains(text, secret) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(secret))) {
+		if leak := leaked(text, secret); leak != "" {
+			t.Errorf("%s: the secret came back (%s): %s", name, leak, text)
+		}
+		if false {
 			t.Errorf("%s: the secret came back: %s", name, text)
 		}
 		if !strings.Contains(text, Redacted) && !strings.Contains(string(snapRaw(snap)), Redacted) {
@@ -64,4 +76,33 @@ func snapRaw(s contracts.TaskSnapshot) []byte {
 		}
 	}
 	return b
+}
+
+// leaked names the form of secret found in text, or "": whole, in any
+// case, percent-encoded, base64 (alone or as a Bearer header value), or
+// its first 10 bytes (a secret cut in two).
+func leaked(text, secret string) string {
+	lower := strings.ToLower(text)
+	for name, form := range map[string]string{
+		"as sent": secret, "percent-encoded": strings.ReplaceAll(secret, "-", "%2D"),
+		"base64": base64.StdEncoding.EncodeToString([]byte(secret)), "base64 header": base64.StdEncoding.EncodeToString([]byte("Bearer " + secret)),
+		"its first 10 bytes": secret[:10],
+	} {
+		if strings.Contains(lower, strings.ToLower(form)) {
+			return name
+		}
+	}
+	return ""
+}
+
+// Any secret makes a redactor: one with non-ASCII or invalid UTF-8 bytes
+// and regexp metacharacters too (a pattern built from its bytes one by one
+// panicked on a non-ASCII secret).
+func TestRedactorTakesAnySecret(t *testing.T) {
+	for _, s := range []string{"pässwörd-ß", "a.b*c(d)[e]", "bad\xffutf8"} {
+		r := newRedactor([]string{s})
+		if got := r.text("x " + s + " y"); strings.Contains(got, s) {
+			t.Errorf("%q: %q", s, got)
+		}
+	}
 }

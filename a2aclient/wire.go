@@ -38,6 +38,7 @@ const excerptBytes = 4096
 // response:
 //
 //   - a body over the limit is refused unread (nothing is decoded whole);
+//   - the secrets the client sends are redacted from the body (redactor);
 //   - the HTTP status, the JSON-RPC error code and message, and a bounded
 //     excerpt of an error body (with its length and sha256) are recorded
 //     for Classify, whatever the body's shape;
@@ -59,6 +60,9 @@ type wireTransport struct {
 	base     http.RoundTripper
 	version  string
 	maxBytes int64
+	// red redacts the secrets the client sends from every body before
+	// anything reads or cuts it (nil: the client sends none).
+	red *redactor
 }
 
 func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -96,14 +100,15 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if int64(len(body)) > t.maxBytes {
 		return nil, fmt.Errorf("%w: more than %d bytes (HTTP %d)", ErrResponseTooLarge, t.maxBytes, resp.StatusCode)
 	}
-	if err := checkRPCResponse(req, body); err != nil {
+	body = t.red.wireBody(body)
+	if err := checkRPCResponse(req, resp.StatusCode, body); err != nil {
 		return nil, err
 	}
 	body, info := normalizeBody(body, t.version)
 	if rec != nil && (resp.StatusCode >= 300 || info.rpcError) {
 		rec.mu.Lock()
-		rec.rpcCode, rec.rpcMessage, rec.hasRPCCode = info.code, info.message, info.rpcError
-		rec.excerpt = excerptOf(body)
+		rec.rpcCode, rec.rpcMessage, rec.hasRPCCode = info.code, t.red.text(info.message), info.rpcError
+		rec.excerpt = excerptOf(t.red.bytes(body))
 		rec.bodyBytes = len(body)
 		sum := sha256.Sum256(body)
 		rec.bodySHA256 = hex.EncodeToString(sum[:])
@@ -125,8 +130,8 @@ var ErrRPCMismatch = errors.New("the JSON-RPC response does not answer the reque
 // §5): the same id (a number and its string are the same), and a result or
 // an error, not both. Anything else (not a JSON-RPC request, a body that
 // is not a JSON object) is left to a2a-go.
-func checkRPCResponse(req *http.Request, body []byte) error {
-	if req.Method != http.MethodPost || req.GetBody == nil {
+func checkRPCResponse(req *http.Request, status int, body []byte) error {
+	if req.Method != http.MethodPost || req.GetBody == nil || status/100 != 2 {
 		return nil
 	}
 	rb, err := req.GetBody()
@@ -147,11 +152,18 @@ func checkRPCResponse(req *http.Request, body []byte) error {
 		Result  json.RawMessage `json:"result"`
 		Error   json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(body, &out) != nil || out.JSONRPC == nil {
-		return nil
+	if json.Unmarshal(body, &out) != nil {
+		return nil // not a JSON object: a2a-go says what it is
 	}
-	if out.Result != nil && out.Error != nil && string(out.Result) != "null" && string(out.Error) != "null" {
+	hasResult := out.Result != nil && string(out.Result) != "null"
+	hasError := out.Error != nil && string(out.Error) != "null"
+	switch {
+	case out.JSONRPC == nil:
+		return fmt.Errorf("%w: it has no \"jsonrpc\" member (a JSON-RPC 2.0 response has \"jsonrpc\": \"2.0\")", ErrRPCMismatch)
+	case hasResult && hasError:
 		return fmt.Errorf("%w: it has both a result and an error", ErrRPCMismatch)
+	case hasResult && string(bytes.TrimSpace(out.ID)) == "null":
+		return fmt.Errorf("%w: a result with a null id (only an error to a request that could not be read has one)", ErrRPCMismatch)
 	}
 	id := func(raw json.RawMessage) string {
 		var s string

@@ -387,6 +387,12 @@ func TestRPCResponseMustAnswerTheRequest(t *testing.T) {
 		"another id": {func(w http.ResponseWriter, r *http.Request, m string) {
 			io.WriteString(w, `{"jsonrpc":"2.0","id":"some-other-id","result":`+task+`}`)
 		}, "its id is \"some-other-id\""},
+		"no jsonrpc member": {func(w http.ResponseWriter, r *http.Request, m string) {
+			io.WriteString(w, `{"id":`+rpcID(w)+`,"result":`+task+`}`)
+		}, `no "jsonrpc" member`},
+		"a result with a null id": {func(w http.ResponseWriter, r *http.Request, m string) {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":null,"result":`+task+`}`)
+		}, "null id"},
 		"result and error": {func(w http.ResponseWriter, r *http.Request, m string) {
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+rpcID(w)+`,"result":`+task+`,"error":{"code":-32603,"message":"x"}}`)
 		}, "both a result and an error"},
