@@ -147,6 +147,9 @@ type run struct {
 	// stoppedBeforeSend: a stop (revoke, cancel, deadline) came before the
 	// last send was scheduled: nothing went.
 	stoppedBeforeSend bool
+	// stopping: the delegation is ending (failed runs), canceling its
+	// task; an answer is no longer taken.
+	stopping bool
 }
 
 // main runs the delegation and returns its Outcome (or sets

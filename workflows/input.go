@@ -44,6 +44,11 @@ func (r *run) checkAnswer(a contracts.Answer) error {
 	if err := r.rulesOfItsVersion(a.Validate()); err != nil {
 		return err
 	}
+	if r.v >= VersionSealedSignals && (r.stopping || r.interrupt() != nil) {
+		// Taken now, it would be recorded nowhere and sent never: the
+		// Update said "accepted" to an operator whose answer was lost.
+		return errors.New("the delegation is stopping (canceled, revoked or past its deadline): the answer cannot be sent")
+	}
 	q := r.s.Question
 	if q == nil {
 		return fmt.Errorf("no question is pending (remote state %q)", r.s.A2AState)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
@@ -74,4 +75,25 @@ func (s *LeanSuite) TestCancelReasonIsNotAnUnknownSignal() {
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Contains(o.Error.Message, "customer called")
+}
+
+// An answer that comes while the delegation is stopping (its task being
+// canceled after a revoke) is refused: the Update said accepted, and the
+// answer was recorded nowhere and never sent.
+func (s *LeanSuite) TestAnswerWhileStoppingIsRefused() {
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("canceled"), nil).Maybe()
+	var refused error
+	accepted := false
+	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop"}) }, time.Minute)
+	s.env.RegisterDelayedCallback(func() {
+		s.env.UpdateWorkflow(contracts.ProvideInput, "late", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { refused = err },
+			OnAccept: func() { accepted = true }, OnComplete: func(any, error) {},
+		}, contracts.Answer{Text: "late", AnsweredBy: "ops"})
+	}, 90*time.Second)
+	o := s.execute(contract())
+	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
+	s.False(accepted, "an answer was accepted while the delegation stopped")
+	s.ErrorContains(refused, "the delegation is stopping")
 }

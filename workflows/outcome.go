@@ -14,6 +14,7 @@ import (
 // failed turns an error into the Outcome, canceling the remote task where
 // the delegation stops while the task may still run.
 func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
+	r.stopping = true
 	var denied *deniedError
 	var changed *cardChangedError
 	var untrusted *untrustedError

@@ -62,7 +62,8 @@ const (
 	// still revokes); before it the Go SDK dropped it and the listener
 	// waited for the next Signal on that channel. And a message whose
 	// data is [] (contract or answer) is refused (contracts.EmptyListRule),
-	// and so is a resolution naming a task_id with resend or abandon.
+	// and so is a resolution naming a task_id with resend or abandon, and
+	// an answer that arrives while the delegation is stopping.
 	VersionSealedSignals workflow.Version = 10
 	// VersionLatest is the version new delegations run.
 	VersionLatest = VersionSealedSignals
