@@ -441,6 +441,11 @@ func (d Delegation) Allows(kind string) bool {
 func strictDecode(data []byte, v any, kinds map[string]string, required []string) error {
 	trimmed := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
 	if len(trimmed) == 0 || trimmed[0] != '{' {
+		var v any
+		if err := json.Unmarshal(trimmed, &v); len(trimmed) > 0 && err != nil {
+			// Not JSON at all ("[1", "nul"): say where, as for an object.
+			return &FieldError{Field: "(document)", Rule: "malformed JSON" + where(data, trimmed, err) + ": " + err.Error()}
+		}
 		return &FieldError{Field: "(document)", Rule: "must be a JSON object"}
 	}
 	var present map[string]json.RawMessage

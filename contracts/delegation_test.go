@@ -105,6 +105,9 @@ func TestDecodeDelegationRules(t *testing.T) {
 		{"not an object", []byte(`["x"]`), "(document)", "JSON object"},
 		{"trailing data", []byte(valid + ` {}`), "(document)", "after top-level value"},
 		{"malformed", []byte(`{"skill": `), "(document)", "malformed"},
+		// Not JSON and not starting with "{": said "must be a JSON object".
+		{"malformed list", []byte(`[1,2`), "(document)", "malformed JSON"},
+		{"malformed literal", []byte(`nul`), "(document)", "malformed JSON"},
 		{"waiting cadence past a day", with(t, "waiting_poll_seconds", `86401`), "waiting_poll_seconds", "must be 1 to 86400"},
 		{"negative waiting cadence", with(t, "waiting_poll_seconds", `-1`), "waiting_poll_seconds", "must be 1 to 86400"},
 	}
