@@ -224,6 +224,12 @@ var OutputKindPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 // accepts more, but an id shown in a UI and a shell should be plain.
 var workflowIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`)
 
+// WorkflowIDPattern is the rule of a delegation's id (local_workflow_id).
+func WorkflowIDPattern() string { return workflowIDPattern.String() }
+
+// ValidWorkflowID reports whether id is one a delegation can have.
+func ValidWorkflowID(id string) bool { return workflowIDPattern.MatchString(id) }
+
 // FieldError is a decoding or validation error about one field of a contract.
 // Field is the JSON path of the field ("message.text", "allowed_outputs[1]").
 type FieldError struct {

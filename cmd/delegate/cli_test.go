@@ -231,13 +231,16 @@ func TestRetryLineEveryAttempt(t *testing.T) {
 	}
 }
 
-// An id a Temporal request cannot carry is refused naming the id rule (it
-// failed with a gRPC header error, "temporal-resource-id ... non-printable").
+// An id no delegation has is refused naming the id rule: one a Temporal
+// request cannot carry failed with a gRPC header error ("temporal-resource-id
+// ... non-printable"), one with a space with "not found".
 func TestIDWithCharactersNoIDHas(t *testing.T) {
 	for _, cmd := range []string{"status", "answer", "cancel", "revoke"} {
-		_, stderr, code := cli(t, cmd, "\u00fcn\u00efcode\u202eid", "--address", "127.0.0.1:1")
-		if code != exitUsage || !strings.Contains(stderr, "local_workflow_id") || strings.Contains(stderr, "\u202e") {
-			t.Errorf("%s: exit %d, %q", cmd, code, stderr)
+		for _, id := range []string{"\u00fcn\u00efcode\u202eid", " lp2", "lp2 ", "has space"} {
+			_, stderr, code := cli(t, cmd, id, "--address", "127.0.0.1:1")
+			if code != exitUsage || !strings.Contains(stderr, "local_workflow_id") || strings.Contains(stderr, "\u202e") {
+				t.Errorf("%s %q: exit %d, %q", cmd, id, code, stderr)
+			}
 		}
 	}
 }

@@ -166,12 +166,11 @@ func oneID(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
 		return usageErr(fmt.Errorf("%s needs exactly one argument, the delegation's workflow id (its local_workflow_id)", cmd.Name()))
 	}
-	// A Temporal request carries the id in a gRPC header, printable ASCII
-	// only: other characters failed with the header's error, not the id's.
-	for _, r := range args[0] {
-		if r < 0x20 || r > 0x7e {
-			return usageErr(fmt.Errorf("%s: the id %+q has a character no delegation id has (%+q): a delegation's id is its local_workflow_id, letters, digits and . _ : -", cmd.Name(), args[0], r))
-		}
+	// Every delegation's id matches the contract's rule: another id (one
+	// with a space, or a character a gRPC header cannot carry, which
+	// failed with the header's error) names none.
+	if !contracts.ValidWorkflowID(args[0]) {
+		return usageErr(fmt.Errorf("%s: %+q is no delegation's id: a delegation's id is its local_workflow_id, which matches %s (letters, digits and . _ : -)", cmd.Name(), contracts.Truncate(args[0], 220), contracts.WorkflowIDPattern()))
 	}
 	return nil
 }
