@@ -3,6 +3,7 @@ package a2aclient
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -21,10 +22,11 @@ const Redacted = "[redacted]"
 // status text, an artifact) otherwise put the worker's secret into
 // workflow history, `delegate status`, the UI and the worker's log, where
 // people without access to the credential store read it. Each secret is
-// looked for, in any case, as sent, JSON-escaped, percent-encoded, and
-// base64-encoded (alone, and as the header value "Bearer <secret>"); in a
-// reply's body before anything reads or cuts it (wireTransport), and in
-// what is decoded from it. Ids too: an agent that makes the secret its
+// looked for, in any case, as sent, JSON-escaped (a JSON body re-spelled
+// first), percent-encoded, hex, and base64-encoded wherever it starts in
+// the encoded bytes ("Bearer <secret>", "user:<secret>"); in a reply's
+// body before anything reads or cuts it (wireTransport), and in what is
+// decoded from it. Ids too: an agent that makes the secret its
 // task's id loses the task.
 type redactor struct {
 	// plain are the forms a JSON body can hold in its strings: as sent,
@@ -64,11 +66,18 @@ func newRedactor(secrets []string) *redactor {
 		if b, err := json.Marshal(s); err == nil {
 			add(&r.plain, string(b[1:len(b)-1]))
 		}
-		for _, v := range []string{s, "Bearer " + s} {
-			add(&r.encoded, base64.StdEncoding.EncodeToString([]byte(v)))
-			add(&r.encoded, base64.RawStdEncoding.EncodeToString([]byte(v)))
-			add(&r.encoded, base64.RawURLEncoding.EncodeToString([]byte(v)))
+		// base64 wherever the secret starts in the encoded bytes ("Bearer
+		// <secret>", "user:<secret>", a JSON blob): the characters that
+		// hold only the secret's bits, at each of the three alignments.
+		for k := range 3 {
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+				b64 := enc.EncodeToString(append(make([]byte, k), s...))
+				if from, to := (8*k+5)/6, 8*(k+len(s))/6; to-from >= 8 {
+					add(&r.encoded, b64[from:to])
+				}
+			}
 		}
+		add(&r.encoded, hex.EncodeToString([]byte(s)))
 	}
 	if len(r.plain) == 0 {
 		return nil
@@ -111,6 +120,28 @@ func (r *redactor) bytes(b []byte) []byte {
 func (r *redactor) wireBody(b []byte) []byte {
 	if r == nil {
 		return b
+	}
+	if json.Valid(b) {
+		// JSON may spell a string's characters many ways ("\/", "\u0041"):
+		// re-encoded, every string is spelled one way, the way the
+		// JSON-escaped form of each secret is.
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if dec.Decode(&v) == nil {
+			if canon, err := json.Marshal(v); err == nil {
+				out := canon
+				for _, re := range r.plain {
+					out = re.ReplaceAllLiteral(out, []byte(Redacted))
+				}
+				if !bytes.Equal(out, canon) && json.Valid(out) {
+					return out
+				}
+				if bytes.Equal(out, canon) {
+					return b // nothing to redact: the body as it came
+				}
+			}
+		}
 	}
 	out := b
 	for _, re := range r.plain {

@@ -3,8 +3,10 @@ package a2aclient
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -103,6 +105,44 @@ func TestRedactorTakesAnySecret(t *testing.T) {
 		r := newRedactor([]string{s})
 		if got := r.text("x " + s + " y"); strings.Contains(got, s) {
 			t.Errorf("%q: %q", s, got)
+		}
+	}
+}
+
+// A secret an agent sends back spelled another way is found too: JSON's
+// escapes ("\/" as PHP writes it, "\u0041") in an error body (the excerpt
+// kept them: the whole secret in status and history), base64 with a
+// prefix ("user:<secret>"), hex.
+func TestEchoedSecretInOtherSpellings(t *testing.T) {
+	const secret = "Zq8/Kx+Wv3-Tn_Lp7Ye"
+	uni := ""
+	for _, c := range secret {
+		uni += fmt.Sprintf(`\u%04x`, c)
+	}
+	slash := strings.ReplaceAll(secret, "/", `\/`)
+	for name, reply := range map[string]func(w http.ResponseWriter, r *http.Request, m string){
+		"JSON-RPC error, escaped": func(w http.ResponseWriter, r *http.Request, m string) {
+			rpcError(w, `{"code":-32001,"message":"not found; slash=`+slash+` uni=`+uni+`"}`)
+		},
+		"HTTP 400 JSON, escaped": func(w http.ResponseWriter, r *http.Request, m string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"slash":"`+slash+`","uni":"`+uni+`"}`)
+		},
+		"status text, encoded": func(w http.ResponseWriter, r *http.Request, m string) {
+			rpcResult(w, fmt.Sprintf(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_FAILED","message":{"messageId":"s-1","role":"ROLE_AGENT","parts":[{"text":"p1=%s p2=%s hex=%s"}]}}}`,
+				base64.StdEncoding.EncodeToString([]byte(":"+secret)), base64.StdEncoding.EncodeToString([]byte("ab"+secret)), hex.EncodeToString([]byte(secret))))
+		},
+	} {
+		opts := Options{MaxResponseBytes: 1 << 20}.WithCredential(nil, Secret{Bearer: secret})
+		c := dialStubWith(t, stub{reply}, "JSONRPC", "1.0", opts)
+		snap, err := c.GetTask(context.Background(), "t-1", "")
+		text := fmt.Sprintf("%+v %v", snap, err)
+		for form, v := range map[string]string{"as sent": secret, `with \/`: slash, `\u`: uni[:30], "hex": hex.EncodeToString([]byte(secret)),
+			"base64 after ':'": base64.StdEncoding.EncodeToString([]byte(":" + secret))[4:20], "base64 after 'ab'": base64.StdEncoding.EncodeToString([]byte("ab" + secret))[4:20]} {
+			if strings.Contains(text, v) || strings.Contains(text, strings.ReplaceAll(v, `\`, `\\`)) {
+				t.Errorf("%s: the secret came back %s: %s", name, form, text)
+			}
 		}
 	}
 }

@@ -152,8 +152,14 @@ func checkRPCResponse(req *http.Request, status int, body []byte) error {
 		Result  json.RawMessage `json:"result"`
 		Error   json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(body, &out) != nil {
+	// The first value, as a2a-go reads it (json.Decoder): what follows it
+	// would be read by no one, so a body that has more is no response.
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if dec.Decode(&out) != nil {
 		return nil // not a JSON object: a2a-go says what it is
+	}
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
+		return fmt.Errorf("%w: data follows the response object", ErrRPCMismatch)
 	}
 	hasResult := out.Result != nil && string(out.Result) != "null"
 	hasError := out.Error != nil && string(out.Error) != "null"

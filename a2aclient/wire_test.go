@@ -393,6 +393,11 @@ func TestRPCResponseMustAnswerTheRequest(t *testing.T) {
 		"a result with a null id": {func(w http.ResponseWriter, r *http.Request, m string) {
 			io.WriteString(w, `{"jsonrpc":"2.0","id":null,"result":`+task+`}`)
 		}, "null id"},
+		// a2a-go reads the first value only: what follows was never
+		// looked at, and a response with another id before it was taken.
+		"data after the response": {func(w http.ResponseWriter, r *http.Request, m string) {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":"nope","result":`+task+`}`+"\n{}")
+		}, "data follows the response object"},
 		"result and error": {func(w http.ResponseWriter, r *http.Request, m string) {
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+rpcID(w)+`,"result":`+task+`,"error":{"code":-32603,"message":"x"}}`)
 		}, "both a result and an error"},
