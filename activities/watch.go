@@ -193,7 +193,8 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 	// An artifact is kept up to the contract's max_artifact_bytes while it
 	// streams; past it only its size and sha256 are (an agent streaming
 	// without end held it all in the worker's memory: 500 MB in one test).
-	as := contracts.Assembly{MaxArtifactBytes: in.Limits.WithDefaults().MaxArtifactBytes}
+	lim := in.Limits.WithDefaults()
+	as := contracts.Assembly{MaxArtifactBytes: lim.MaxArtifactBytes, MaxTotalBytes: lim.MaxTotalBytes}
 	chunks := 0
 	// A stream that sends nothing (or only comments) must not hold the
 	// activity: it heartbeats all the while (so that a cancel from the

@@ -433,8 +433,11 @@ type ArtifactChunk struct {
 // end holds no more than that per artifact in the worker's memory. The
 // zero value is ready to use (and keeps everything).
 type Assembly struct {
-	// MaxArtifactBytes bounds the content kept per artifact (0: none).
+	// MaxArtifactBytes bounds what is kept per artifact, MaxTotalBytes
+	// over all of them (0: no bound); past either, an artifact is withheld.
 	MaxArtifactBytes int
+	MaxTotalBytes    int
+	kept             int
 	arts             []Artifact
 	index            map[string]int
 	complete         map[string]bool
@@ -463,23 +466,40 @@ func (as *Assembly) Add(c ArtifactChunk) {
 		return
 	case c.Append:
 		as.arts[i].Parts = append(as.arts[i].Parts, c.Artifact.Parts...)
-		as.sizes[key] += encodedLen(c.Artifact.Parts)
+		n := keptCost(c.Artifact.Parts)
+		as.sizes[key] += n
+		as.kept += n
 	case known:
+		as.kept -= as.sizes[key]
 		as.arts[i] = c.Artifact
-		as.sizes[key] = encodedLen(c.Artifact)
+		as.sizes[key] = keptCost(c.Artifact)
+		as.kept += as.sizes[key]
 		delete(as.sums, key)
 	default:
 		i = len(as.arts)
 		as.index[key] = i
 		as.arts = append(as.arts, c.Artifact)
-		as.sizes[key] = encodedLen(c.Artifact)
+		as.sizes[key] = keptCost(c.Artifact)
+		as.kept += as.sizes[key]
 	}
 	// Everything kept counts: the id, name and metadata as much as the
-	// parts (an agent streamed new artifacts with 4 MiB ids: 1.8 GB).
-	if a := as.arts[i]; as.MaxArtifactBytes > 0 && as.sizes[key] > as.MaxArtifactBytes {
+	// parts (an agent streamed new artifacts with 4 MiB ids: 1.8 GB), each
+	// part at its cost in memory (15,000 empty parts per artifact: 4.3 GB),
+	// per artifact and over the whole stream.
+	a := as.arts[i]
+	reason := ""
+	switch {
+	case as.MaxArtifactBytes > 0 && as.sizes[key] > as.MaxArtifactBytes:
+		reason = fmt.Sprintf("%s: more than %d bytes streamed (id, name, metadata and parts)", ReasonTooLarge, as.MaxArtifactBytes)
+	case as.MaxTotalBytes > 0 && as.kept > as.MaxTotalBytes:
+		reason = fmt.Sprintf("%s: the streamed artifacts pass %d bytes", ReasonTotalTooLarge, as.MaxTotalBytes)
+	}
+	if reason != "" {
 		as.sums[key] = partsHash(sha256.New(), a)
+		as.kept -= as.sizes[key]
+		as.sizes[key] = 0
 		as.arts[i] = Artifact{ArtifactID: CutText(id, MaxWithheldIDChars), Name: CutText(a.Name, MaxWithheldIDChars), Parts: []Part{},
-			Withheld: fmt.Sprintf("%s: more than %d bytes streamed (id, name, metadata and parts)", ReasonTooLarge, as.MaxArtifactBytes), Size: artifactSize(a)}
+			Withheld: reason, Size: artifactSize(a)}
 	}
 	if c.LastChunk {
 		as.complete[key] = true
@@ -495,6 +515,23 @@ func assemblyKey(id string) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// partCost is what a kept part costs in memory beyond its encoded bytes
+// (a Part value, its slice slot, its strings' headers).
+const partCost = 160
+
+// keptCost is what keeping v (an Artifact or its parts) costs: its encoded
+// bytes, and partCost for each part.
+func keptCost(v any) int {
+	n := encodedLen(v)
+	switch x := v.(type) {
+	case Artifact:
+		n += partCost * len(x.Parts)
+	case []Part:
+		n += partCost * len(x)
+	}
+	return n
 }
 
 func encodedLen(v any) int {

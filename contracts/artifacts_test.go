@@ -370,6 +370,22 @@ func TestAssemblyBoundsWhatItKeeps(t *testing.T) {
 	if held > 100*2000 {
 		t.Errorf("100 artifacts of 1 MiB ids or metadata hold %d bytes, want a few hundred each", held)
 	}
+	// Many empty parts cost memory their encoding does not show (15,000
+	// per artifact took a worker to 4.3 GB), and the whole stream has a
+	// budget: past it, new artifacts are withheld as they come.
+	tiny := Assembly{MaxArtifactBytes: 256 << 10, MaxTotalBytes: 1 << 20}
+	for n := range 40 {
+		tiny.Add(ArtifactChunk{Artifact: Artifact{ArtifactID: fmt.Sprintf("t%d", n), Parts: make([]Part, 15000)}})
+		tiny.Add(ArtifactChunk{Artifact: Artifact{ArtifactID: fmt.Sprintf("w%d", n), Parts: []Part{{Kind: PartText, Text: strings.Repeat("w", 200<<10)}}}})
+	}
+	parts, keptBytes := 0, 0
+	for _, a := range tiny.Artifacts() {
+		parts += len(a.Parts)
+		keptBytes += encodedLen(a)
+	}
+	if parts > 10 || keptBytes > 1<<20 {
+		t.Errorf("the assembly keeps %d parts and %d bytes, want a few within its 1 MiB budget", parts, keptBytes)
+	}
 	// An orphan chunk's id is cut in what is recorded.
 	as.Add(ArtifactChunk{Append: true, Artifact: Artifact{ArtifactID: strings.Repeat("o", 1<<20)}})
 	if r := as.Rejected[len(as.Rejected)-1]; len(r.ArtifactID) > 400 || len(r.Reason) > 600 {
