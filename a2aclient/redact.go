@@ -29,11 +29,15 @@ const Redacted = "[redacted]"
 // decoded from it. Ids too: an agent that makes the secret its
 // task's id loses the task.
 type redactor struct {
-	// plain are the forms a JSON body can hold in its strings: as sent,
-	// JSON-escaped, percent-encoded; encoded adds the base64 ones (of the
-	// secret, and of the header value "Bearer <secret>"). Case is ignored.
+	// plain are the forms a JSON body can hold in its strings: as sent
+	// (any byte percent-encoded) and JSON-escaped; encoded are the base64
+	// (at each alignment) and hex ones. Case is ignored.
 	plain, encoded []*regexp.Regexp
 }
+
+// minRedacted is the shortest secret looked for: a shorter one would
+// match ordinary text everywhere (and is no secret worth the name).
+const minRedacted = 6
 
 func newRedactor(secrets []string) *redactor {
 	r := &redactor{}
@@ -46,7 +50,7 @@ func newRedactor(secrets []string) *redactor {
 		*list = append(*list, regexp.MustCompile("(?i)"+regexp.QuoteMeta(f)))
 	}
 	for _, s := range secrets {
-		if s == "" {
+		if len(s) < minRedacted {
 			continue
 		}
 		// As sent, with any of its bytes percent-encoded (%2D for -).

@@ -146,3 +146,11 @@ func TestEchoedSecretInOtherSpellings(t *testing.T) {
 		}
 	}
 }
+
+// A secret too short to tell from ordinary text (under minRedacted bytes)
+// is not looked for: "abc" would have been cut out of every reply.
+func TestShortSecretIsNotLookedFor(t *testing.T) {
+	if r := newRedactor([]string{"abc"}); r.text("abc and abcdef") != "abc and abcdef" {
+		t.Errorf("a 3-byte secret changed ordinary text: %q", r.text("abc and abcdef"))
+	}
+}
