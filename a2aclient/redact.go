@@ -42,12 +42,13 @@ const minRedacted = 6
 func newRedactor(secrets []string) *redactor {
 	r := &redactor{}
 	seen := map[string]bool{}
-	add := func(list *[]*regexp.Regexp, f string) {
-		if f == "" || seen[strings.ToLower(f)] {
+	// add takes a pattern (case ignored), once.
+	add := func(list *[]*regexp.Regexp, pattern string) {
+		if pattern == "" || seen[strings.ToLower(pattern)] {
 			return
 		}
-		seen[strings.ToLower(f)] = true
-		*list = append(*list, regexp.MustCompile("(?i)"+regexp.QuoteMeta(f)))
+		seen[strings.ToLower(pattern)] = true
+		*list = append(*list, regexp.MustCompile("(?i)"+pattern))
 	}
 	for _, s := range secrets {
 		if len(s) < minRedacted {
@@ -55,7 +56,6 @@ func newRedactor(secrets []string) *redactor {
 		}
 		// As sent, with any of its bytes percent-encoded (%2D for -).
 		var pat strings.Builder
-		pat.WriteString("(?i)")
 		for _, c := range strings.ToValidUTF8(s, "\uFFFD") {
 			var pct strings.Builder
 			for _, b := range []byte(string(c)) {
@@ -63,12 +63,9 @@ func newRedactor(secrets []string) *redactor {
 			}
 			fmt.Fprintf(&pat, "(?:%s|%s)", regexp.QuoteMeta(string(c)), pct.String())
 		}
-		if !seen[pat.String()] {
-			seen[pat.String()] = true
-			r.plain = append(r.plain, regexp.MustCompile(pat.String()))
-		}
+		add(&r.plain, pat.String())
 		if b, err := json.Marshal(s); err == nil {
-			add(&r.plain, string(b[1:len(b)-1]))
+			add(&r.plain, regexp.QuoteMeta(string(b[1:len(b)-1])))
 		}
 		// base64 wherever the secret starts in the encoded bytes ("Bearer
 		// <secret>", "user:<secret>", a JSON blob): the characters that
@@ -77,7 +74,7 @@ func newRedactor(secrets []string) *redactor {
 			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
 				b64 := enc.EncodeToString(append(make([]byte, k), s...))
 				if from, to := (8*k+5)/6, 8*(k+len(s))/6; to-from >= 8 {
-					add(&r.encoded, b64[from:to])
+					add(&r.encoded, regexp.QuoteMeta(b64[from:to]))
 				}
 			}
 		}
@@ -89,30 +86,28 @@ func newRedactor(secrets []string) *redactor {
 	return r
 }
 
+// replace puts Redacted in the place of every match of each of res.
+func replace(b []byte, res ...[]*regexp.Regexp) []byte {
+	for _, list := range res {
+		for _, re := range list {
+			b = re.ReplaceAllLiteral(b, []byte(Redacted))
+		}
+	}
+	return b
+}
+
 func (r *redactor) text(s string) string {
 	if r == nil {
 		return s
 	}
-	for _, re := range r.plain {
-		s = re.ReplaceAllLiteralString(s, Redacted)
-	}
-	for _, re := range r.encoded {
-		s = re.ReplaceAllLiteralString(s, Redacted)
-	}
-	return s
+	return string(replace([]byte(s), r.plain, r.encoded))
 }
 
 func (r *redactor) bytes(b []byte) []byte {
 	if r == nil || b == nil {
 		return b
 	}
-	for _, re := range r.plain {
-		b = re.ReplaceAllLiteral(b, []byte(Redacted))
-	}
-	for _, re := range r.encoded {
-		b = re.ReplaceAllLiteral(b, []byte(Redacted))
-	}
-	return b
+	return replace(b, r.plain, r.encoded)
 }
 
 // wireBody redacts a reply's body before anything reads it (a2a-go, the
@@ -125,32 +120,24 @@ func (r *redactor) wireBody(b []byte) []byte {
 	if r == nil {
 		return b
 	}
-	if json.Valid(b) {
-		// JSON may spell a string's characters many ways ("\/", "\u0041"):
-		// re-encoded, every string is spelled one way, the way the
-		// JSON-escaped form of each secret is.
-		var v any
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.UseNumber()
-		if dec.Decode(&v) == nil {
-			if canon, err := json.Marshal(v); err == nil {
-				out := canon
-				for _, re := range r.plain {
-					out = re.ReplaceAllLiteral(out, []byte(Redacted))
-				}
-				if !bytes.Equal(out, canon) && json.Valid(out) {
-					return out
-				}
-				if bytes.Equal(out, canon) {
-					return b // nothing to redact: the body as it came
-				}
+	// JSON may spell a string's characters many ways ("\/", "\u0041"):
+	// re-encoded, every string is spelled one way, the way the
+	// JSON-escaped form of each secret is.
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if json.Valid(b) && dec.Decode(&v) == nil {
+		if canon, err := json.Marshal(v); err == nil {
+			out := replace(canon, r.plain)
+			if bytes.Equal(out, canon) {
+				return b // nothing to redact: the body as it came
+			}
+			if json.Valid(out) {
+				return out
 			}
 		}
 	}
-	out := b
-	for _, re := range r.plain {
-		out = re.ReplaceAllLiteral(out, []byte(Redacted))
-	}
+	out := replace(b, r.plain)
 	if json.Valid(b) && !json.Valid(out) {
 		return b
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -65,10 +66,10 @@ func (a Answer) Validate() error {
 // could not be read at all after the agent had taken the message.
 const EmptyListRule = "must not be an empty list ([]): A2A peers read a data part holding [] as a part with no content; leave data out, or send an object"
 
-// WithoutRule is err without the FieldErrors that break rule (err as a
+// WithoutRule is err without the FieldErrors that break rules (err as a
 // FieldError, or errors.Join of them); nil when none is left. A workflow
 // uses it to judge a recorded history by the rules it ran under.
-func WithoutRule(err error, rule string) error {
+func WithoutRule(err error, rules ...string) error {
 	var kept []error
 	var walk func(error)
 	walk = func(e error) {
@@ -78,7 +79,7 @@ func WithoutRule(err error, rule string) error {
 			}
 			return
 		}
-		if fe, ok := e.(*FieldError); ok && fe.Rule == rule {
+		if fe, ok := e.(*FieldError); ok && slices.Contains(rules, fe.Rule) {
 			return
 		}
 		kept = append(kept, e)

@@ -195,10 +195,7 @@ func TestRevokeSealedWithAnotherKey(t *testing.T) {
 	if err != nil || out.Status != contracts.StatusAuthorizationDenied {
 		t.Fatalf("outcome = %+v, %v; want authorization_denied", out, err)
 	}
-	st, err := h.State(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := stateOf(t, ctx, c1, d.LocalWorkflowID)
 	if len(st.IgnoredSignals) != 1 || !strings.Contains(st.IgnoredSignals[0].Reason, `sealed with key "k2"`) {
 		t.Errorf("ignored signals = %+v, want the revoke's payload refused naming k2", st.IgnoredSignals)
 	}

@@ -38,10 +38,7 @@ func TestAnswerAndRevokeTogether(t *testing.T) {
 	if err != nil || out.Status != contracts.StatusAuthorizationDenied {
 		t.Fatalf("outcome = %+v, %v; want authorization_denied", out, err)
 	}
-	st, err := h.State(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := stateOf(t, ctx, e.c, d.LocalWorkflowID)
 	for _, s := range st.Sends {
 		if s.Round > 0 {
 			t.Errorf("round %d was sent after the revoke: %+v", s.Round, s)

@@ -190,7 +190,7 @@ func (r *run) waitingOptions(ctx workflow.Context) workflow.ActivityOptions {
 // abandon was ignored (contracts.TaskIDOnlyWithAdopt).
 func (r *run) rulesOfItsVersion(err error) error {
 	if r.v < VersionSealedSignals {
-		return contracts.WithoutRule(contracts.WithoutRule(err, contracts.EmptyListRule), contracts.TaskIDOnlyWithAdopt)
+		return contracts.WithoutRule(err, contracts.EmptyListRule, contracts.TaskIDOnlyWithAdopt)
 	}
 	return err
 }
