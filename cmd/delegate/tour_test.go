@@ -187,6 +187,16 @@ func TestReadmeTour(t *testing.T) {
 	if _, stderr, code := cli(t, "start", "--contract", example("stubborn.json", "")); code != 0 {
 		t.Fatalf("start stubborn: %s", stderr)
 	}
+	// Once its task exists (canceled before the send, it ends at once).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, _, _ := cli(t, "status", "claims-stubborn-example", "--json")
+		if strings.Contains(out, `"a2a_state": "working"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stubborn delegation never worked:\n%s", out)
+		}
+	}
 	if out, stderr, code := cli(t, "cancel", "claims-stubborn-example", "--wait", "200ms"); code != exitNotComplete || !strings.Contains(out, "still stopping after 200ms") || !strings.Contains(stderr, "had not ended") {
 		t.Errorf("cancel not landed within --wait: exit %d, %s %s", code, out, stderr)
 	}
