@@ -326,7 +326,11 @@ func Parse(body []byte) (*Card, error) {
 	if dup := caseDuplicate(body); dup != "" {
 		return nil, &Error{Kind: "malformed", Msg: "card has keys that differ only in case, or a key given twice: " + dup}
 	}
-	parsed, err := a2av0.NewAgentCardParser()(body)
+	forms, err := normalizeForms(body)
+	if err != nil {
+		return nil, &Error{Kind: "malformed", Msg: "card does not match the Agent Card schema", Err: err}
+	}
+	parsed, err := a2av0.NewAgentCardParser()(forms)
 	if err != nil {
 		return nil, &Error{Kind: "malformed", Msg: "card does not match the Agent Card schema", Err: err}
 	}
