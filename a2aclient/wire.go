@@ -104,6 +104,13 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := checkRPCResponse(req, resp.StatusCode, body); err != nil {
 		return nil, err
 	}
+	if rec != nil && resp.StatusCode/100 == 2 {
+		rec.mu.Lock()
+		if rec.keepBody {
+			rec.body = body
+		}
+		rec.mu.Unlock()
+	}
 	body, info := normalizeBody(body, t.version)
 	if rec != nil && (resp.StatusCode >= 300 || info.rpcError) {
 		rec.mu.Lock()
@@ -348,6 +355,10 @@ type record struct {
 	excerpt    string
 	bodyBytes  int
 	bodySHA256 string
+	// keepBody asks the wire seam to keep the (bounded, redacted) body of
+	// a 2xx reply in body, as received (GetExtendedAgentCard).
+	keepBody bool
+	body     []byte
 }
 
 func withRecord(ctx context.Context) (context.Context, *record) {

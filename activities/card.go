@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -43,6 +46,10 @@ type ResolvedCard struct {
 	// SignatureRequired is true when the contract or the trust store
 	// requires a verified signature.
 	SignatureRequired bool `json:"signature_required"`
+	// ExtendedCardError says why the authenticated extended card the card
+	// declares was not used (not fetched: no credentials for the agent,
+	// refused, malformed); the public card was used instead.
+	ExtendedCardError string `json:"extended_card_error,omitempty"`
 }
 
 // Trusted reports whether the card may be used: verified, or no signature
@@ -66,6 +73,17 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 		}
 		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard, err)
 	}
+	public := card
+	var extErr error
+	if card.Parsed.Capabilities.ExtendedAgentCard {
+		card, extErr = a.extendedCard(ctx, f, card)
+		if extErr != nil {
+			var ae *temporal.ApplicationError
+			if errors.As(extErr, &ae) {
+				return ResolvedCard{}, extErr // transient: retried
+			}
+		}
+	}
 	out := ResolvedCard{
 		Agent: contracts.AgentInfo{
 			Name: card.Parsed.Name, CardURL: card.URL, CardVersion: card.Parsed.Version, CardDigest: card.Digest,
@@ -75,6 +93,18 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 		PushNotifications: card.Parsed.Capabilities.PushNotifications,
 		Verification:      card.Verification,
 		SignatureRequired: in.RequireSignature || f.RequireSignature(card.Origin),
+	}
+	if card != public {
+		// The extended card is used: the public card's identity stays, the
+		// extended card's digest and signature are recorded, and a required
+		// signature is required of both (the first that fails is kept).
+		out.Agent.CardDigest, out.Agent.Signature = public.Digest, public.Verification.Label()
+		out.Agent.ExtendedCardDigest, out.Agent.ExtendedCardSignature = card.Digest, card.Verification.Label()
+		if public.Verification.Status != contracts.SigVerified {
+			out.Verification = public.Verification
+		}
+	} else if extErr != nil {
+		out.ExtendedCardError = contracts.CutText(extErr.Error(), 1024)
 	}
 	skill, ok := cards.FindSkill(card.Parsed, in.Skill)
 	out.SkillFound = ok
@@ -90,8 +120,7 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 	if len(out.InputModes) == 0 {
 		out.InputModes = card.Parsed.DefaultInputModes
 	}
-	g := f.Guard()
-	iface, err := cards.SelectInterface(card.Parsed, func(u string) error { return g.CheckInterface(u, card.Origin) })
+	iface, err := selectInterface(f, card)
 	if err != nil {
 		out.InterfaceError = err.Error()
 	} else {
@@ -102,4 +131,59 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 	a.logger().Info("agent card resolved", "workflow_id", workflowID(ctx), "card_digest", card.Digest,
 		"signature", out.Agent.Signature, "from_cache", card.FromCache)
 	return out, nil
+}
+
+// selectInterface selects the card's interface through the guard of its
+// origin (A2A 1.0 §8.3).
+func selectInterface(f *cards.Fetcher, card *cards.Card) (contracts.Interface, error) {
+	g := f.Guard()
+	return cards.SelectInterface(card.Parsed, func(u string) error { return g.CheckInterface(u, card.Origin) })
+}
+
+// errNoExtendedCredentials: the card declares an extended card, and the
+// worker holds no credentials for the agent's origin to fetch it with.
+var errNoExtendedCredentials = errors.New("the card declares an authenticated extended card (capabilities.extendedAgentCard), and the worker's credential store holds no credentials for the agent's origin")
+
+// extendedCard fetches the authenticated extended Agent Card (A2A 1.0
+// §3.1.11) over the interface selected from the public card, with the
+// credentials of that interface's origin, and returns it parsed and
+// verified like the public card (cards.Fetcher.Extended). It returns the
+// public card and an error saying why when it cannot be used: no
+// credentials for the origin, no interface, refused (401/403,
+// unsupported), malformed. A transient failure (unreachable, 5xx) is an
+// activity error, retried like the card fetch.
+func (a *Activities) extendedCard(ctx context.Context, f *cards.Fetcher, public *cards.Card) (*cards.Card, error) {
+	iface, err := selectInterface(f, public)
+	if err != nil {
+		return public, err
+	}
+	iface.CardOrigin = public.Origin
+	iface.Auth = cards.SchemeOf(public.Parsed)
+	origin, err := cards.Origin(iface.URL)
+	if err != nil {
+		return public, err
+	}
+	if _, ok := a.Credentials.ForOrigin(origin); !ok {
+		return public, errNoExtendedCredentials
+	}
+	c, err := a.dial(ctx, iface, "", contracts.Limits{})
+	if err != nil {
+		return public, err
+	}
+	defer c.Close()
+	raw, err := c.GetExtendedAgentCard(ctx)
+	if err != nil {
+		var ce *a2aclient.CallError
+		if errors.As(err, &ce) && ce.Category == contracts.CategoryTransient {
+			return public, a.fail(ctx, "ResolveCard", contracts.CategoryTransient, err)
+		}
+		return public, err
+	}
+	ext, err := f.Extended(ctx, public, raw)
+	if err != nil {
+		return public, err
+	}
+	a.logger().Info("extended agent card used", "workflow_id", workflowID(ctx), "card_digest", public.Digest,
+		"extended_card_digest", ext.Digest, "signature", ext.Verification.Label())
+	return ext, nil
 }

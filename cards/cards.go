@@ -180,6 +180,21 @@ func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 		c.FromCache = true
 		return &c, nil
 	}
+	c, err := f.parseVerified(ctx, body, u, origin)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	entry.card = c
+	f.mu.Unlock()
+	return c, nil
+}
+
+// parseVerified parses a card body, digests it and verifies its
+// signatures against the trust entry of origin; a verified card is parsed
+// from the payload its signature covers, so that nothing unsigned reaches
+// the delegation.
+func (f *Fetcher) parseVerified(ctx context.Context, body []byte, u, origin string) (*Card, error) {
 	c, err := Parse(body)
 	if err != nil {
 		return nil, err
@@ -197,9 +212,26 @@ func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 		}
 		c.Parsed = signed.Parsed
 	}
-	f.mu.Lock()
-	entry.card = c
-	f.mu.Unlock()
+	return c, nil
+}
+
+// Extended parses, digests and verifies the authenticated extended Agent
+// Card (A2A 1.0 §3.1.11, §13.3) that the agent of public answered with
+// (body as received, e.g. a2aclient.Client.GetExtendedAgentCard), exactly
+// as Fetch does the public card: the same schema, both JSON forms, the
+// trust entry of public's origin (a signed extended card verifies with
+// that origin's keys; a required signature is required of it too). Its
+// URL and Origin are public's. Errors are *Error of kind "malformed"
+// (named as the extended card's).
+func (f *Fetcher) Extended(ctx context.Context, public *Card, body []byte) (*Card, error) {
+	c, err := f.parseVerified(ctx, body, public.URL, public.Origin)
+	if err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			return nil, &Error{Kind: ce.Kind, Msg: "extended card: " + ce.Msg, Err: ce.Err}
+		}
+		return nil, err
+	}
 	return c, nil
 }
 

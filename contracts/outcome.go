@@ -184,6 +184,14 @@ type AgentInfo struct {
 	// Signature is "verified:<kid>", "unsigned" or "unverified" (A2A 1.0
 	// §8.4.3, checked against the worker's trust store).
 	Signature string `json:"signature,omitempty"`
+	// ExtendedCardDigest is the digest (as CardDigest) of the
+	// authenticated extended Agent Card the delegation used (A2A 1.0
+	// §3.1.11): the card declared capabilities.extendedAgentCard and the
+	// worker holds credentials for the agent, so its skills and interfaces
+	// are the extended card's. ExtendedCardSignature is its signature
+	// check, as Signature.
+	ExtendedCardDigest    string `json:"extended_card_digest,omitempty"`
+	ExtendedCardSignature string `json:"extended_card_signature,omitempty"`
 }
 
 // ProtocolInfo is the negotiated protocol version ("1.0", "0.3"), binding

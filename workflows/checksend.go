@@ -147,7 +147,7 @@ func (r *run) refusal(res activities.CheckAndSendResult) error {
 			Message: "nothing sent: a verified card signature is required; the card is " + c.Verification.Status + reasonSuffix(c.Verification.Reason)}}
 	case !c.SkillFound:
 		return &refusedError{contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: fmt.Sprintf("nothing sent: the card of %q offers no skill %q%s", c.Agent.Name, r.d.Skill, offered(c.Skills))}}
+			Message: fmt.Sprintf("nothing sent: the card of %q offers no skill %q%s%s", c.Agent.Name, r.d.Skill, offered(c.Skills), extendedSuffix(c))}}
 	case c.InterfaceError != "":
 		return &refusedError{contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
 			Message: "nothing sent: " + c.InterfaceError}}
@@ -171,4 +171,13 @@ func (r *run) checkSendActivity(ctx workflow.Context, opts workflow.ActivityOpti
 		}
 		return out.Snapshot, nil
 	})
+}
+
+// extendedSuffix says why the authenticated extended card a card declares
+// was not used, when it was not (its skills are then unknown).
+func extendedSuffix(c activities.ResolvedCard) string {
+	if c.ExtendedCardError == "" {
+		return ""
+	}
+	return "; its authenticated extended card was not used: " + c.ExtendedCardError
 }

@@ -38,6 +38,10 @@ const (
 // SkillID is the id of the agent's only skill.
 const SkillID = "open-claim"
 
+// PublicSkillID is the only skill of the public card of an agent with
+// Config.ExtendedCard.
+const PublicSkillID = "claim-status"
+
 // Config configures the agent.
 type Config struct {
 	// BaseURL is the URL the agent is reached at, as written in its card,
@@ -64,6 +68,13 @@ type Config struct {
 	// without "Authorization: Bearer <RequireBearer>"; the card then
 	// declares an HTTP bearer security scheme (A2A 1.0 §4.5.3).
 	RequireBearer string
+	// ExtendedCard, when set, makes the public card declare an
+	// authenticated extended card (capabilities.extendedAgentCard, A2A 1.0
+	// §3.1.11) and list only the skill PublicSkillID; the extended card,
+	// served by a2asrv's GetExtendedAgentCard on every interface, lists
+	// SkillID too. With RequireBearer, only a caller with the token gets
+	// it.
+	ExtendedCard bool
 	// HangDelay is how long scenario "hang" holds the answer to the first
 	// delivery of a message (0: DefaultHangDelay).
 	HangDelay time.Duration
@@ -238,6 +249,17 @@ func Open(cfg Config) (*Agent, error) {
 	// sender, with the config's token in A2A-Notification-Token).
 	opts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(logger),
 		a2asrv.WithPushNotifications(a2apush.NewInMemoryStore(), a2apush.NewHTTPPushSender(&a2apush.HTTPSenderConfig{Timeout: 10 * time.Second}))}
+	if cfg.RequireBearer != "" {
+		card.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}}
+		card.SecurityRequirements = a2a.SecurityRequirementsOptions{{"bearer": {}}}
+	}
+	if cfg.ExtendedCard {
+		card.Capabilities.ExtendedAgentCard = true
+		ext := *card
+		ext.Skills = append([]a2a.AgentSkill{publicSkill()}, card.Skills...)
+		card.Skills = []a2a.AgentSkill{publicSkill()}
+		opts = append(opts, a2asrv.WithExtendedAgentCard(&ext))
+	}
 	h := &dedupHandler{seen: map[string]*sendEntry{}, onCommit: cfg.OnCommit, exec: ex}
 	if cfg.StateDir != "" {
 		store, seen, err := openFileStore(cfg.StateDir)
@@ -261,10 +283,6 @@ func Open(cfg Config) (*Agent, error) {
 	mux.Handle(JSONRPCPath, a.recordTrace(a.auth(a2asrv.NewJSONRPCHandler(h))))
 	mux.Handle(RESTPath+"/", a.recordTrace(a.auth(http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h)))))
 	mux.Handle(LegacyJSONRPCPath, a.recordTrace(a.auth(a2av0.NewJSONRPCHandler(h))))
-	if cfg.RequireBearer != "" {
-		card.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}}
-		card.SecurityRequirements = a2a.SecurityRequirementsOptions{{"bearer": {}}}
-	}
 	return a, nil
 }
 
@@ -293,6 +311,13 @@ func Card(base string) *a2a.AgentCard {
 			OutputModes: []string{"application/json"},
 		}},
 	}
+}
+
+// publicSkill is the skill of the public card of an agent with an
+// extended card.
+func publicSkill() a2a.AgentSkill {
+	return a2a.AgentSkill{ID: PublicSkillID, Name: "Claim status", Description: "Says whether a claim is open.",
+		Tags: []string{"claims"}, InputModes: []string{"text/plain"}, OutputModes: []string{"application/json"}}
 }
 
 // ServeHTTP implements http.Handler.
