@@ -76,7 +76,7 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 	public := card
 	var extErr error
 	if card.Parsed.Capabilities.ExtendedAgentCard {
-		card, extErr = a.extendedCard(ctx, f, card)
+		card, extErr = a.ExtendedCard(ctx, card)
 		if extErr != nil {
 			var ae *temporal.ApplicationError
 			if errors.As(extErr, &ae) {
@@ -144,7 +144,7 @@ func selectInterface(f *cards.Fetcher, card *cards.Card) (contracts.Interface, e
 // worker holds no credentials for the agent's origin to fetch it with.
 var errNoExtendedCredentials = errors.New("the card declares an authenticated extended card (capabilities.extendedAgentCard), and the worker's credential store holds no credentials for the agent's origin")
 
-// extendedCard fetches the authenticated extended Agent Card (A2A 1.0
+// ExtendedCard fetches the authenticated extended Agent Card (A2A 1.0
 // §3.1.11) over the interface selected from the public card, with the
 // credentials of that interface's origin, and returns it parsed and
 // verified like the public card (cards.Fetcher.Extended). It returns the
@@ -152,7 +152,8 @@ var errNoExtendedCredentials = errors.New("the card declares an authenticated ex
 // credentials for the origin, no interface, refused (401/403,
 // unsupported), malformed. A transient failure (unreachable, 5xx) is an
 // activity error, retried like the card fetch.
-func (a *Activities) extendedCard(ctx context.Context, f *cards.Fetcher, public *cards.Card) (*cards.Card, error) {
+func (a *Activities) ExtendedCard(ctx context.Context, public *cards.Card) (*cards.Card, error) {
+	f := a.fetcher()
 	iface, err := selectInterface(f, public)
 	if err != nil {
 		return public, err

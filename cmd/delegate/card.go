@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"text/tabwriter"
 
@@ -17,15 +18,26 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/spf13/cobra"
 
+	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
 func newCardCmd() *cobra.Command {
+	var f cardFlags
 	cmd := &cobra.Command{
-		Use:   "card",
-		Short: "Fetch, verify and sign Agent Cards (A2A 1.0 §8.4)",
+		Use:   "card [URL]",
+		Short: "Fetch, verify and sign Agent Cards (A2A 1.0 §8.4); card URL is card fetch URL",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return runCardFetch(cmd, args[0], f)
+		},
 	}
+	f.register(cmd)
 	cmd.AddCommand(newCardFetchCmd(), newCardSignCmd(), newCardKeygenCmd())
 	return cmd
 }
@@ -43,80 +55,198 @@ func loadTrust(path string) (*cards.TrustStore, error) {
 	return ts, nil
 }
 
+// cardFlags are the flags of card fetch (and of card URL).
+type cardFlags struct {
+	trust, credentials string
+	asJSON             bool
+}
+
+func (f *cardFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.trust, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file (env DELEGATE_TRUST)")
+	cmd.Flags().StringVar(&f.credentials, "credentials", os.Getenv("DELEGATE_CREDENTIALS"), "the worker's credential store: says which scheme has credentials, and fetches the extended card with them (env DELEGATE_CREDENTIALS)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
+}
+
 func newCardFetchCmd() *cobra.Command {
-	var trustPath string
-	var asJSON bool
+	var f cardFlags
 	cmd := &cobra.Command{
-		Use:   "fetch URL [--trust FILE] [--json]",
-		Short: "Fetch a card through the HTTP guard, verify it, and show the interface that would be selected",
+		Use:   "fetch URL [--trust FILE] [--credentials FILE] [--json]",
+		Short: "Fetch a card through the HTTP guard, verify it, and show the interface, the security scheme and the extended card that would be used",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ts, err := loadTrust(trustPath)
-			if err != nil {
-				return err
-			}
-			f := &cards.Fetcher{Trust: ts}
-			card, err := f.Fetch(cmd.Context(), args[0])
-			if err != nil {
-				return temporalErr(err)
-			}
-			g := f.Guard()
-			iface, ierr := cards.SelectInterface(card.Parsed, func(u string) error { return g.CheckInterface(u, card.Origin) })
-			out := struct {
-				URL               string                     `json:"url"`
-				Name              string                     `json:"name"`
-				Version           string                     `json:"version"`
-				Digest            string                     `json:"digest"`
-				Signature         string                     `json:"signature"`
-				Verification      contracts.CardVerification `json:"verification"`
-				SignatureRequired bool                       `json:"signature_required"`
-				Interface         *contracts.Interface       `json:"interface,omitempty"`
-				InterfaceError    string                     `json:"interface_error,omitempty"`
-				Skills            []string                   `json:"skills"`
-				Streaming         bool                       `json:"streaming"`
-			}{URL: card.URL, Name: card.Parsed.Name, Version: card.Parsed.Version, Digest: card.Digest,
-				Signature: card.Verification.Label(), Verification: card.Verification,
-				SignatureRequired: f.RequireSignature(card.Origin), Streaming: card.Parsed.Capabilities.Streaming, Skills: []string{}}
-			for _, s := range card.Parsed.Skills {
-				out.Skills = append(out.Skills, s.ID)
-			}
-			if ierr != nil {
-				out.InterfaceError = ierr.Error()
-			} else {
-				out.Interface = &iface
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				printJSON(w, out)
-			} else {
-				tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-				fmt.Fprintf(tw, "card:\t%s\n", out.URL)
-				fmt.Fprintf(tw, "name:\t%s\n", clean(out.Name))
-				fmt.Fprintf(tw, "version:\t%s\n", clean(out.Version))
-				fmt.Fprintf(tw, "digest:\t%s\n", out.Digest)
-				fmt.Fprintf(tw, "signature:\t%s%s\n", out.Signature, reasonSuffix(clean(out.Verification.Reason)))
-				fmt.Fprintf(tw, "signature required:\t%v\n", out.SignatureRequired)
-				if out.Interface != nil {
-					fmt.Fprintf(tw, "interface:\tA2A %s over %s at %s\n", iface.Version, iface.Binding, clean(iface.URL))
-				} else {
-					fmt.Fprintf(tw, "interface:\tnone: %s\n", clean(out.InterfaceError))
-				}
-				fmt.Fprintf(tw, "skills:\t%s\n", clean(fmt.Sprint(out.Skills)))
-				fmt.Fprintf(tw, "streaming:\t%v\n", out.Streaming)
-				_ = tw.Flush()
-			}
-			if out.SignatureRequired && card.Verification.Status != contracts.SigVerified {
-				return &exitError{code: exitNotComplete, err: errors.New("the trust store requires a verified signature for this origin")}
-			}
-			if ierr != nil {
-				return &exitError{code: exitNotComplete, err: errors.New("no interface of this card can be used")}
-			}
-			return nil
+			return runCardFetch(cmd, args[0], f)
 		},
 	}
-	cmd.Flags().StringVar(&trustPath, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file (env DELEGATE_TRUST)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	f.register(cmd)
 	return cmd
+}
+
+// cardReport is what card fetch prints (--json: as is).
+type cardReport struct {
+	URL               string                     `json:"url"`
+	Name              string                     `json:"name"`
+	Version           string                     `json:"version"`
+	Digest            string                     `json:"digest"`
+	Signature         string                     `json:"signature"`
+	Verification      contracts.CardVerification `json:"verification"`
+	SignatureRequired bool                       `json:"signature_required"`
+	Interface         *contracts.Interface       `json:"interface,omitempty"`
+	InterfaceError    string                     `json:"interface_error,omitempty"`
+	Skills            []string                   `json:"skills"`
+	Streaming         bool                       `json:"streaming"`
+	// SecuritySchemes are the card's schemes; Scheme the one delegate
+	// would use (nil: none it can use, or none declared); Credentials
+	// whether the credential store holds credentials for the interface's
+	// origin (false without --credentials).
+	SecuritySchemes []cards.SchemeInfo    `json:"security_schemes"`
+	Scheme          *contracts.AuthScheme `json:"scheme,omitempty"`
+	Credentials     bool                  `json:"credentials"`
+	// ExtendedCard is the authenticated extended card (A2A 1.0 §3.1.11)
+	// when the card declares one; ExtendedCardError why it was not read.
+	ExtendedCardDeclared bool            `json:"extended_card_declared"`
+	ExtendedCard         *extendedReport `json:"extended_card,omitempty"`
+	ExtendedCardError    string          `json:"extended_card_error,omitempty"`
+}
+
+type extendedReport struct {
+	Digest         string               `json:"digest"`
+	Signature      string               `json:"signature"`
+	Skills         []string             `json:"skills"`
+	Interface      *contracts.Interface `json:"interface,omitempty"`
+	InterfaceError string               `json:"interface_error,omitempty"`
+}
+
+func runCardFetch(cmd *cobra.Command, cardURL string, fl cardFlags) error {
+	ts, err := loadTrust(fl.trust)
+	if err != nil {
+		return err
+	}
+	var creds *a2aclient.Credentials
+	if fl.credentials != "" {
+		if creds, err = a2aclient.LoadCredentials(fl.credentials); err != nil {
+			return usageErr(fmt.Errorf("--credentials: %w", err))
+		}
+	}
+	f := &cards.Fetcher{Trust: ts}
+	card, err := f.Fetch(cmd.Context(), cardURL)
+	if err != nil {
+		return temporalErr(err)
+	}
+	g := f.Guard()
+	iface, ierr := cards.SelectInterface(card.Parsed, func(u string) error { return g.CheckInterface(u, card.Origin) })
+	out := cardReport{URL: card.URL, Name: card.Parsed.Name, Version: card.Parsed.Version, Digest: card.Digest,
+		Signature: card.Verification.Label(), Verification: card.Verification,
+		SignatureRequired: f.RequireSignature(card.Origin), Streaming: card.Parsed.Capabilities.Streaming, Skills: skillIDs(card),
+		SecuritySchemes: cards.Schemes(card.Parsed), Scheme: cards.SchemeOf(card.Parsed),
+		ExtendedCardDeclared: card.Parsed.Capabilities.ExtendedAgentCard}
+	if ierr != nil {
+		out.InterfaceError = ierr.Error()
+	} else {
+		out.Interface = &iface
+		if origin, err := cards.Origin(iface.URL); err == nil {
+			_, out.Credentials = creds.ForOrigin(origin)
+		}
+	}
+	if out.ExtendedCardDeclared {
+		a := &activities.Activities{Fetcher: f, Credentials: creds, Logger: slog.New(slog.DiscardHandler)}
+		ext, err := a.ExtendedCard(cmd.Context(), card)
+		if err != nil {
+			out.ExtendedCardError = err.Error()
+		} else {
+			er := &extendedReport{Digest: ext.Digest, Signature: ext.Verification.Label(), Skills: skillIDs(ext)}
+			if ei, err := cards.SelectInterface(ext.Parsed, func(u string) error { return g.CheckInterface(u, card.Origin) }); err != nil {
+				er.InterfaceError = err.Error()
+			} else {
+				er.Interface = &ei
+			}
+			out.ExtendedCard = er
+		}
+	}
+	w := cmd.OutOrStdout()
+	if fl.asJSON {
+		printJSON(w, out)
+	} else {
+		printCardReport(w, out)
+	}
+	if out.SignatureRequired && card.Verification.Status != contracts.SigVerified {
+		return &exitError{code: exitNotComplete, err: errors.New("the trust store requires a verified signature for this origin")}
+	}
+	if ierr != nil {
+		return &exitError{code: exitNotComplete, err: errors.New("no interface of this card can be used")}
+	}
+	return nil
+}
+
+func skillIDs(c *cards.Card) []string {
+	out := []string{}
+	for _, s := range c.Parsed.Skills {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+func printCardReport(w io.Writer, out cardReport) {
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintf(tw, "card:\t%s\n", out.URL)
+	fmt.Fprintf(tw, "name:\t%s\n", clean(out.Name))
+	fmt.Fprintf(tw, "version:\t%s\n", clean(out.Version))
+	fmt.Fprintf(tw, "digest:\t%s\n", out.Digest)
+	fmt.Fprintf(tw, "signature:\t%s%s\n", out.Signature, reasonSuffix(clean(out.Verification.Reason)))
+	fmt.Fprintf(tw, "signature required:\t%v\n", out.SignatureRequired)
+	if out.Interface != nil {
+		fmt.Fprintf(tw, "interface:\tA2A %s over %s at %s\n", out.Interface.Version, out.Interface.Binding, clean(out.Interface.URL))
+	} else {
+		fmt.Fprintf(tw, "interface:\tnone: %s\n", clean(out.InterfaceError))
+	}
+	fmt.Fprintf(tw, "skills:\t%s\n", clean(fmt.Sprint(out.Skills)))
+	fmt.Fprintf(tw, "streaming:\t%v\n", out.Streaming)
+	if len(out.SecuritySchemes) == 0 {
+		fmt.Fprintf(tw, "security:\tnone declared\n")
+	}
+	for _, s := range out.SecuritySchemes {
+		req := "declared"
+		if s.Required {
+			req = "required"
+			if len(s.Scopes) > 0 {
+				req += fmt.Sprintf(", scopes %v", s.Scopes)
+			}
+		}
+		fmt.Fprintf(tw, "security:\t%s (%s, %s): %s\n", clean(s.Name), s.Type, req, clean(s.Detail))
+	}
+	switch {
+	case out.Scheme != nil:
+		fmt.Fprintf(tw, "scheme used:\t%s\n", clean(describeScheme(out.Scheme)))
+	case len(out.SecuritySchemes) > 0:
+		fmt.Fprintf(tw, "scheme used:\tnone of these\n")
+	}
+	if len(out.SecuritySchemes) > 0 || out.Credentials {
+		fmt.Fprintf(tw, "credentials:\t%s\n", map[bool]string{true: "held for the interface's origin", false: "none for the interface's origin"}[out.Credentials])
+	}
+	switch {
+	case out.ExtendedCard != nil:
+		e := out.ExtendedCard
+		fmt.Fprintf(tw, "extended card:\t%s, signature %s\n", e.Digest, e.Signature)
+		fmt.Fprintf(tw, "extended skills:\t%s\n", clean(fmt.Sprint(e.Skills)))
+		if e.Interface != nil {
+			fmt.Fprintf(tw, "extended interface:\tA2A %s over %s at %s\n", e.Interface.Version, e.Interface.Binding, clean(e.Interface.URL))
+		} else {
+			fmt.Fprintf(tw, "extended interface:\tnone: %s\n", clean(e.InterfaceError))
+		}
+	case out.ExtendedCardDeclared:
+		fmt.Fprintf(tw, "extended card:\tdeclared, not read: %s\n", clean(out.ExtendedCardError))
+	}
+	_ = tw.Flush()
+}
+
+// describeScheme is a scheme in words, without a secret.
+func describeScheme(s *contracts.AuthScheme) string {
+	switch s.Kind {
+	case "api_key":
+		return "API key in header " + s.Header
+	case "bearer":
+		return "bearer token in the Authorization header"
+	}
+	return s.Kind
 }
 
 func newCardSignCmd() *cobra.Command {
