@@ -1147,7 +1147,7 @@ func TestOAuth(t *testing.T) {
 
 	t.Run("proto", func(t *testing.T) {
 		t.Parallel()
-		a := start(t, Options{SDK: SDK1, Bindings: []string{BindingJSONRPC, BindingGRPC}, OAuth: true, ClientID: clientID, ClientSecret: secret})
+		a := start(t, Options{SDK: SDK1, Bindings: []string{BindingJSONRPC, BindingREST, BindingGRPC}, OAuth: true, ClientID: clientID, ClientSecret: secret})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		raw, card := parseCard(t, ctx, a)
@@ -1211,15 +1211,46 @@ func TestOAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := grpcClient(t, ctx, card, nil).GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); !errors.Is(err, a2a.ErrUnauthenticated) {
+		anon := grpcClient(t, ctx, card, nil)
+		if _, err := anon.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); !errors.Is(err, a2a.ErrUnauthenticated) {
 			t.Errorf("gRPC GetTask without a token: error = %v, want ErrUnauthenticated", err)
+		}
+		var streamErr error
+		for _, err := range anon.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: firstMessage(map[string]any{"scenario": ScenarioInstant})}) {
+			if streamErr = err; err != nil {
+				break
+			}
+		}
+		if !errors.Is(streamErr, a2a.ErrUnauthenticated) {
+			t.Errorf("gRPC SendStreamingMessage without a token: error = %v, want ErrUnauthenticated", streamErr)
 		}
 		gs := &session{agent: a, w: &wire{}, c: grpcClient(t, ctx, card, bearerCreds(tok.AccessToken))}
 		if got, err := gs.c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); err != nil || got.Status.State != a2a.TaskStateCompleted {
 			t.Errorf("gRPC GetTask with a token = %v, %v; want the COMPLETED task", got, err)
 		}
-		if got := s.countsOf(t, ctx); got.Unauthorized != 4 || got.GetTasks != 1 {
-			t.Errorf("Counts() = %+v, want 4 refusals (JSON-RPC none, unknown, a2a-go none; gRPC none) and 1 GetTask let through", got)
+
+		// REST: the same gate.
+		for _, tc := range []struct {
+			authz string
+			want  int
+		}{{"", http.StatusUnauthorized}, {"Bearer " + tok.AccessToken, http.StatusOK}} {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+"/a2a/rest/tasks/"+string(task.ID), nil)
+			req.Header.Set("A2A-Version", "1.0")
+			if tc.authz != "" {
+				req.Header.Set("Authorization", tc.authz)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("REST GET task (token: %v): HTTP %d %s, want %d", tc.authz != "", resp.StatusCode, b, tc.want)
+			}
+		}
+		if got := s.countsOf(t, ctx); got.Unauthorized != 6 || got.GetTasks != 2 || got.Messages != 0 {
+			t.Errorf("Counts() = %+v, want 6 refusals (JSON-RPC none, unknown, a2a-go none; gRPC unary and stream; REST) and 2 GetTask let through", got)
 		}
 		if strings.Contains(a.Stderr(), secret) || strings.Contains(a.Stderr(), tok.AccessToken) {
 			t.Errorf("the agent's stderr shows the client secret or a token")
