@@ -36,6 +36,43 @@ const (
 	BindingJSONRPC = "jsonrpc"
 	// BindingREST is HTTP+JSON, served at /a2a/rest.
 	BindingREST = "rest"
+	// BindingGRPC is the A2A gRPC binding (SDK1 only), served by the SDK's
+	// grpcService on a port of its own; the card names it as the bare
+	// target "127.0.0.1:PORT" (Agent.GRPCAddr), as the SDK's own samples do.
+	BindingGRPC = "grpc"
+)
+
+// Forms of the card's securityRequirements, for Options.SecurityForm.
+const (
+	// SecurityFormProto is A2A 1.0's a2a.proto JSON, what the a2a-js SDK's
+	// SecurityRequirement.toJSON writes:
+	// [{"schemes": {"carrier-oauth": {"list": ["claims:write"]}}}].
+	SecurityFormProto = "proto"
+	// SecurityFormMap is the OpenAPI map form:
+	// [{"carrier-oauth": ["claims:write"]}].
+	SecurityFormMap = "map"
+)
+
+// Names on the card and the token endpoint of an agent with OAuth or a
+// static bearer.
+const (
+	// OAuthScheme is the card's securitySchemes entry with Options.OAuth:
+	// an oauth2SecurityScheme with one clientCredentials flow.
+	OAuthScheme = "carrier-oauth"
+	// BearerScheme is the card's securitySchemes entry with Options.Bearer:
+	// an httpAuthSecurityScheme {"scheme": "Bearer"}.
+	BearerScheme = "static-bearer"
+	// OAuthScope is the one scope the token endpoint grants (also when the
+	// request names none).
+	OAuthScope = "claims:write"
+	// TokenPath is the token endpoint's path on the agent's HTTP port.
+	TokenPath = "/oauth/token"
+	// ClaimSkill is the skill the scenarios use ("open-claim"); with
+	// Options.ExtendedCard only the extended card lists it.
+	ClaimSkill = "open-claim"
+	// PublicSkill is the only skill of the public card with
+	// Options.ExtendedCard.
+	PublicSkill = "public-info"
 )
 
 // Scenarios, chosen by the data part field "scenario" of the first message.
@@ -94,9 +131,9 @@ const stderrLimit = 32 << 10
 type Options struct {
 	// SDK is SDK1 ("1") or SDK03 ("0.3"); empty means SDK1.
 	SDK string
-	// Bindings are BindingJSONRPC and/or BindingREST, in the order the card
-	// lists them (the first is the 0.3 card's main url); empty means
-	// jsonrpc only.
+	// Bindings are BindingJSONRPC, BindingREST and/or BindingGRPC (SDK1
+	// only), in the order the card lists them (the first is the 0.3 card's
+	// main url); empty means jsonrpc only.
 	Bindings []string
 	// SignJWK, when set, is a private EC P-256 JWK (JSON, with "kid"): the
 	// agent signs its card with the a2a-js SDK's own signer (ES256, protected
@@ -114,6 +151,41 @@ type Options struct {
 	// state, in whole milliseconds; zero or less means the agent's default,
 	// 50 ms.
 	WorkDelay time.Duration
+	// OAuth makes the agent an OAuth 2.0 client-credentials resource
+	// server with its own token endpoint (Agent.TokenURL, RFC 6749 §4.4,
+	// client authentication by HTTP Basic or form fields): every A2A request
+	// (JSON-RPC, REST, gRPC) needs "Authorization: Bearer TOKEN" with a
+	// granted, unexpired token, else HTTP 401 (WWW-Authenticate: Bearer) or
+	// gRPC UNAUTHENTICATED. The card (open) declares the scheme OAuthScheme
+	// with its tokenUrl and scope OAuthScope. ClientID and ClientSecret are
+	// required; the secret reaches the agent in a file, not in argv.
+	OAuth bool
+	// ClientID and ClientSecret are the one client the token endpoint
+	// knows (OAuth only).
+	ClientID, ClientSecret string
+	// TokenTTL is how long a token is valid, in whole milliseconds; zero
+	// means the agent's default, one hour (OAuth only).
+	TokenTTL time.Duration
+	// TokenURLOverride, when set, is the tokenUrl the card names instead of
+	// the agent's own endpoint, which still serves (OAuth only).
+	TokenURLOverride string
+	// RefuseTokens makes the agent refuse every token with 401 although the
+	// endpoint mints them (OAuth only).
+	RefuseTokens bool
+	// Bearer, when set (instead of OAuth), is a static bearer token every
+	// A2A request must carry; the card declares BearerScheme. It reaches the
+	// agent in a file. It must be an RFC 6750 b64token.
+	Bearer string
+	// SecurityForm is the form of the card's securityRequirements,
+	// SecurityFormProto (the default when empty) or SecurityFormMap; SDK1
+	// with OAuth or Bearer only. (An SDK03 card has the 0.3 map form,
+	// "security".)
+	SecurityForm string
+	// ExtendedCard (SDK1, with OAuth or Bearer): the public card declares
+	// capabilities.extendedAgentCard and lists only PublicSkill; the
+	// extended card (GetExtendedAgentCard, served by the SDK to
+	// authenticated callers) lists PublicSkill and ClaimSkill.
+	ExtendedCard bool
 	// Dir is the directory holding agent.mjs and node_modules; empty means
 	// DefaultDir().
 	Dir string
@@ -125,13 +197,19 @@ type Agent struct {
 	URL string
 	// CardURL is URL + "/.well-known/agent-card.json".
 	CardURL string
+	// GRPCAddr is the gRPC target "127.0.0.1:PORT" with BindingGRPC, the
+	// url of the card's GRPC interface; empty otherwise.
+	GRPCAddr string
+	// TokenURL is URL + TokenPath with Options.OAuth (whatever the card
+	// names); empty otherwise.
+	TokenURL string
 
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	stderr  *tail
 	exited  chan struct{}
 	waitErr error
-	jwkFile string
+	files   []string // temporary files holding the JWK and secrets
 	once    sync.Once
 	http    *http.Client
 }
@@ -148,6 +226,16 @@ type Counts struct {
 	Cancels int `json:"cancels"`
 	// GetTasks are GetTask requests (0.3: tasks/get).
 	GetTasks int `json:"get_tasks"`
+	// TokenRequests are POST /oauth/token requests; TokenGrants the tokens
+	// it granted.
+	TokenRequests int `json:"token_requests"`
+	TokenGrants   int `json:"token_grants"`
+	// Unauthorized are A2A requests refused for a missing, unknown,
+	// expired or refused token. A refused request counts only here.
+	Unauthorized int `json:"unauthorized"`
+	// ExtendedCardRequests are GetExtendedAgentCard requests (JSON-RPC,
+	// REST GET .../extendedAgentCard, gRPC).
+	ExtendedCardRequests int `json:"extended_card_requests"`
 }
 
 // DefaultDir returns the interop directory: "interop" under the nearest
@@ -197,7 +285,7 @@ func Available(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, "agent.mjs")); err != nil {
 		return fmt.Errorf("interop: no agent in %s: %w", dir, err)
 	}
-	for _, p := range []string{"a2a-js-1", "a2a-js-03", "express"} {
+	for _, p := range []string{"a2a-js-1", "a2a-js-03", "express", "@grpc/grpc-js", "@bufbuild/protobuf"} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", p, "package.json")); err != nil {
 			return fmt.Errorf("interop: npm package %s is not installed in %s (run `npm ci` there)", p, filepath.Join(dir, "node_modules"))
 		}
@@ -225,21 +313,23 @@ func Start(ctx context.Context, o Options) (*Agent, error) {
 		Transport: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext},
 		Timeout:   30 * time.Second,
 	}}
-	if len(o.SignJWK) > 0 {
-		f, err := os.CreateTemp("", "interop-jwk-*.json")
+	for _, f := range []struct {
+		flag, what string
+		data       []byte
+	}{
+		{"--sign-jwk", "the JWK", o.SignJWK},
+		{"--client-secret-file", "the client secret", []byte(o.ClientSecret)},
+		{"--bearer-file", "the bearer token", []byte(o.Bearer)},
+	} {
+		if len(f.data) == 0 {
+			continue
+		}
+		name, err := a.writeFile(f.data)
 		if err != nil {
-			return nil, fmt.Errorf("interop: %w", err)
+			a.cleanup()
+			return nil, fmt.Errorf("interop: writing %s: %w", f.what, err)
 		}
-		a.jwkFile = f.Name()
-		_, werr := f.Write(o.SignJWK)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			os.Remove(a.jwkFile)
-			return nil, fmt.Errorf("interop: writing the JWK: %w", werr)
-		}
-		args = append(args, "--sign-jwk", a.jwkFile)
+		args = append(args, f.flag, name)
 	}
 
 	cmd := exec.CommandContext(ctx, "node", append([]string{"agent.mjs"}, args...)...)
@@ -288,8 +378,9 @@ func Start(ctx context.Context, o Options) (*Agent, error) {
 		return nil, fmt.Errorf("interop: %w; stderr: %s", ctx.Err(), a.stderr.String())
 	}
 	var ready struct {
-		URL     string `json:"url"`
-		CardURL string `json:"card_url"`
+		URL      string `json:"url"`
+		CardURL  string `json:"card_url"`
+		GRPCAddr string `json:"grpc_addr"`
 	}
 	if err := json.Unmarshal([]byte(line), &ready); err != nil || ready.URL == "" || ready.CardURL == "" {
 		a.Stop()
@@ -302,12 +393,65 @@ func Start(ctx context.Context, o Options) (*Agent, error) {
 			return nil, fmt.Errorf("interop: agent announced %q, want an http://127.0.0.1 URL", s)
 		}
 	}
-	a.URL, a.CardURL = ready.URL, ready.CardURL
+	if o.has(BindingGRPC) {
+		if host, port, err := net.SplitHostPort(ready.GRPCAddr); err != nil || host != "127.0.0.1" || port == "" || port == "0" {
+			a.Stop()
+			return nil, fmt.Errorf("interop: agent announced gRPC at %q, want 127.0.0.1:PORT", ready.GRPCAddr)
+		}
+	} else if ready.GRPCAddr != "" {
+		a.Stop()
+		return nil, fmt.Errorf("interop: agent announced gRPC at %q without BindingGRPC", ready.GRPCAddr)
+	}
+	a.URL, a.CardURL, a.GRPCAddr = ready.URL, ready.CardURL, ready.GRPCAddr
+	if o.OAuth {
+		a.TokenURL = a.URL + TokenPath
+	}
 	return a, nil
 }
 
-// args turns the options into the agent's command line (without
-// --sign-jwk).
+// writeFile writes data to a new temporary file (mode 0600) that cleanup
+// removes, and returns its name.
+func (a *Agent) writeFile(data []byte) (string, error) {
+	f, err := os.CreateTemp("", "interop-*")
+	if err != nil {
+		return "", err
+	}
+	a.files = append(a.files, f.Name())
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return f.Name(), werr
+}
+
+// String formats the options for logs and errors with the secrets
+// (ClientSecret, Bearer, the private JWK) redacted, so that %v and %+v
+// never print them.
+func (o Options) String() string {
+	type plain Options // without this method
+	p := plain(o)
+	for _, s := range []*string{&p.ClientSecret, &p.Bearer} {
+		if *s != "" {
+			*s = "[redacted]"
+		}
+	}
+	if len(p.SignJWK) > 0 {
+		p.SignJWK = []byte("[redacted]")
+	}
+	return fmt.Sprintf("%+v", p)
+}
+
+func (o Options) has(binding string) bool {
+	for _, b := range o.Bindings {
+		if b == binding {
+			return true
+		}
+	}
+	return false
+}
+
+// args turns the options into the agent's command line (without the
+// files: --sign-jwk, --client-secret-file, --bearer-file).
 func (o Options) args() ([]string, error) {
 	sdk := o.SDK
 	if sdk == "" {
@@ -322,8 +466,11 @@ func (o Options) args() ([]string, error) {
 	}
 	seen := map[string]bool{}
 	for _, b := range bindings {
-		if b != BindingJSONRPC && b != BindingREST {
-			return nil, fmt.Errorf("interop: binding %q, want %q or %q", b, BindingJSONRPC, BindingREST)
+		if b != BindingJSONRPC && b != BindingREST && b != BindingGRPC {
+			return nil, fmt.Errorf("interop: binding %q, want %q, %q or %q", b, BindingJSONRPC, BindingREST, BindingGRPC)
+		}
+		if b == BindingGRPC && sdk != SDK1 {
+			return nil, errors.New("interop: BindingGRPC needs SDK 1 (a2a-js 1.x server/grpc)")
 		}
 		if seen[b] {
 			return nil, fmt.Errorf("interop: binding %q given twice", b)
@@ -332,6 +479,36 @@ func (o Options) args() ([]string, error) {
 	}
 	if sdk != SDK1 && (len(o.SignJWK) > 0 || o.Card03Fields) {
 		return nil, errors.New("interop: SignJWK and Card03Fields need SDK 1 (a2a-js 0.3.14 has no card signer)")
+	}
+	if o.OAuth {
+		if o.ClientID == "" || o.ClientSecret == "" {
+			return nil, errors.New("interop: OAuth needs ClientID and ClientSecret")
+		}
+		if o.Bearer != "" {
+			return nil, errors.New("interop: OAuth and Bearer exclude each other")
+		}
+		if o.TokenTTL < 0 || (o.TokenTTL > 0 && o.TokenTTL < time.Millisecond) {
+			return nil, fmt.Errorf("interop: TokenTTL %s, want zero or at least 1ms", o.TokenTTL)
+		}
+		if o.TokenURLOverride != "" {
+			if u, err := url.Parse(o.TokenURLOverride); err != nil || !u.IsAbs() {
+				return nil, fmt.Errorf("interop: TokenURLOverride %q is not an absolute URL", o.TokenURLOverride)
+			}
+		}
+	} else if o.ClientID != "" || o.ClientSecret != "" || o.TokenTTL != 0 || o.TokenURLOverride != "" || o.RefuseTokens {
+		return nil, errors.New("interop: ClientID, ClientSecret, TokenTTL, TokenURLOverride and RefuseTokens need OAuth")
+	}
+	auth := o.OAuth || o.Bearer != ""
+	if o.SecurityForm != "" {
+		if o.SecurityForm != SecurityFormProto && o.SecurityForm != SecurityFormMap {
+			return nil, fmt.Errorf("interop: SecurityForm %q, want %q or %q", o.SecurityForm, SecurityFormProto, SecurityFormMap)
+		}
+		if !auth || sdk != SDK1 {
+			return nil, errors.New("interop: SecurityForm needs SDK 1 and OAuth or Bearer")
+		}
+	}
+	if o.ExtendedCard && (!auth || sdk != SDK1) {
+		return nil, errors.New("interop: ExtendedCard needs SDK 1 and OAuth or Bearer")
 	}
 	args := []string{"--sdk", sdk, "--bindings", strings.Join(bindings, ","), "--port", "0"}
 	if o.Card03Fields {
@@ -342,6 +519,24 @@ func (o Options) args() ([]string, error) {
 	}
 	if o.WorkDelay > 0 {
 		args = append(args, "--work-ms", strconv.FormatInt(o.WorkDelay.Milliseconds(), 10))
+	}
+	if o.OAuth {
+		args = append(args, "--oauth", "--client-id", o.ClientID)
+		if o.TokenTTL > 0 {
+			args = append(args, "--token-ttl-ms", strconv.FormatInt(o.TokenTTL.Milliseconds(), 10))
+		}
+		if o.TokenURLOverride != "" {
+			args = append(args, "--token-url-override", o.TokenURLOverride)
+		}
+		if o.RefuseTokens {
+			args = append(args, "--refuse-tokens")
+		}
+	}
+	if o.SecurityForm != "" {
+		args = append(args, "--security-form", o.SecurityForm)
+	}
+	if o.ExtendedCard {
+		args = append(args, "--extended-card")
 	}
 	return args, nil
 }
@@ -407,8 +602,8 @@ func (a *Agent) Stop() {
 }
 
 func (a *Agent) cleanup() {
-	if a.jwkFile != "" {
-		os.Remove(a.jwkFile)
+	for _, f := range a.files {
+		os.Remove(f)
 	}
 	a.http.CloseIdleConnections()
 }

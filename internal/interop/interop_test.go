@@ -23,9 +23,16 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	sdk "github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/google/uuid"
 	"github.com/gowebpki/jcs"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
@@ -371,12 +378,43 @@ func TestOptionsArgs(t *testing.T) {
 	if want := "--sdk 0.3 --bindings rest,jsonrpc --port 0 --work-ms 20"; err != nil || strings.Join(got, " ") != want {
 		t.Errorf("args() = %q, %v; want %q", got, err, want)
 	}
+	got, err = Options{Bindings: []string{BindingJSONRPC, BindingGRPC}, OAuth: true, ClientID: "w", ClientSecret: "s3cret",
+		TokenTTL: 1500 * time.Millisecond, TokenURLOverride: "https://elsewhere.example/token", RefuseTokens: true,
+		SecurityForm: SecurityFormMap, ExtendedCard: true}.args()
+	if want := "--sdk 1 --bindings jsonrpc,grpc --port 0 --oauth --client-id w --token-ttl-ms 1500 " +
+		"--token-url-override https://elsewhere.example/token --refuse-tokens --security-form map --extended-card"; err != nil || strings.Join(got, " ") != want {
+		t.Errorf("args() = %q, %v; want %q", got, err, want)
+	}
+	if got, err := (Options{Bearer: "tok", ExtendedCard: true}).args(); err != nil || strings.Contains(strings.Join(got, " "), "tok") {
+		t.Errorf("args() = %q, %v; want no error and no bearer in argv", got, err)
+	}
+	// Secrets stay out of formatted options.
+	o := Options{OAuth: true, ClientID: "w", ClientSecret: "s3cret-value", Bearer: "bearer-value", SignJWK: []byte(`{"d":"private-key"}`)}
+	for _, f := range []string{fmt.Sprint(o), fmt.Sprintf("%+v", o), fmt.Sprintf("%v", &o)} {
+		if strings.Contains(f, "s3cret-value") || strings.Contains(f, "bearer-value") || strings.Contains(f, "private-key") || !strings.Contains(f, "ClientID:w") {
+			t.Errorf("formatted options = %s, want the secrets redacted", f)
+		}
+	}
 	for _, o := range []Options{
 		{SDK: "2"},
-		{Bindings: []string{"grpc"}},
+		{Bindings: []string{"soap"}},
+		{SDK: SDK03, Bindings: []string{BindingGRPC}},
 		{Bindings: []string{BindingREST, BindingREST}},
 		{SDK: SDK03, SignJWK: []byte(`{}`)},
 		{SDK: SDK03, Card03Fields: true},
+		{OAuth: true, ClientID: "w"},
+		{OAuth: true, ClientSecret: "s"},
+		{OAuth: true, ClientID: "w", ClientSecret: "s", Bearer: "b"},
+		{OAuth: true, ClientID: "w", ClientSecret: "s", TokenTTL: -time.Second},
+		{OAuth: true, ClientID: "w", ClientSecret: "s", TokenURLOverride: "/relative"},
+		{ClientID: "w"},
+		{RefuseTokens: true},
+		{TokenTTL: time.Second},
+		{SecurityForm: SecurityFormProto},
+		{Bearer: "b", SecurityForm: "yaml"},
+		{SDK: SDK03, Bearer: "b", SecurityForm: SecurityFormMap},
+		{ExtendedCard: true},
+		{SDK: SDK03, Bearer: "b", ExtendedCard: true},
 	} {
 		if _, err := Start(context.Background(), o); err == nil {
 			t.Errorf("Start(%+v) error = nil, want an error", o)
@@ -883,4 +921,531 @@ func eventState(ev a2a.Event) string {
 		return "message"
 	}
 	return fmt.Sprintf("%T", ev)
+}
+
+// ---------------------------------------------------------------- production peers
+
+// grpcClient is a2a-go's gRPC transport with insecure credentials (the
+// agent listens on loopback only); creds, when set, adds per-call metadata.
+func grpcClient(t *testing.T, ctx context.Context, card *a2a.AgentCard, creds credentials.PerRPCCredentials) *sdk.Client {
+	t.Helper()
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if creds != nil {
+		opts = append(opts, grpc.WithPerRPCCredentials(creds))
+	}
+	c, err := sdk.NewFactory(sdk.WithDefaultsDisabled(), a2agrpc.WithGRPCTransport(opts...),
+		sdk.WithConfig(sdk.Config{DisableTenantPropagation: true})).CreateFromCard(ctx, card)
+	if err != nil {
+		t.Fatalf("CreateFromCard(gRPC) error = %v", err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	return c
+}
+
+// bearerCreds puts "authorization: Bearer TOKEN" on every gRPC call, on
+// an insecure loopback connection.
+type bearerCreds string
+
+func (b bearerCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+func (bearerCreds) RequireTransportSecurity() bool { return false }
+
+// jsonrpcClient is a2a-go's JSON-RPC transport over hc (nil: no
+// credentials), created from the card.
+func jsonrpcClient(t *testing.T, ctx context.Context, card *a2a.AgentCard, hc *http.Client, w *wire) *sdk.Client {
+	t.Helper()
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	base := hc.Transport
+	if base == nil {
+		base = &http.Transport{Proxy: nil}
+	}
+	w.base = base
+	hc2 := *hc
+	hc2.Transport = w
+	c, err := sdk.NewFactory(sdk.WithDefaultsDisabled(), sdk.WithJSONRPCTransport(&hc2),
+		sdk.WithConfig(sdk.Config{DisableTenantPropagation: true})).CreateFromCard(ctx, card)
+	if err != nil {
+		t.Fatalf("CreateFromCard(JSON-RPC) error = %v", err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	return c
+}
+
+// parseCard reads the agent's card with this repository's card reader and
+// with a2a-go's.
+func parseCard(t *testing.T, ctx context.Context, a *Agent) (map[string]any, *a2a.AgentCard) {
+	t.Helper()
+	raw, body := fetchCard(t, ctx, a)
+	c, err := cards.Parse(body)
+	if err != nil {
+		t.Fatalf("cards.Parse() error = %v; card: %s", err, body)
+	}
+	return raw, c.Parsed
+}
+
+func randomSecret(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func skillIDs(card *a2a.AgentCard) []string {
+	var ids []string
+	for _, s := range card.Skills {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+func hasSkill(card *a2a.AgentCard, id string) bool {
+	for _, s := range card.Skills {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *session) countsOf(t *testing.T, ctx context.Context) Counts {
+	t.Helper()
+	got, err := s.agent.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// lostParcel runs the lost-parcel scenario through s.c up to COMPLETED.
+func (s *session) lostParcel(t *testing.T, ctx context.Context, orderID string) {
+	t.Helper()
+	task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioLostParcel, "order_id": orderID}))
+	ir := s.await(t, ctx, task.ID, a2a.TaskStateInputRequired)
+	if got := statusText(ir); got != QuestionText {
+		t.Errorf("question = %q, want %q", got, QuestionText)
+	}
+	reply := s.send(t, ctx, followUp(task))
+	if reply.ID != task.ID {
+		t.Errorf("follow-up reply is task %s, want %s", reply.ID, task.ID)
+	}
+	checkClaim(t, s.await(t, ctx, task.ID, a2a.TaskStateCompleted), orderID)
+}
+
+// TestGRPC drives the gRPC-only a2a-js agent with a2a-go's gRPC client
+// transport, from the target its card names.
+func TestGRPC(t *testing.T) {
+	requireAgent(t)
+	t.Parallel()
+	a := start(t, Options{SDK: SDK1, Bindings: []string{BindingGRPC}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raw, card := parseCard(t, ctx, a)
+	want := []any{map[string]any{"url": a.GRPCAddr, "protocolBinding": "GRPC", "protocolVersion": "1.0"}}
+	if got := raw["supportedInterfaces"]; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("supportedInterfaces = %v, want %v", got, want)
+	}
+	if !strings.HasPrefix(a.GRPCAddr, "127.0.0.1:") {
+		t.Fatalf("GRPCAddr = %q", a.GRPCAddr)
+	}
+	t.Logf("the card names the gRPC interface %q (bare host:port)", a.GRPCAddr)
+
+	s := &session{agent: a, w: &wire{}, c: grpcClient(t, ctx, card, nil)}
+	t.Run("lost-parcel", func(t *testing.T) {
+		ctx := s.begin(t)
+		s.lostParcel(t, ctx, "G-3003")
+		s.counts(t, ctx, Counts{Messages: 2, Tasks: 1, GetTasks: s.gets})
+	})
+	t.Run("errors", func(t *testing.T) {
+		ctx := s.begin(t)
+		if _, err := s.c.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(uuid.NewString())}); !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Errorf("GetTask(unknown) error = %v, want ErrTaskNotFound", err)
+		}
+	})
+
+	// Combined with JSON-RPC: both interfaces, in the order given, and each
+	// answers.
+	t.Run("jsonrpc+grpc", func(t *testing.T) {
+		a := start(t, Options{SDK: SDK1, Bindings: []string{BindingJSONRPC, BindingGRPC}})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		raw, card := parseCard(t, ctx, a)
+		want := []any{
+			map[string]any{"url": a.URL + "/a2a/jsonrpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+			map[string]any{"url": a.GRPCAddr, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+		}
+		if got := raw["supportedInterfaces"]; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("supportedInterfaces = %v, want %v", got, want)
+		}
+		for name, c := range map[string]*sdk.Client{
+			"grpc":    grpcClient(t, ctx, card, nil),
+			"jsonrpc": jsonrpcClient(t, ctx, card, nil, &wire{}),
+		} {
+			s := &session{agent: a, w: &wire{}, c: c}
+			task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioInstant}))
+			if task.Status.State != a2a.TaskStateCompleted {
+				t.Errorf("%s: state = %s, want COMPLETED", name, task.Status.State)
+			}
+		}
+		s := &session{agent: a}
+		if got := s.countsOf(t, ctx); got.Messages != 2 || got.Tasks != 2 {
+			t.Errorf("Counts() = %+v, want 2 messages and 2 tasks", got)
+		}
+	})
+}
+
+// rawJSONRPC sends a raw JSON-RPC GetTask with the given Authorization header
+// ("" for none) and returns the status, the WWW-Authenticate header and
+// the body.
+func rawJSONRPC(t *testing.T, ctx context.Context, a *Agent, authz string) (int, string, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"` + uuid.NewString() + `"}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, a.URL+"/a2a/jsonrpc", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), string(b)
+}
+
+// checkOAuthCard asserts what this repository's card reader makes of the
+// card's OAuth scheme and requirement.
+func checkOAuthCard(t *testing.T, card *a2a.AgentCard, tokenURL string) {
+	t.Helper()
+	scheme, ok := card.SecuritySchemes[OAuthScheme].(a2a.OAuth2SecurityScheme)
+	if !ok {
+		t.Fatalf("securitySchemes[%s] = %#v, want an OAuth2SecurityScheme", OAuthScheme, card.SecuritySchemes[OAuthScheme])
+	}
+	flow, ok := scheme.Flows.(a2a.ClientCredentialsOAuthFlow)
+	if !ok || flow.TokenURL != tokenURL || flow.Scopes[OAuthScope] == "" {
+		t.Errorf("flows = %#v, want clientCredentials with tokenUrl %s and scope %s", scheme.Flows, tokenURL, OAuthScope)
+	}
+	want := a2a.SecurityRequirementsOptions{{OAuthScheme: {OAuthScope}}}
+	if fmt.Sprint(card.SecurityRequirements) != fmt.Sprint(want) {
+		t.Errorf("securityRequirements = %v, want %v", card.SecurityRequirements, want)
+	}
+}
+
+// TestOAuth: the agent's own client-credentials token endpoint, tokens on
+// JSON-RPC and gRPC, refusals, expiry, and the card in both forms.
+func TestOAuth(t *testing.T) {
+	requireAgent(t)
+	t.Parallel()
+	const clientID = "delegate-worker"
+	secret := randomSecret(t)
+
+	t.Run("proto", func(t *testing.T) {
+		t.Parallel()
+		a := start(t, Options{SDK: SDK1, Bindings: []string{BindingJSONRPC, BindingREST, BindingGRPC}, OAuth: true, ClientID: clientID, ClientSecret: secret})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		raw, card := parseCard(t, ctx, a)
+		wantReq := []any{map[string]any{"schemes": map[string]any{OAuthScheme: map[string]any{"list": []any{OAuthScope}}}}}
+		if got := raw["securityRequirements"]; fmt.Sprint(got) != fmt.Sprint(wantReq) {
+			t.Errorf("served securityRequirements = %v, want the proto form %v", got, wantReq)
+		}
+		checkOAuthCard(t, card, a.TokenURL)
+		s := &session{agent: a, w: &wire{}}
+
+		// A token through golang.org/x/oauth2, then a JSON-RPC call with it.
+		cc := clientcredentials.Config{ClientID: clientID, ClientSecret: secret, TokenURL: a.TokenURL, Scopes: []string{OAuthScope}}
+		s.c = jsonrpcClient(t, ctx, card, cc.Client(ctx), s.w)
+		task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioInstant}))
+		checkClaim(t, s.await(t, ctx, task.ID, a2a.TaskStateCompleted), DefaultOrderID)
+		if got := s.countsOf(t, ctx); got.TokenRequests != 1 || got.TokenGrants != 1 || got.Messages != 1 || got.Unauthorized != 0 {
+			t.Errorf("Counts() = %+v, want one token request and grant, one message, no refusal", got)
+		}
+
+		// Both client authentications of RFC 6749 §2.3.1.
+		for _, style := range []oauth2.AuthStyle{oauth2.AuthStyleInHeader, oauth2.AuthStyleInParams} {
+			c := cc
+			c.AuthStyle = style
+			tok, err := c.Token(ctx)
+			if err != nil || tok.AccessToken == "" || tok.TokenType != "Bearer" || tok.Extra("scope") != OAuthScope {
+				t.Errorf("Token(auth style %d) = %+v, %v", style, tok, err)
+			}
+			if exp := time.Until(tok.Expiry); exp < 50*time.Minute || exp > time.Hour+time.Minute {
+				t.Errorf("token expires in %s, want about an hour", exp)
+			}
+		}
+
+		// Wrong secret: 401 invalid_client.
+		bad := cc
+		bad.ClientSecret = secret + "x"
+		_, err := bad.Token(ctx)
+		var re *oauth2.RetrieveError
+		if !errors.As(err, &re) || re.Response.StatusCode != http.StatusUnauthorized || re.ErrorCode != "invalid_client" {
+			t.Errorf("Token(wrong secret) error = %v, want HTTP 401 invalid_client", err)
+		}
+
+		// No token, an unknown token: 401 before the SDK.
+		if err := a.ResetCounts(ctx); err != nil {
+			t.Fatal(err)
+		}
+		status, challenge, body := rawJSONRPC(t, ctx, a, "")
+		if status != http.StatusUnauthorized || !strings.HasPrefix(challenge, "Bearer ") || strings.Contains(challenge, "error=") {
+			t.Errorf("no token: HTTP %d, WWW-Authenticate %q, body %s; want 401 with a Bearer challenge without error", status, challenge, body)
+		}
+		status, challenge, body = rawJSONRPC(t, ctx, a, "Bearer "+randomSecret(t))
+		if status != http.StatusUnauthorized || !strings.Contains(challenge, `error="invalid_token"`) {
+			t.Errorf("unknown token: HTTP %d, WWW-Authenticate %q, body %s; want 401 invalid_token", status, challenge, body)
+		}
+		noToken := jsonrpcClient(t, ctx, card, nil, &wire{})
+		if _, err := noToken.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); err == nil || !strings.Contains(err.Error(), "401") {
+			t.Errorf("a2a-go GetTask without a token: error = %v, want HTTP 401", err)
+		}
+
+		// gRPC: metadata authorization, UNAUTHENTICATED without it.
+		tok, err := cc.Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		anon := grpcClient(t, ctx, card, nil)
+		if _, err := anon.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); !errors.Is(err, a2a.ErrUnauthenticated) {
+			t.Errorf("gRPC GetTask without a token: error = %v, want ErrUnauthenticated", err)
+		}
+		var streamErr error
+		for _, err := range anon.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: firstMessage(map[string]any{"scenario": ScenarioInstant})}) {
+			if streamErr = err; err != nil {
+				break
+			}
+		}
+		if !errors.Is(streamErr, a2a.ErrUnauthenticated) {
+			t.Errorf("gRPC SendStreamingMessage without a token: error = %v, want ErrUnauthenticated", streamErr)
+		}
+		gs := &session{agent: a, w: &wire{}, c: grpcClient(t, ctx, card, bearerCreds(tok.AccessToken))}
+		if got, err := gs.c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); err != nil || got.Status.State != a2a.TaskStateCompleted {
+			t.Errorf("gRPC GetTask with a token = %v, %v; want the COMPLETED task", got, err)
+		}
+
+		// REST: the same gate.
+		for _, tc := range []struct {
+			authz string
+			want  int
+		}{{"", http.StatusUnauthorized}, {"Bearer " + tok.AccessToken, http.StatusOK}} {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.URL+"/a2a/rest/tasks/"+string(task.ID), nil)
+			req.Header.Set("A2A-Version", "1.0")
+			if tc.authz != "" {
+				req.Header.Set("Authorization", tc.authz)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("REST GET task (token: %v): HTTP %d %s, want %d", tc.authz != "", resp.StatusCode, b, tc.want)
+			}
+		}
+		if got := s.countsOf(t, ctx); got.Unauthorized != 6 || got.GetTasks != 2 || got.Messages != 0 {
+			t.Errorf("Counts() = %+v, want 6 refusals (JSON-RPC none, unknown, a2a-go none; gRPC unary and stream; REST) and 2 GetTask let through", got)
+		}
+		if strings.Contains(a.Stderr(), secret) || strings.Contains(a.Stderr(), tok.AccessToken) {
+			t.Errorf("the agent's stderr shows the client secret or a token")
+		}
+	})
+
+	t.Run("map-and-expiry", func(t *testing.T) {
+		t.Parallel()
+		const ttl = 2 * time.Second
+		a := start(t, Options{SDK: SDK1, OAuth: true, ClientID: clientID, ClientSecret: secret, TokenTTL: ttl, SecurityForm: SecurityFormMap})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		raw, card := parseCard(t, ctx, a)
+		wantReq := []any{map[string]any{OAuthScheme: []any{OAuthScope}}}
+		if got := raw["securityRequirements"]; fmt.Sprint(got) != fmt.Sprint(wantReq) {
+			t.Errorf("served securityRequirements = %v, want the map form %v", got, wantReq)
+		}
+		checkOAuthCard(t, card, a.TokenURL)
+
+		cc := clientcredentials.Config{ClientID: clientID, ClientSecret: secret, TokenURL: a.TokenURL}
+		old, err := cc.Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status, _, body := rawJSONRPC(t, ctx, a, "Bearer "+old.AccessToken); status != http.StatusOK {
+			t.Fatalf("fresh token: HTTP %d %s, want 200", status, body)
+		}
+		// Wait, with a deadline, until the agent refuses the old token.
+		deadline := time.Now().Add(ttl + 10*time.Second)
+		for {
+			status, challenge, _ := rawJSONRPC(t, ctx, a, "Bearer "+old.AccessToken)
+			if status == http.StatusUnauthorized {
+				if !strings.Contains(challenge, "expired") {
+					t.Errorf("WWW-Authenticate = %q, want it to say the token expired", challenge)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the token is still accepted %s after it was granted (TTL %s)", time.Since(old.Expiry.Add(-ttl)), ttl)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		fresh, err := cc.Token(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status, _, body := rawJSONRPC(t, ctx, a, "Bearer "+fresh.AccessToken); status != http.StatusOK {
+			t.Errorf("new token after expiry: HTTP %d %s, want 200", status, body)
+		}
+		if got := (&session{agent: a}).countsOf(t, ctx); got.TokenGrants != 2 || got.Unauthorized != 1 || got.GetTasks < 2 {
+			t.Errorf("Counts() = %+v, want 2 grants, 1 refusal", got)
+		}
+	})
+
+	t.Run("refuse-tokens-elsewhere", func(t *testing.T) {
+		t.Parallel()
+		const elsewhere = "https://tokens.example.invalid/oauth/token"
+		a := start(t, Options{SDK: SDK1, OAuth: true, ClientID: clientID, ClientSecret: secret, RefuseTokens: true, TokenURLOverride: elsewhere})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, card := parseCard(t, ctx, a)
+		checkOAuthCard(t, card, elsewhere)
+		tok, err := (&clientcredentials.Config{ClientID: clientID, ClientSecret: secret, TokenURL: a.TokenURL}).Token(ctx)
+		if err != nil {
+			t.Fatalf("the agent's own endpoint: %v", err)
+		}
+		if status, challenge, _ := rawJSONRPC(t, ctx, a, "Bearer "+tok.AccessToken); status != http.StatusUnauthorized || !strings.Contains(challenge, "invalid_token") {
+			t.Errorf("HTTP %d, WWW-Authenticate %q; want 401 invalid_token for a minted token", status, challenge)
+		}
+	})
+
+	t.Run("sdk03", func(t *testing.T) {
+		t.Parallel()
+		a := start(t, Options{SDK: SDK03, OAuth: true, ClientID: clientID, ClientSecret: secret})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, card := parseCard(t, ctx, a)
+		checkOAuthCard(t, card, a.TokenURL)
+		cc := clientcredentials.Config{ClientID: clientID, ClientSecret: secret, TokenURL: a.TokenURL}
+		w := &wire{base: cc.Client(ctx).Transport}
+		c, err := sdk.NewFactory(sdk.WithDefaultsDisabled(), a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: &http.Client{Transport: w}}),
+			sdk.WithConfig(sdk.Config{DisableTenantPropagation: true})).CreateFromCard(ctx, card)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Destroy()
+		s := &session{agent: a, w: w, c: c}
+		task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioInstant}))
+		s.await(t, ctx, task.ID, a2a.TaskStateCompleted)
+		if status, _, _ := rawJSONRPC(t, ctx, a, ""); status != http.StatusUnauthorized {
+			t.Errorf("no token: HTTP %d, want 401", status)
+		}
+	})
+}
+
+// mismatchExtendedCard: a2a-go v2.3.1's JSON-RPC GetExtendedAgentCard
+// decodes the result with its own AgentCard JSON model, which reads a
+// SecurityRequirement only as {"schemes": {NAME: [scopes]}}; the a2a-js
+// 1.3.0 server writes the extended card through its generated
+// AgentCard.toJSON, i.e. A2A 1.0's proto JSON {"schemes": {NAME: {"list":
+// [scopes]}}} (the SDK has no other form for it), so the call fails whenever
+// the extended card declares a requirement. Over gRPC a2a-go reads it
+// (protobuf). This repository's cards.Parse reads both forms.
+const mismatchExtendedCard = "a2a-go v2.3.1 JSON-RPC GetExtendedAgentCard vs a2a-js 1.3.0: the extended card's " +
+	"securityRequirements come in the proto JSON form {\"schemes\": {NAME: {\"list\": [...]}}} that a2a-go's AgentCard " +
+	"unmarshal refuses (\"cannot unmarshal object into ... a2a.SecuritySchemeScopes\")"
+
+// extendedFromWire reads the result of the last JSON-RPC exchange on w (a
+// GetExtendedAgentCard) with cards.Parse.
+func extendedFromWire(t *testing.T, w *wire) *a2a.AgentCard {
+	t.Helper()
+	w.mu.Lock()
+	last := w.log[len(w.log)-1]
+	w.mu.Unlock()
+	var env struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(last.resp.String()), &env); err != nil || len(env.Result) == 0 {
+		t.Fatalf("GetExtendedAgentCard reply is not a JSON-RPC result: %v: %s", err, last.resp.String())
+	}
+	c, err := cards.Parse(env.Result)
+	if err != nil {
+		t.Fatalf("cards.Parse(extended card) error = %v", err)
+	}
+	return c.Parsed
+}
+
+// TestExtendedCard: the public card lacks the claim skill, the extended
+// card (a2a-go GetExtendedAgentCard over JSON-RPC, the SDK's own answer)
+// has it, and without a valid token it is refused.
+func TestExtendedCard(t *testing.T) {
+	requireAgent(t)
+	t.Parallel()
+	bearer := randomSecret(t)
+	secret := randomSecret(t)
+	for _, tc := range []struct {
+		name string
+		o    Options
+	}{
+		{"bearer", Options{SDK: SDK1, Bearer: bearer, ExtendedCard: true}},
+		{"oauth", Options{SDK: SDK1, Bindings: []string{BindingJSONRPC, BindingGRPC}, OAuth: true, ClientID: "delegate-worker", ClientSecret: secret, ExtendedCard: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := start(t, tc.o)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, public := parseCard(t, ctx, a)
+			if !public.Capabilities.ExtendedAgentCard || hasSkill(public, ClaimSkill) || !hasSkill(public, PublicSkill) {
+				t.Fatalf("public card: extendedAgentCard %v, skills %v; want true and only %s", public.Capabilities.ExtendedAgentCard, skillIDs(public), PublicSkill)
+			}
+			token := bearer
+			if tc.o.OAuth {
+				tok, err := (&clientcredentials.Config{ClientID: tc.o.ClientID, ClientSecret: secret, TokenURL: a.TokenURL}).Token(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				token = tok.AccessToken
+			}
+			w := &wire{}
+			c := jsonrpcClient(t, ctx, public, oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token})), w)
+			ext, err := c.GetExtendedAgentCard(ctx, &a2a.GetExtendedAgentCardRequest{})
+			if err != nil && strings.Contains(err.Error(), "SecuritySchemeScopes") {
+				// The known mismatch: read the card a2a-go could not, from
+				// the wire, with this repository's card reader.
+				t.Logf("%s (a2a-go: %v)", mismatchExtendedCard, err)
+				ext = extendedFromWire(t, w)
+			} else if err != nil {
+				t.Fatalf("GetExtendedAgentCard() error = %v; wire:\n%s", err, w.since(0))
+			}
+			if !hasSkill(ext, ClaimSkill) || !hasSkill(ext, PublicSkill) || ext.Name != public.Name {
+				t.Errorf("extended card %q skills = %v, want %s and %s", ext.Name, skillIDs(ext), PublicSkill, ClaimSkill)
+			}
+			if tc.o.OAuth {
+				g, err := grpcClient(t, ctx, public, bearerCreds(token)).GetExtendedAgentCard(ctx, &a2a.GetExtendedAgentCardRequest{})
+				if err != nil || !hasSkill(g, ClaimSkill) {
+					t.Errorf("gRPC GetExtendedAgentCard() = skills %v, %v; want %s", skillIDs(g), err, ClaimSkill)
+				}
+			}
+
+			for name, hc := range map[string]*http.Client{
+				"no token":    nil,
+				"wrong token": oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: randomSecret(t)})),
+			} {
+				w := &wire{}
+				_, err := jsonrpcClient(t, ctx, public, hc, w).GetExtendedAgentCard(ctx, &a2a.GetExtendedAgentCardRequest{})
+				if err == nil || !strings.Contains(err.Error(), "401") {
+					t.Errorf("GetExtendedAgentCard(%s) error = %v, want HTTP 401; wire:\n%s", name, err, w.since(0))
+				}
+			}
+			want := Counts{ExtendedCardRequests: 1, Unauthorized: 2}
+			if tc.o.OAuth {
+				want = Counts{ExtendedCardRequests: 2, Unauthorized: 2, TokenRequests: 1, TokenGrants: 1}
+			}
+			(&session{agent: a}).counts(t, ctx, want)
+		})
+	}
 }
