@@ -385,8 +385,11 @@ func CanonicalWithoutSignatures(body []byte) ([]byte, error) {
 }
 
 // SupportedBindings are the protocol bindings this client speaks, in order
-// of preference.
-var SupportedBindings = []string{string(a2a.TransportProtocolJSONRPC), string(a2a.TransportProtocolHTTPJSON)}
+// of preference: JSON-RPC (A2A 1.0 §9), HTTP+JSON (§11), gRPC (§10). gRPC
+// comes last: its url is read in more ways than one (GRPCTarget), and an
+// agent that offers it beside an HTTP binding is reached the same way by
+// either.
+var SupportedBindings = []string{string(a2a.TransportProtocolJSONRPC), string(a2a.TransportProtocolHTTPJSON), string(a2a.TransportProtocolGRPC)}
 
 // Unsupported are the binding@version pairs refused at interface
 // selection, before anything is sent, with the reason. A2A 0.3 HTTP+JSON
@@ -395,6 +398,10 @@ var SupportedBindings = []string{string(a2a.TransportProtocolJSONRPC), string(a2
 // (the a2a-js 0.3 SDK among them) do not route, so every send would fail.
 var Unsupported = map[string]string{
 	string(a2a.TransportProtocolHTTPJSON) + "@0.3": "A2A 0.3 over HTTP+JSON is not supported by this client (its paths and field spellings differ from what 0.3 servers serve); offer JSON-RPC 0.3 or A2A 1.0",
+	// A2A 0.3 over gRPC: a2a-go's a2agrpc/v0 exists, but no 0.3 gRPC
+	// server has been tried against it here; until one is, a 0.3 gRPC
+	// interface is refused rather than guessed at.
+	string(a2a.TransportProtocolGRPC) + "@0.3": "A2A 0.3 over gRPC is not supported by this client; offer JSON-RPC 0.3 or A2A 1.0",
 }
 
 func truncateURL(u string) string {
@@ -425,8 +432,10 @@ func MajorMinor(v string) string {
 // protocol version in SupportedVersions, then the first binding of
 // SupportedBindings (A2A 1.0 §5.2: the client chooses among the declared
 // interfaces). allow, when not nil, may refuse a candidate URL (the HTTP
-// guard's CheckInterface); refusals are named in the error. Errors are
-// *Error of kind "no_interface".
+// guard's CheckInterface); refusals are named in the error. A GRPC
+// interface's url is read as a GRPCTarget and allow is given its URL form
+// (GRPCTarget.URL); the interface keeps the url as the card wrote it.
+// Errors are *Error of kind "no_interface".
 func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (contracts.Interface, error) {
 	var best *contracts.Interface
 	rank := func(i contracts.Interface) int {
@@ -446,12 +455,21 @@ func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (contrac
 			refused = append(refused, fmt.Sprintf("%s@%s at %q: %s", cand.Binding, cand.Version, truncateURL(cand.URL), reason))
 			continue
 		}
-		if u, err := url.Parse(cand.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		checked := cand.URL
+		if cand.Binding == string(a2a.TransportProtocolGRPC) {
+			// A gRPC target (A2A 1.0 §10): the guard checks its URL form.
+			t, err := ParseGRPCTarget(cand.URL)
+			if err != nil {
+				refused = append(refused, fmt.Sprintf("%s@%s at %q: %v", cand.Binding, cand.Version, truncateURL(cand.URL), err))
+				continue
+			}
+			checked = t.URL()
+		} else if u, err := url.Parse(cand.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			refused = append(refused, fmt.Sprintf("%s@%s at %q: the interface url must be an absolute http or https URL", cand.Binding, cand.Version, truncateURL(cand.URL)))
 			continue
 		}
 		if allow != nil {
-			if err := allow(cand.URL); err != nil {
+			if err := allow(checked); err != nil {
 				refused = append(refused, err.Error())
 				continue
 			}
