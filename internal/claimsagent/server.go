@@ -70,6 +70,10 @@ type Config struct {
 	// StubbornDelay is how long a "stubborn" task works before it
 	// completes (0: DefaultStubbornDelay).
 	StubbornDelay time.Duration
+	// GRPCURL, when set, is the url of the agent's gRPC interface (A2A
+	// 1.0 §10, served by ServeGRPC), listed in its card with
+	// protocolBinding "GRPC", e.g. "127.0.0.1:9998".
+	GRPCURL string
 	// StateDir, when set, keeps the agent's tasks and its message-id
 	// table in files under this directory (created when missing), so that
 	// an agent restarted on it carries on with the tasks it created; empty:
@@ -261,6 +265,9 @@ func Open(cfg Config) (*Agent, error) {
 	mux.Handle(JSONRPCPath, a.recordTrace(a.auth(a2asrv.NewJSONRPCHandler(h))))
 	mux.Handle(RESTPath+"/", a.recordTrace(a.auth(http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h)))))
 	mux.Handle(LegacyJSONRPCPath, a.recordTrace(a.auth(a2av0.NewJSONRPCHandler(h))))
+	if cfg.GRPCURL != "" {
+		card.SupportedInterfaces = append(card.SupportedInterfaces, a2a.NewAgentInterface(cfg.GRPCURL, a2a.TransportProtocolGRPC))
+	}
 	if cfg.RequireBearer != "" {
 		card.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}}
 		card.SecurityRequirements = a2a.SecurityRequirementsOptions{{"bearer": {}}}
