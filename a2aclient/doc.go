@@ -4,8 +4,8 @@
 //
 // It is a thin layer over github.com/a2aproject/a2a-go/v2/a2aclient, with
 // three bindings: the 1.0 JSON-RPC and HTTP+JSON transports (and the 0.3
-// JSON-RPC one from a2acompat/a2av0), and the 1.0 gRPC transport
-// (a2agrpc/v1, A2A 1.0 §10) over a connection made here: TLS unless the
+// JSON-RPC one from a2acompat/a2av0), and the gRPC transports (a2agrpc/v1
+// for A2A 1.0 §10, a2agrpc/v0 for 0.3) over a connection made here: TLS unless the
 // target is loopback (Options.TLSConfig, else the system roots), through
 // Options.GRPCDialer (the activities give it the HTTP guard's), every
 // message read bounded by Options.MaxResponseBytes. The SDK sends the

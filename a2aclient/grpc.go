@@ -13,6 +13,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	sdk "github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+	a2agrpcv0 "github.com/a2aproject/a2a-go/v2/a2agrpc/v0"
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -26,7 +28,8 @@ import (
 )
 
 // grpcTransport returns the factory option of the gRPC binding (A2A 1.0
-// §10): a2a-go's a2agrpc/v1 transport over a connection made here.
+// §10): a2a-go's a2agrpc/v1 transport over a connection made here (for an
+// A2A 0.3 interface, A2A 0.3 §3.2.2, its a2agrpc/v0 one).
 //
 // a2agrpc.WithGRPCTransport would dial the card's url as a gRPC target;
 // peers write it in ways gRPC does not read ("grpcs://host:port",
@@ -84,6 +87,14 @@ func grpcTransport(iface contracts.Interface, opts Options, maxBytes int64, red 
 	)
 	if err != nil {
 		return nil, nil, err
+	}
+	if strings.HasPrefix(iface.Version, "0.") {
+		// A2A 0.3 over gRPC: a2a-go's a2agrpc/v0 (service a2a.v1.A2AService,
+		// the 0.3 a2a.proto: tasks named "tasks/{id}", TaskSubscription).
+		return sdk.WithCompatTransport(a2av0.Version, a2a.TransportProtocolGRPC, sdk.TransportFactoryFn(
+			func(context.Context, *a2a.AgentCard, *a2a.AgentInterface) (sdk.Transport, error) {
+				return a2agrpcv0.NewGRPCTransport(conn), nil
+			})), conn, nil
 	}
 	opt := sdk.WithTransport(a2a.TransportProtocolGRPC, sdk.TransportFactoryFn(
 		func(context.Context, *a2a.AgentCard, *a2a.AgentInterface) (sdk.Transport, error) {
@@ -220,8 +231,9 @@ const grpcTooLarge = "grpc: received message larger than max"
 //     the enum): protocol, the same call would fail again;
 //   - a status made by the client (dial failure, timeout, cancel, a reset
 //     mid-reply, a dropped connection): transient when the request was not
-//     written (nothing left) or for a GetTask (a read), otherwise
-//     unknown_outcome (the unknown-outcome rule: it may have taken effect).
+//     written (nothing left) or for a read (GetTask, SubscribeToTask),
+//     otherwise unknown_outcome (the unknown-outcome rule: it may have
+//     taken effect).
 func classifyGRPC(op string, ce *CallError, rec *record) {
 	rec.mu.Lock()
 	failed, code, msg := rec.grpcFailed, rec.grpcCode, rec.grpcMessage
@@ -262,7 +274,8 @@ func classifyGRPC(op string, ce *CallError, rec *record) {
 		default:
 			ce.Category = contracts.CategoryProtocol
 		}
-	case !ce.Written, op == "GetTask":
+	case !ce.Written, op == "GetTask", op == "SubscribeToTask":
+		// Nothing left, or a read (a stream too: it changes nothing).
 		ce.Category = contracts.CategoryTransient
 	default:
 		ce.Category = contracts.CategoryUnknownOutcome

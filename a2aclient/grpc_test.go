@@ -28,24 +28,26 @@ import (
 
 // seenMD records the metadata of every call a gRPC server received.
 type seenMD struct {
-	mu  sync.Mutex
-	mds []metadata.MD
+	mu      sync.Mutex
+	mds     []metadata.MD
+	methods []string
 }
 
 func (s *seenMD) opts() []grpc.ServerOption {
-	note := func(ctx context.Context) {
+	note := func(ctx context.Context, method string) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		s.mu.Lock()
 		s.mds = append(s.mds, md.Copy())
+		s.methods = append(s.methods, method)
 		s.mu.Unlock()
 	}
 	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			note(ctx)
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			note(ctx, info.FullMethod)
 			return h(ctx, req)
 		}),
-		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			note(ss.Context())
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			note(ss.Context(), info.FullMethod)
 			return h(srv, ss)
 		}),
 	}
@@ -91,13 +93,21 @@ func waitState(t *testing.T, ctx context.Context, c *Client, taskID string, want
 	}
 }
 
-// The claims agent over gRPC (A2A 1.0 §10): send, get, cancel, an
-// input-required round answered on the same task, a subscription; the
-// credential and A2A-Version travel as lower-cased metadata (§10.2).
+// The claims agent over gRPC (A2A 1.0 §10, and A2A 0.3 through
+// a2agrpc/v0): send, get, cancel, an input-required round answered on the
+// same task, a subscription; the credential and A2A-Version travel as
+// lower-cased metadata (§10.2).
 func TestGRPCAgainstClaimsAgent(t *testing.T) {
+	for _, version := range []string{"1.0", "0.3"} {
+		t.Run(version, func(t *testing.T) { testGRPCAgainstClaimsAgent(t, version) })
+	}
+}
+
+func testGRPCAgainstClaimsAgent(t *testing.T, version string) {
 	const token = "grpc-bearer-7f3a9c"
 	md := &seenMD{}
 	agent, iface := grpcAgent(t, claimsagent.Config{RequireBearer: token, WorkDelay: 100 * time.Millisecond}, md.opts()...)
+	iface.Version = version
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -187,11 +197,19 @@ func TestGRPCAgainstClaimsAgent(t *testing.T) {
 	for _, m := range md.all() {
 		if v := m.Get("authorization"); len(v) == 1 && v[0] == "Bearer "+token {
 			authed++
-			if got := m.Get("a2a-version"); len(got) != 1 || got[0] != "1.0" {
+			if got := m.Get("a2a-version"); version == "1.0" && (len(got) != 1 || got[0] != "1.0") {
 				t.Errorf("a2a-version metadata = %v, want [1.0] (A2A 1.0 §10.2)", got)
 			}
 		}
 	}
+	service := map[string]string{"1.0": "/lf.a2a.v1.A2AService/", "0.3": "/a2a.v1.A2AService/"}[version]
+	md.mu.Lock()
+	for _, m := range md.methods {
+		if !strings.HasPrefix(m, service) {
+			t.Errorf("a call to %s, want every call to %s (A2A %s)", m, service, version)
+		}
+	}
+	md.mu.Unlock()
 	if authed < 6 {
 		t.Errorf("%d calls carried authorization metadata, want every call of the authenticated client (>= 6)", authed)
 	}
@@ -202,6 +220,8 @@ type hostile struct {
 	a2apb.UnimplementedA2AServiceServer
 	// answer makes the reply or the error of SendMessage and GetTask.
 	answer func(ctx context.Context) (*a2apb.Task, error)
+	// stream runs after SubscribeToTask sent its first event.
+	stream func(ctx context.Context) error
 }
 
 func (h *hostile) SendMessage(ctx context.Context, _ *a2apb.SendMessageRequest) (*a2apb.SendMessageResponse, error) {
@@ -214,6 +234,17 @@ func (h *hostile) SendMessage(ctx context.Context, _ *a2apb.SendMessageRequest) 
 
 func (h *hostile) GetTask(ctx context.Context, _ *a2apb.GetTaskRequest) (*a2apb.Task, error) {
 	return h.answer(ctx)
+}
+
+// SubscribeToTask sends the task once, then runs stream (when set).
+func (h *hostile) SubscribeToTask(_ *a2apb.SubscribeToTaskRequest, ss grpc.ServerStreamingServer[a2apb.StreamResponse]) error {
+	if err := ss.Send(&a2apb.StreamResponse{Payload: &a2apb.StreamResponse_Task{Task: task("streaming")}}); err != nil {
+		return err
+	}
+	if h.stream != nil {
+		return h.stream(ss.Context())
+	}
+	return nil
 }
 
 // trackingListener keeps the connections it accepted, so that a test can
@@ -341,6 +372,47 @@ func TestGRPCHostileServers(t *testing.T) {
 		wantCategory(t, "SendMessage", err, contracts.CategoryUnknownOutcome)
 		_, err = c.GetTask(ctx, "t-1", "")
 		wantCategory(t, "GetTask", err, contracts.CategoryTransient)
+	})
+
+	t.Run("stream cut after an event", func(t *testing.T) {
+		var tl *trackingListener
+		var iface contracts.Interface
+		got := make(chan struct{}) // closed when the client has the first event
+		iface, tl = serveHostile(t, &hostile{
+			answer: func(context.Context) (*a2apb.Task, error) { return task("x"), nil },
+			stream: func(ctx context.Context) error {
+				select {
+				case <-got:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				tl.cut()
+				<-ctx.Done()
+				return ctx.Err()
+			}})
+		c, err := Dial(ctx, iface, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var events int
+		var last error
+		for ev, err := range c.SubscribeStates(ctx, "t-1") {
+			if err != nil {
+				last = err
+				break
+			}
+			if ev.State == contracts.TaskStateWorking {
+				if events++; events == 1 {
+					close(got)
+				}
+			}
+		}
+		if events != 1 {
+			t.Errorf("%d working events before the cut, want 1", events)
+		}
+		// A stream is a read: the task is read again.
+		wantCategory(t, "SubscribeToTask", last, contracts.CategoryTransient)
 	})
 
 	for _, tc := range []struct {

@@ -398,10 +398,6 @@ var SupportedBindings = []string{string(a2a.TransportProtocolJSONRPC), string(a2
 // (the a2a-js 0.3 SDK among them) do not route, so every send would fail.
 var Unsupported = map[string]string{
 	string(a2a.TransportProtocolHTTPJSON) + "@0.3": "A2A 0.3 over HTTP+JSON is not supported by this client (its paths and field spellings differ from what 0.3 servers serve); offer JSON-RPC 0.3 or A2A 1.0",
-	// A2A 0.3 over gRPC: a2a-go's a2agrpc/v0 exists, but no 0.3 gRPC
-	// server has been tried against it here; until one is, a 0.3 gRPC
-	// interface is refused rather than guessed at.
-	string(a2a.TransportProtocolGRPC) + "@0.3": "A2A 0.3 over gRPC is not supported by this client; offer JSON-RPC 0.3 or A2A 1.0",
 }
 
 func truncateURL(u string) string {

@@ -100,7 +100,7 @@ func TestSelectNoSupportedInterface(t *testing.T) {
 	card := &a2a.AgentCard{SupportedInterfaces: []*a2a.AgentInterface{
 		// A gRPC url with a path: gRPC methods are called at the root.
 		{URL: "https://a/grpc", ProtocolBinding: "GRPC", ProtocolVersion: "1.0"},
-		{URL: "a:50051", ProtocolBinding: "GRPC", ProtocolVersion: "0.3"},
+		{URL: "a", ProtocolBinding: "GRPC", ProtocolVersion: "0.3"},
 		{URL: "https://a/v2", ProtocolBinding: "JSONRPC", ProtocolVersion: "2.0"},
 		{URL: "ftp://a/x", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
 	}}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	a2agrpcv0 "github.com/a2aproject/a2a-go/v2/a2agrpc/v0"
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -16,7 +17,7 @@ import (
 
 // GRPCServer returns a gRPC server with the agent's A2AService (A2A 1.0
 // §10: a2a-go's a2agrpc/v1 handler over the agent's own request handler,
-// the same tasks as its HTTP interfaces). With Config.RequireBearer, a
+// the same tasks as its HTTP interfaces), and A2A 0.3's (a2agrpc/v0). With Config.RequireBearer, a
 // call without "authorization: Bearer <RequireBearer>" metadata (A2A 1.0
 // §10.2) fails with Unauthenticated. opts are added (for tests: more
 // interceptors).
@@ -52,6 +53,9 @@ func (a *Agent) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	}
 	s := grpc.NewServer(opts...)
 	a2agrpc.NewHandler(a.handler).RegisterWith(s)
+	// A2A 0.3's service (a2a.v1.A2AService) beside 1.0's
+	// (lf.a2a.v1.A2AService): one port serves both.
+	a2agrpcv0.NewHandler(a.handler).RegisterWith(s)
 	return s
 }
 

@@ -71,8 +71,8 @@ type Config struct {
 	// completes (0: DefaultStubbornDelay).
 	StubbornDelay time.Duration
 	// GRPCURL, when set, is the url of the agent's gRPC interface (A2A
-	// 1.0 §10, served by ServeGRPC), listed in its card with
-	// protocolBinding "GRPC", e.g. "127.0.0.1:9998".
+	// 1.0 §10 and A2A 0.3, both served by ServeGRPC), listed in its card
+	// with protocolBinding "GRPC" for each version, e.g. "127.0.0.1:9998".
 	GRPCURL string
 	// StateDir, when set, keeps the agent's tasks and its message-id
 	// table in files under this directory (created when missing), so that
@@ -266,7 +266,8 @@ func Open(cfg Config) (*Agent, error) {
 	mux.Handle(RESTPath+"/", a.recordTrace(a.auth(http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h)))))
 	mux.Handle(LegacyJSONRPCPath, a.recordTrace(a.auth(a2av0.NewJSONRPCHandler(h))))
 	if cfg.GRPCURL != "" {
-		card.SupportedInterfaces = append(card.SupportedInterfaces, a2a.NewAgentInterface(cfg.GRPCURL, a2a.TransportProtocolGRPC))
+		card.SupportedInterfaces = append(card.SupportedInterfaces, a2a.NewAgentInterface(cfg.GRPCURL, a2a.TransportProtocolGRPC),
+			&a2a.AgentInterface{URL: cfg.GRPCURL, ProtocolBinding: a2a.TransportProtocolGRPC, ProtocolVersion: a2av0.Version})
 	}
 	if cfg.RequireBearer != "" {
 		card.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}}
