@@ -84,6 +84,9 @@ func grpcTransport(iface contracts.Interface, opts Options, maxBytes int64, red 
 		// before it is decoded.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(int(msgMax))),
 		grpc.WithUserAgent("delegate"),
+		// No proxy from the environment, as for HTTP (the guard's client
+		// has none): the guard checks the agent's address, not a proxy's.
+		grpc.WithNoProxy(),
 	)
 	if err != nil {
 		return nil, nil, err
@@ -168,7 +171,7 @@ func (s *grpcSeam) note(ctx context.Context, err error) {
 	s.mu.Unlock()
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	rec.grpcFailed = true
+	rec.grpc, rec.grpcFailed = true, true
 	rec.grpcCode = st.Code()
 	rec.grpcMessage = contracts.CutText(s.red.text(st.Message()), 1024)
 	if st.Code() == codes.Unavailable {
@@ -229,11 +232,14 @@ const grpcTooLarge = "grpc: received message larger than max"
 //     every other code (InvalidArgument, NotFound, FailedPrecondition,
 //     Unimplemented, AlreadyExists, OutOfRange, DataLoss, a code outside
 //     the enum): protocol, the same call would fail again;
-//   - a status made by the client (dial failure, timeout, cancel, a reset
-//     mid-reply, a dropped connection): transient when the request was not
-//     written (nothing left) or for a read (GetTask, SubscribeToTask),
-//     otherwise unknown_outcome (the unknown-outcome rule: it may have
-//     taken effect).
+//   - a status made by the client before the request was written, other
+//     than Unavailable, DeadlineExceeded or Canceled (metadata gRPC cannot
+//     send, say an API-key header name with a space): protocol;
+//   - any other status made by the client (dial failure, timeout, cancel,
+//     a reset mid-reply, a dropped connection): transient when the request
+//     was not written (nothing left) or for a read (GetTask,
+//     SubscribeToTask), otherwise unknown_outcome (the unknown-outcome
+//     rule: it may have taken effect).
 func classifyGRPC(op string, ce *CallError, rec *record) {
 	rec.mu.Lock()
 	failed, code, msg := rec.grpcFailed, rec.grpcCode, rec.grpcMessage
@@ -274,6 +280,10 @@ func classifyGRPC(op string, ce *CallError, rec *record) {
 		default:
 			ce.Category = contracts.CategoryProtocol
 		}
+	case code != codes.Unavailable && code != codes.DeadlineExceeded && code != codes.Canceled && !ce.Written:
+		// Refused by this client before anything left (metadata it cannot
+		// send, a request it cannot encode): the same call fails again.
+		ce.Category = contracts.CategoryProtocol
 	case !ce.Written, op == "GetTask", op == "SubscribeToTask":
 		// Nothing left, or a read (a stream too: it changes nothing).
 		ce.Category = contracts.CategoryTransient

@@ -467,6 +467,20 @@ func TestGRPCHostileServers(t *testing.T) {
 		}
 	})
 
+	t.Run("metadata gRPC cannot send", func(t *testing.T) {
+		iface, _ := serveHostile(t, &hostile{answer: func(context.Context) (*a2apb.Task, error) { return task("x"), nil }})
+		c, err := Dial(ctx, iface, Options{}.WithCredential(&contracts.AuthScheme{Kind: "api_key", Header: "X Api Key"}, Secret{APIKey: "k-12345678"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, err = c.SendMessage(ctx, msg)
+		// Refused before anything left, and refused again on every retry.
+		if ce := wantCategory(t, "SendMessage", err, contracts.CategoryProtocol); ce.Written {
+			t.Errorf("Written = true, want false")
+		}
+	})
+
 	t.Run("nothing listens", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
