@@ -70,6 +70,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "claims-agent: --state-dir:", err)
 		os.Exit(1)
 	}
+	fmt.Printf("claims agent: card at %s/.well-known/agent-card.json\n", base)
 	if gln != nil {
 		fmt.Printf("claims agent: gRPC at %s\n", cfg.GRPCURL)
 		go func() {
@@ -79,7 +80,6 @@ func main() {
 			}
 		}()
 	}
-	fmt.Printf("claims agent: card at %s/.well-known/agent-card.json\n", base)
 	if err := agent.Serve(ctx, ln); err != nil {
 		fmt.Fprintln(os.Stderr, "claims-agent:", err)
 		os.Exit(1)
