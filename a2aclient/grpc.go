@@ -83,6 +83,9 @@ func grpcTransport(iface contracts.Interface, opts Options, maxBytes int64, red 
 		// message read, a reply or a stream event: a larger one is refused
 		// before it is decoded.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(int(msgMax))),
+		// Headers and trailers (the status, its message and details)
+		// are bounded too: gRPC's default lets a server send 16 MiB.
+		grpc.WithMaxHeaderListSize(maxGRPCHeaderBytes),
 		grpc.WithUserAgent("delegate"),
 		// No proxy from the environment, as for HTTP (the guard's client
 		// has none): the guard checks the agent's address, not a proxy's.
@@ -105,6 +108,10 @@ func grpcTransport(iface contracts.Interface, opts Options, maxBytes int64, red 
 		}))
 	return opt, conn, nil
 }
+
+// maxGRPCHeaderBytes bounds the headers and the trailers of a gRPC reply
+// (the status message and its details among them).
+const maxGRPCHeaderBytes = 256 << 10
 
 // grpcSeam is the one seam between a2a-go's gRPC transport and what the
 // connection saw: a stats handler (was the request written; did the server

@@ -331,6 +331,22 @@ func TestGRPCHostileServers(t *testing.T) {
 		}
 	})
 
+	t.Run("1 MB status message", func(t *testing.T) {
+		iface, _ := serveHostile(t, &hostile{answer: func(context.Context) (*a2apb.Task, error) {
+			return nil, status.Error(codes.InvalidArgument, strings.Repeat("z", 1<<20))
+		}})
+		c, err := Dial(ctx, iface, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, err = c.GetTask(ctx, "t-1", "")
+		ce := wantCategory(t, "GetTask", err, contracts.CategoryTransient)
+		if strings.Contains(err.Error(), strings.Repeat("z", 1000)) || len(ce.Message) > 1024 {
+			t.Errorf("error (%d bytes) carries the oversized status message", len(err.Error()))
+		}
+	})
+
 	t.Run("never answers", func(t *testing.T) {
 		iface, _ := serveHostile(t, &hostile{answer: func(ctx context.Context) (*a2apb.Task, error) {
 			<-ctx.Done()
