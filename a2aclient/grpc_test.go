@@ -483,6 +483,26 @@ func TestGRPCHostileServers(t *testing.T) {
 		}
 	})
 
+	t.Run("echoes the bearer token in a reply", func(t *testing.T) {
+		const token = "echo-me-reply-9b2d"
+		iface, _ := serveHostile(t, &hostile{answer: func(ctx context.Context) (*a2apb.Task, error) {
+			md, _ := metadata.FromIncomingContext(ctx)
+			return task("your header was " + strings.Join(md.Get("authorization"), ",")), nil
+		}})
+		c, err := Dial(ctx, iface, Options{}.WithCredential(nil, Secret{Bearer: token}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		snap, err := c.GetTask(ctx, "t-1", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(snap.StatusText, token) || !strings.Contains(snap.StatusText, Redacted) {
+			t.Errorf("status text = %q, want the token redacted", snap.StatusText)
+		}
+	})
+
 	t.Run("metadata gRPC cannot send", func(t *testing.T) {
 		iface, _ := serveHostile(t, &hostile{answer: func(context.Context) (*a2apb.Task, error) { return task("x"), nil }})
 		c, err := Dial(ctx, iface, Options{}.WithCredential(&contracts.AuthScheme{Kind: "api_key", Header: "X Api Key"}, Secret{APIKey: "k-12345678"}))
