@@ -3,6 +3,7 @@ package a2aclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
@@ -46,6 +49,14 @@ type Options struct {
 	// and its goroutine past the heartbeat that should have ended it.
 	// SendMessage is bounded by its caller's context; streams by theirs.
 	CallTimeout time.Duration
+	// TLSConfig is the client TLS for transports that dial themselves
+	// (gRPC); HTTP uses HTTPClient. nil: the system roots.
+	TLSConfig *tls.Config
+	// GRPCDialer makes the connections of a gRPC interface (A2A 1.0 §10);
+	// addr is host:port. nil: a plain dialer, 5 s connect timeout. The
+	// activities set the HTTP guard's (cards.Guard.Dialer), as they set
+	// HTTPClient.
+	GRPCDialer func(ctx context.Context, addr string) (net.Conn, error)
 	// secrets are what WithCredential adds, redacted from what comes back.
 	secrets []string
 }
@@ -88,11 +99,22 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 	if len(opts.Interceptors) > 0 {
 		fopts = append(fopts, sdk.WithCallInterceptors(opts.Interceptors...))
 	}
+	var conn *grpc.ClientConn
+	if iface.Binding == string(a2a.TransportProtocolGRPC) {
+		opt, cc, err := grpcTransport(iface, opts, maxBytes, red)
+		if err != nil {
+			return nil, &CallError{Category: contracts.CategoryProtocol, Op: "dial", Err: err}
+		}
+		fopts, conn = append(fopts, opt), cc
+	}
 	ver := a2a.ProtocolVersion(iface.Version)
 	c, err := sdk.NewFactory(fopts...).CreateFromEndpoints(ctx, []*a2a.AgentInterface{{
 		URL: iface.URL, ProtocolBinding: a2a.TransportProtocol(iface.Binding), ProtocolVersion: ver, Tenant: iface.Tenant,
 	}})
 	if err != nil {
+		if conn != nil {
+			_ = conn.Close()
+		}
 		return nil, &CallError{Category: contracts.CategoryProtocol, Op: "dial", Err: err}
 	}
 	ct := opts.CallTimeout
@@ -296,7 +318,12 @@ type CallError struct {
 	// and Message are its code and message, whatever its data held.
 	HasCode bool
 	Code    int
-	Message string
+	// HasGRPCCode reports a call over the gRPC binding that ended with a
+	// status (A2A 1.0 §10.6); GRPCCode is its code. Message is then the
+	// status message.
+	HasGRPCCode bool
+	GRPCCode    int
+	Message     string
 	// Excerpt is the start of the error response body (at most 4096
 	// bytes, untrusted remote text); BodyBytes is the body's length and
 	// BodySHA256 its hash, so that what was cut can still be identified.
@@ -323,10 +350,12 @@ func (e *CallError) Error() string {
 		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
 	case e.HasCode:
 		fmt.Fprintf(&b, " (JSON-RPC error %d)", e.Code)
+	case e.HasGRPCCode:
+		fmt.Fprintf(&b, " (gRPC status %s)", codes.Code(e.GRPCCode))
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Err.Error())
-	if e.HasCode && e.Message != "" && !strings.Contains(e.Err.Error(), e.Message) {
+	if (e.HasCode || e.HasGRPCCode) && e.Message != "" && !strings.Contains(e.Err.Error(), e.Message) {
 		b.WriteString(": " + e.Message)
 	}
 	if e.BodySHA256 != "" {
@@ -351,7 +380,8 @@ func (e *CallError) Retryable() bool { return e.Category == contracts.CategoryTr
 // outside A2A's own codes: transient; every other code: protocol); no
 // response (transient when nothing was written or for a GetTask,
 // unknown_outcome when the request was written); any other 2xx reply that
-// did not decode (unknown_outcome for a send, protocol otherwise).
+// did not decode (unknown_outcome for a send, protocol otherwise). A call
+// over the gRPC binding is classed by its status instead (classifyGRPC).
 func classify(op string, err error, rec *record) error {
 	rec.mu.Lock()
 	ce := &CallError{Op: op, Status: rec.status, Written: rec.written, Err: err,
@@ -360,6 +390,13 @@ func classify(op string, err error, rec *record) error {
 	rec.mu.Unlock()
 	if ce.HasCode && ce.Message != "" {
 		ce.Message = contracts.CutText(ce.Message, 1024)
+	}
+	rec.mu.Lock()
+	overGRPC := rec.grpc
+	rec.mu.Unlock()
+	if overGRPC {
+		classifyGRPC(op, ce, rec)
+		return ce
 	}
 	status := ce.Status
 	switch {

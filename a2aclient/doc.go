@@ -2,12 +2,21 @@
 // from its (verified) Agent Card and makes the calls a delegation needs:
 // SendMessage, GetTask, CancelTask.
 //
-// It is a thin layer over github.com/a2aproject/a2a-go/v2/a2aclient: the 1.0
-// JSON-RPC and HTTP+JSON transports, and the 0.3 ones from a2acompat/a2av0.
-// The SDK sends the negotiated version as the A2A-Version service parameter
-// (header) on every call (A2A 1.0 §3.6.1). On top it records, per call,
-// whether the request was written and which HTTP status came back, so that
-// errors can be classified (Classify) into the categories of contracts.
+// It is a thin layer over github.com/a2aproject/a2a-go/v2/a2aclient, with
+// three bindings: the 1.0 JSON-RPC and HTTP+JSON transports (and the 0.3
+// JSON-RPC one from a2acompat/a2av0), and the gRPC transports (a2agrpc/v1
+// for A2A 1.0 §10, a2agrpc/v0 for 0.3) over a connection made here: TLS unless the
+// target is loopback (Options.TLSConfig, else the system roots), through
+// Options.GRPCDialer (the activities give it the HTTP guard's), every
+// message read bounded by Options.MaxResponseBytes. The SDK sends the
+// negotiated version as the A2A-Version service parameter on every call
+// (A2A 1.0 §3.6.1): a header over HTTP, "a2a-version" metadata over gRPC
+// (§10.2), as it does the credential ("authorization"). On top it records,
+// per call, whether the request was written and which HTTP status or gRPC
+// status came back (wire.go for HTTP, grpc.go for gRPC: one seam each), so
+// that errors can be classified into the categories of contracts; the
+// secrets the client sends are redacted from what comes back, gRPC status
+// messages included.
 //
 //	c, err := a2aclient.Dial(ctx, iface, a2aclient.Options{}) // iface: cards.SelectInterface
 //	if err != nil { ... }

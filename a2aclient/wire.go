@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -359,6 +361,15 @@ type record struct {
 	// a 2xx reply in body, as received (GetExtendedAgentCard).
 	keepBody bool
 	body     []byte
+	// The gRPC binding's (grpcSeam): grpc, a call was made over it;
+	// grpcHeader and grpcTrailer, the server sent its headers, its
+	// status; grpcFailed, the call failed with status grpcCode and
+	// grpcMessage (redacted); dialErr, the connection's last dial error
+	// when the code is Unavailable.
+	grpc, grpcHeader, grpcTrailer, grpcFailed bool
+	grpcCode                                  codes.Code
+	grpcMessage                               string
+	dialErr                                   error
 }
 
 func withRecord(ctx context.Context) (context.Context, *record) {

@@ -75,10 +75,13 @@ func (a *Activities) dial(ctx context.Context, iface contracts.Interface, creden
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = a.fetcher().Client(iface.CardOrigin, time.Minute)
 	}
+	if opts.GRPCDialer == nil { // the same guard for a gRPC interface
+		opts.GRPCDialer = a.fetcher().Guard().Dialer(iface.CardOrigin)
+	}
 	if credentialRef != "" {
 		// The secret goes only to an origin the ref is bound to: the
 		// interface's URL, which the card on that origin named.
-		origin, err := cards.Origin(iface.URL)
+		origin, err := cards.InterfaceOrigin(iface)
 		if err != nil {
 			return nil, &refError{err: fmt.Errorf("%w: %v", a2aclient.ErrRefNotAllowed, err)}
 		}
@@ -87,7 +90,7 @@ func (a *Activities) dial(ctx context.Context, iface contracts.Interface, creden
 			return nil, &refError{err: err}
 		}
 		opts = opts.WithCredential(iface.Auth, secret)
-	} else if origin, err := cards.Origin(iface.URL); err == nil {
+	} else if origin, err := cards.InterfaceOrigin(iface); err == nil {
 		if secret, ok := a.Credentials.ForOrigin(origin); ok {
 			opts = opts.WithCredential(iface.Auth, secret)
 		}

@@ -421,8 +421,11 @@ func CanonicalWithoutSignatures(body []byte) ([]byte, error) {
 }
 
 // SupportedBindings are the protocol bindings this client speaks, in order
-// of preference.
-var SupportedBindings = []string{string(a2a.TransportProtocolJSONRPC), string(a2a.TransportProtocolHTTPJSON)}
+// of preference: JSON-RPC (A2A 1.0 §9), HTTP+JSON (§11), gRPC (§10). gRPC
+// comes last: its url is read in more ways than one (GRPCTarget), and an
+// agent that offers it beside an HTTP binding is reached the same way by
+// either.
+var SupportedBindings = []string{string(a2a.TransportProtocolJSONRPC), string(a2a.TransportProtocolHTTPJSON), string(a2a.TransportProtocolGRPC)}
 
 // Unsupported are the binding@version pairs refused at interface
 // selection, before anything is sent, with the reason. A2A 0.3 HTTP+JSON
@@ -461,8 +464,10 @@ func MajorMinor(v string) string {
 // protocol version in SupportedVersions, then the first binding of
 // SupportedBindings (A2A 1.0 §5.2: the client chooses among the declared
 // interfaces). allow, when not nil, may refuse a candidate URL (the HTTP
-// guard's CheckInterface); refusals are named in the error. Errors are
-// *Error of kind "no_interface".
+// guard's CheckInterface); refusals are named in the error. A GRPC
+// interface's url is read as a GRPCTarget and allow is given its URL form
+// (GRPCTarget.URL); the interface keeps the url as the card wrote it.
+// Errors are *Error of kind "no_interface".
 func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (contracts.Interface, error) {
 	var best *contracts.Interface
 	rank := func(i contracts.Interface) int {
@@ -482,12 +487,21 @@ func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (contrac
 			refused = append(refused, fmt.Sprintf("%s@%s at %q: %s", cand.Binding, cand.Version, truncateURL(cand.URL), reason))
 			continue
 		}
-		if u, err := url.Parse(cand.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		checked := cand.URL
+		if cand.Binding == string(a2a.TransportProtocolGRPC) {
+			// A gRPC target (A2A 1.0 §10): the guard checks its URL form.
+			t, err := ParseGRPCTarget(cand.URL)
+			if err != nil {
+				refused = append(refused, fmt.Sprintf("%s@%s at %q: %v", cand.Binding, cand.Version, truncateURL(cand.URL), err))
+				continue
+			}
+			checked = t.URL()
+		} else if u, err := url.Parse(cand.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			refused = append(refused, fmt.Sprintf("%s@%s at %q: the interface url must be an absolute http or https URL", cand.Binding, cand.Version, truncateURL(cand.URL)))
 			continue
 		}
 		if allow != nil {
-			if err := allow(cand.URL); err != nil {
+			if err := allow(checked); err != nil {
 				refused = append(refused, err.Error())
 				continue
 			}

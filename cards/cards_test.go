@@ -49,7 +49,7 @@ func TestParse10(t *testing.T) {
 	}
 	want := contracts.Interface{URL: "https://agent.example/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}
 	if iface != want {
-		t.Errorf("SelectInterface() = %+v, want %+v (JSONRPC preferred over HTTP+JSON; GRPC not spoken)", iface, want)
+		t.Errorf("SelectInterface() = %+v, want %+v (JSONRPC preferred over HTTP+JSON and GRPC)", iface, want)
 	}
 }
 
@@ -98,7 +98,9 @@ func TestSelectPrefersNewestVersion(t *testing.T) {
 
 func TestSelectNoSupportedInterface(t *testing.T) {
 	card := &a2a.AgentCard{SupportedInterfaces: []*a2a.AgentInterface{
+		// A gRPC url with a path: gRPC methods are called at the root.
 		{URL: "https://a/grpc", ProtocolBinding: "GRPC", ProtocolVersion: "1.0"},
+		{URL: "a", ProtocolBinding: "GRPC", ProtocolVersion: "0.3"},
 		{URL: "https://a/v2", ProtocolBinding: "JSONRPC", ProtocolVersion: "2.0"},
 		{URL: "ftp://a/x", ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
 	}}

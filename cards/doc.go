@@ -6,7 +6,11 @@
 // a2acompat/a2av0); Digest is "sha256:" + hex of the RFC 8785 canonical form
 // (gowebpki/jcs) of the card as received, without "signatures" (A2A 1.0
 // §8.4.1); SelectInterface picks the newest protocol version this client
-// speaks, then the preferred binding (A2A 1.0 §8.3, §5.2).
+// speaks, then the preferred of its three bindings: JSON-RPC, HTTP+JSON,
+// gRPC (A2A 1.0 §8.3, §5.2). A gRPC interface's url is read as a
+// GRPCTarget (host:port, dns:///host:port, grpc(s)://, http(s)://) and
+// the guard checks its URL form (GRPCTarget.URL); InterfaceOrigin is the
+// origin credentials and trust entries are looked up by.
 //
 // Signature checks (Verify, A2A 1.0 §8.4), the trust store and the HTTP
 // guard against internal addresses are in this package too; Fetch applies
@@ -15,5 +19,5 @@
 //	f := &cards.Fetcher{Trust: trust} // trust: *cards.TrustStore, nil for none
 //	card, err := f.Fetch(ctx, "https://agent.example/.well-known/agent-card.json")
 //	if err != nil { ... } // a *cards.Error says what was wrong (Kind)
-//	iface, err := cards.SelectInterface(card.Parsed, f.Guard().CheckURL)
+//	iface, err := cards.SelectInterface(card.Parsed, func(u string) error { return f.Guard().CheckInterface(u, card.Origin) })
 package cards

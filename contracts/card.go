@@ -3,7 +3,7 @@ package contracts
 // Interface is the selected A2A interface: where and how to talk to the agent.
 type Interface struct {
 	URL     string `json:"url"`
-	Binding string `json:"binding"` // "JSONRPC" or "HTTP+JSON"
+	Binding string `json:"binding"` // "JSONRPC", "HTTP+JSON" or "GRPC"
 	Version string `json:"version"` // "1.0" or "0.3"
 	Tenant  string `json:"tenant,omitempty"`
 	// CardOrigin is the origin of the card the interface came from; the

@@ -125,7 +125,8 @@ type Limits struct {
 	MaxJSONDepth     int `json:"max_json_depth,omitempty"`     // nesting depth of a data part, default 32
 	MaxTextChars     int `json:"max_text_chars,omitempty"`     // bytes of remote status text kept, default 4096
 	// MaxResponseBytes bounds every response body read from the agent
-	// (JSON-RPC, HTTP+JSON, GetTask) before it is decoded, default 8388608
+	// (JSON-RPC, HTTP+JSON, GetTask; over gRPC every message, stream events
+	// included) before it is decoded, default 8388608
 	// (8 MiB); a larger one is a protocol error naming the limit.
 	MaxResponseBytes int `json:"max_response_bytes,omitempty"`
 }

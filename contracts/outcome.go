@@ -195,7 +195,8 @@ type AgentInfo struct {
 }
 
 // ProtocolInfo is the negotiated protocol version ("1.0", "0.3"), binding
-// ("JSONRPC", "HTTP+JSON") and the interface URL used (A2A 1.0 §8.3).
+// ("JSONRPC", "HTTP+JSON", "GRPC") and the interface URL used (A2A 1.0
+// §8.3; for GRPC the url as the card wrote it, e.g. "host:port").
 type ProtocolInfo struct {
 	Version string `json:"version"`
 	Binding string `json:"binding"`

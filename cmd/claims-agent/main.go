@@ -23,6 +23,7 @@ func main() {
 	kid := flag.String("kid", "", "key id of --sign-key (required with it)")
 	jku := flag.String("jku", "", "JWK Set URL to name in the signature's protected header")
 	stateDir := flag.String("state-dir", "", "keep tasks in files in this directory, so a restart carries on with them (default: in memory)")
+	grpcAddr := flag.String("grpc-addr", "", "host:port to serve the gRPC interface on (A2A 1.0 §10), listed in the card as GRPC at that address (default: none)")
 	stubborn := flag.Duration("stubborn-delay", 2*time.Minute, "how long a \"stubborn\" task works before it completes")
 	flag.Usage = usage
 	flag.Parse()
@@ -56,12 +57,29 @@ func main() {
 		base = *publicURL
 	}
 	cfg.BaseURL, cfg.Logger = base, logger
+	var gln net.Listener
+	if *grpcAddr != "" {
+		if gln, err = net.Listen("tcp", *grpcAddr); err != nil {
+			fmt.Fprintln(os.Stderr, "claims-agent: --grpc-addr:", err)
+			os.Exit(1)
+		}
+		cfg.GRPCURL = gln.Addr().String()
+	}
 	agent, err := claimsagent.Open(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "claims-agent: --state-dir:", err)
 		os.Exit(1)
 	}
 	fmt.Printf("claims agent: card at %s/.well-known/agent-card.json\n", base)
+	if gln != nil {
+		fmt.Printf("claims agent: gRPC at %s\n", cfg.GRPCURL)
+		go func() {
+			if err := agent.ServeGRPC(ctx, gln); err != nil {
+				fmt.Fprintln(os.Stderr, "claims-agent: gRPC:", err)
+				os.Exit(1)
+			}
+		}()
+	}
 	if err := agent.Serve(ctx, ln); err != nil {
 		fmt.Fprintln(os.Stderr, "claims-agent:", err)
 		os.Exit(1)
@@ -73,7 +91,8 @@ func usage() {
 	fmt.Fprint(out, `claims-agent: an example A2A 1.0 agent (a2a-go's server) that opens claims for lost parcels.
 
 It serves its Agent Card at /.well-known/agent-card.json (skill "open-claim"), JSON-RPC at
-/a2a/jsonrpc, HTTP+JSON at /a2a/rest and A2A 0.3 JSON-RPC at /a2a/v0.3/jsonrpc.
+/a2a/jsonrpc, HTTP+JSON at /a2a/rest and A2A 0.3 JSON-RPC at /a2a/v0.3/jsonrpc; with
+--grpc-addr, gRPC (A2A 1.0) at that address too.
 
 Scenarios: the data field "scenario" of a delegation's message picks one
 (contracts/examples/ has a contract for each; docs/claims-agent.md says what to try):

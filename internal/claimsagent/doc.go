@@ -5,7 +5,8 @@
 // It serves the Agent Card at /.well-known/agent-card.json (A2A 1.0 §8.2)
 // with supportedInterfaces JSON-RPC at /a2a/jsonrpc and HTTP+JSON at
 // /a2a/rest (A2A 1.0), and JSON-RPC at /a2a/v0.3/jsonrpc (A2A 0.3); skill
-// "open-claim", capabilities.streaming true.
+// "open-claim", capabilities.streaming true. With Config.GRPCURL the card
+// lists a gRPC interface too (A2A 1.0 §10), served by ServeGRPC.
 //
 // Scenario "lost-parcel" (the default): the first message gives a Task that
 // goes WORKING, then INPUT_REQUIRED with a status message asking for a photo

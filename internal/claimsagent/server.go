@@ -81,6 +81,10 @@ type Config struct {
 	// StubbornDelay is how long a "stubborn" task works before it
 	// completes (0: DefaultStubbornDelay).
 	StubbornDelay time.Duration
+	// GRPCURL, when set, is the url of the agent's gRPC interface (A2A
+	// 1.0 §10 and A2A 0.3, both served by ServeGRPC), listed in its card
+	// with protocolBinding "GRPC" for each version, e.g. "127.0.0.1:9998".
+	GRPCURL string
 	// StateDir, when set, keeps the agent's tasks and its message-id
 	// table in files under this directory (created when missing), so that
 	// an agent restarted on it carries on with the tasks it created; empty:
@@ -249,6 +253,10 @@ func Open(cfg Config) (*Agent, error) {
 	// sender, with the config's token in A2A-Notification-Token).
 	opts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(logger),
 		a2asrv.WithPushNotifications(a2apush.NewInMemoryStore(), a2apush.NewHTTPPushSender(&a2apush.HTTPSenderConfig{Timeout: 10 * time.Second}))}
+	if cfg.GRPCURL != "" {
+		card.SupportedInterfaces = append(card.SupportedInterfaces, a2a.NewAgentInterface(cfg.GRPCURL, a2a.TransportProtocolGRPC),
+			&a2a.AgentInterface{URL: cfg.GRPCURL, ProtocolBinding: a2a.TransportProtocolGRPC, ProtocolVersion: a2av0.Version})
+	}
 	if cfg.RequireBearer != "" {
 		card.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}}
 		card.SecurityRequirements = a2a.SecurityRequirementsOptions{{"bearer": {}}}
