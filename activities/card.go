@@ -160,7 +160,7 @@ func (a *Activities) ExtendedCard(ctx context.Context, public *cards.Card) (*car
 	}
 	iface.CardOrigin = public.Origin
 	iface.Auth = cards.SchemeOf(public.Parsed)
-	origin, err := cards.Origin(iface.URL)
+	origin, err := cards.InterfaceOrigin(iface)
 	if err != nil {
 		return public, err
 	}

@@ -143,7 +143,7 @@ func runCardFetch(cmd *cobra.Command, cardURL string, fl cardFlags) error {
 		out.InterfaceError = ierr.Error()
 	} else {
 		out.Interface = &iface
-		if origin, err := cards.Origin(iface.URL); err == nil {
+		if origin, err := cards.InterfaceOrigin(iface); err == nil {
 			_, out.Credentials = creds.ForOrigin(origin)
 		}
 	}
