@@ -3,6 +3,7 @@ package a2aclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,8 +47,14 @@ type Options struct {
 	// and its goroutine past the heartbeat that should have ended it.
 	// SendMessage is bounded by its caller's context; streams by theirs.
 	CallTimeout time.Duration
+	// TLSConfig is the client TLS for transports that dial themselves
+	// (gRPC); HTTP uses HTTPClient (whose transport carries it).
+	TLSConfig *tls.Config
 	// secrets are what WithCredential adds, redacted from what comes back.
 	secrets []string
+	// auth is the credential WithCredential leaves to the HTTP level (nil:
+	// none).
+	auth *authSpec
 }
 
 // DefaultCallTimeout is Options.CallTimeout when unset.
@@ -69,8 +76,8 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 		maxBytes = DefaultMaxResponseBytes
 	}
 	rec := *hc
-	red := newRedactor(opts.secrets)
-	rec.Transport = &wireTransport{base: transportOf(hc), version: iface.Version, maxBytes: maxBytes, red: red}
+	base, red := opts.authTransport(transportOf(hc), newRedactor(opts.secrets))
+	rec.Transport = &wireTransport{base: base, version: iface.Version, maxBytes: maxBytes, red: red}
 	if len(otel.GetTextMapPropagator().Fields()) > 0 {
 		// Tracing is on (internal/tracing installed a propagator): otelhttp
 		// injects the caller's trace context (W3C traceparent). Off, the
@@ -363,6 +370,9 @@ func classify(op string, err error, rec *record) error {
 	}
 	status := ce.Status
 	switch {
+	case authCategory(err) != "":
+		// No token, or a card naming another token endpoint: nothing sent.
+		ce.Category = authCategory(err)
 	case errors.Is(err, cards.ErrGuard):
 		// The HTTP guard refused the address: permanent, nothing sent.
 		ce.Category = contracts.CategoryCard

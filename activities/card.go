@@ -96,7 +96,10 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 		out.InterfaceError = err.Error()
 	} else {
 		iface.CardOrigin = card.Origin
-		iface.Auth = cards.SchemeOf(card.Parsed)
+		// The scheme the worker's store can meet for the interface's
+		// origin, when the card offers several (A2A 1.0 §4.5).
+		origin, _ := cards.Origin(iface.URL)
+		iface.Auth = cards.SchemeOf(card.Parsed, func(kind string) bool { return a.Credentials.Satisfies(origin, kind) })
 		out.Interface = iface
 	}
 	a.logger().Info("agent card resolved", "workflow_id", workflowID(ctx), "card_digest", card.Digest,
