@@ -3,6 +3,7 @@ package a2aclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,16 +99,24 @@ func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // tokenHTTPClient is the client of every token request: no proxy, no
 // redirect, TokenTimeout overall, bodies bounded.
-var tokenHTTPClient = &http.Client{
-	Timeout: TokenTimeout,
-	Transport: &tokenTransport{max: MaxTokenResponseBytes, base: &http.Transport{
-		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: TokenTimeout,
-		MaxIdleConnsPerHost:   2,
-	}},
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+var tokenHTTPClient = newTokenHTTPClient(TokenTimeout, nil)
+
+// newTokenHTTPClient bounds a token request to timeout (body included) and
+// MaxTokenResponseBytes; tlsConf nil: the default TLS settings.
+func newTokenHTTPClient(timeout time.Duration, tlsConf *tls.Config) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &tokenTransport{max: MaxTokenResponseBytes, base: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			TLSClientConfig:       tlsConf,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: timeout,
+			MaxIdleConnsPerHost:   2,
+		}},
+		// A redirect would carry the form (and its grant) elsewhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // minter mints tokens with the client credentials grant (RFC 6749 §4.4)
@@ -150,7 +159,7 @@ func (m *minter) Token() (*oauth2.Token, error) {
 	}
 	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
 	if err != nil {
-		return nil, tokenError(tokenURL, m.cc.ClientID, secret, err)
+		return nil, tokenError(tokenURL, m.cc.ClientID, secret, hc.Timeout, err)
 	}
 	if tok.Expiry.IsZero() || !tok.Expiry.After(time.Now()) {
 		// expires_in missing, 0 or negative (RFC 6749 §5.1 makes it
@@ -161,7 +170,7 @@ func (m *minter) Token() (*oauth2.Token, error) {
 }
 
 // tokenError makes the AuthError of a failed token request.
-func tokenError(tokenURL, clientID, secret string, err error) *AuthError {
+func tokenError(tokenURL, clientID, secret string, timeout time.Duration, err error) *AuthError {
 	where := fmt.Sprintf("token endpoint %s (client_id %q)", tokenURL, clientID)
 	red := newRedactor([]string{secret})
 	var re *oauth2.RetrieveError
@@ -191,7 +200,7 @@ func tokenError(tokenURL, clientID, secret string, err error) *AuthError {
 	case errors.Is(err, ErrTokenResponse):
 		return authErrorf(contracts.CategoryAuthorization, "%s: %s", where, red.text(errText(err)))
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		return authErrorf(contracts.CategoryTransient, "%s: no token within %s", where, TokenTimeout)
+		return authErrorf(contracts.CategoryTransient, "%s: no token within %s", where, timeout)
 	case errors.As(err, new(*url.Error)) || errors.As(err, new(*net.OpError)):
 		return authErrorf(contracts.CategoryTransient, "%s: %s", where, red.text(errText(err)))
 	}
@@ -312,8 +321,10 @@ func (t *tokenCache) refresh(gen int) (*oauth2.Token, int, error) {
 type tokenCaches struct {
 	creds  *Credentials
 	secret *Secret
-	mu     sync.Mutex
-	by     map[string]*tokenCache
+	// hc is the token endpoint's client (nil: tokenHTTPClient).
+	hc *http.Client
+	mu sync.Mutex
+	by map[string]*tokenCache
 }
 
 func (tc *tokenCaches) forOrigin(origin string) *tokenCache {
@@ -322,7 +333,7 @@ func (tc *tokenCaches) forOrigin(origin string) *tokenCache {
 	if c, ok := tc.by[origin]; ok {
 		return c
 	}
-	m := &minter{creds: tc.creds, oauth2: tc.secret.OAuth2, oidc: tc.secret.OIDC}
+	m := &minter{creds: tc.creds, oauth2: tc.secret.OAuth2, oidc: tc.secret.OIDC, hc: tc.hc}
 	if m.oauth2 != nil {
 		m.cc = m.oauth2.ClientCredentials
 	} else {
