@@ -116,7 +116,9 @@ func (pa *protectedAgent) authorizations() []string {
 	return append([]string(nil), pa.seen...)
 }
 
-func bearerOf(r *http.Request) string { return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") }
+func bearerOf(r *http.Request) string {
+	return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+}
 
 func oauth2Secret(tokenURL string) Secret {
 	return Secret{OAuth2: &OAuth2{TokenURL: tokenURL, ClientCredentials: ClientCredentials{
