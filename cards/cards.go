@@ -581,7 +581,10 @@ func SchemeOf(card *a2a.AgentCard, has func(kind string) bool) *contracts.AuthSc
 
 // schemeFor is the AuthScheme of one card scheme (nil: not usable).
 func schemeFor(name string, scheme a2a.SecurityScheme, scopes []string) *contracts.AuthScheme {
-	s := &contracts.AuthScheme{Name: name, Scopes: slices.Clone(scopes)}
+	s := &contracts.AuthScheme{Name: name}
+	if len(scopes) > 0 {
+		s.Scopes = slices.Clone(scopes)
+	}
 	switch v := scheme.(type) {
 	case a2a.HTTPAuthSecurityScheme:
 		if !strings.EqualFold(v.Scheme, "bearer") {
