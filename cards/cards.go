@@ -579,11 +579,26 @@ func SchemeOf(card *a2a.AgentCard, has func(kind string) bool) *contracts.AuthSc
 	return nil
 }
 
+// Bounds of what SchemeOf records of a card's scheme (it goes into
+// workflow history): a name or scope is cut, a URL longer than
+// maxSchemeURL is cut (and then names no endpoint the store has: the call
+// is refused), a header, query or cookie name over maxSchemeParam makes
+// the scheme unusable.
+const (
+	maxSchemeText   = 200
+	maxSchemeURL    = 2048
+	maxSchemeParam  = 256
+	maxSchemeScopes = 32
+)
+
 // schemeFor is the AuthScheme of one card scheme (nil: not usable).
 func schemeFor(name string, scheme a2a.SecurityScheme, scopes []string) *contracts.AuthScheme {
-	s := &contracts.AuthScheme{Name: name}
-	if len(scopes) > 0 {
-		s.Scopes = slices.Clone(scopes)
+	s := &contracts.AuthScheme{Name: contracts.CutText(name, maxSchemeText)}
+	for i, sc := range scopes {
+		if i == maxSchemeScopes {
+			break
+		}
+		s.Scopes = append(s.Scopes, contracts.CutText(sc, maxSchemeText))
 	}
 	switch v := scheme.(type) {
 	case a2a.HTTPAuthSecurityScheme:
@@ -594,14 +609,14 @@ func schemeFor(name string, scheme a2a.SecurityScheme, scopes []string) *contrac
 	case a2a.OAuth2SecurityScheme:
 		s.Kind = "oauth2"
 		if cc, ok := v.Flows.(a2a.ClientCredentialsOAuthFlow); ok {
-			s.TokenURL = cc.TokenURL
+			s.TokenURL = contracts.CutText(cc.TokenURL, maxSchemeURL)
 		}
 	case a2a.OpenIDConnectSecurityScheme:
-		s.Kind, s.OpenIDConnectURL = "oidc", v.OpenIDConnectURL
+		s.Kind, s.OpenIDConnectURL = "oidc", contracts.CutText(v.OpenIDConnectURL, maxSchemeURL)
 	case a2a.MutualTLSSecurityScheme:
 		s.Kind = "mtls"
 	case a2a.APIKeySecurityScheme:
-		if v.Name == "" {
+		if v.Name == "" || len(v.Name) > maxSchemeParam {
 			return nil
 		}
 		s.Kind = "api_key"

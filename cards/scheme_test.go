@@ -1,7 +1,9 @@
 package cards
 
 import (
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -67,5 +69,29 @@ func TestSchemeOfPrefersWhatTheStoreHas(t *testing.T) {
 	bearer := &a2a.AgentCard{SecuritySchemes: a2a.NamedSecuritySchemes{"b": a2a.HTTPAuthSecurityScheme{Scheme: "bearer"}, "basic": a2a.HTTPAuthSecurityScheme{Scheme: "basic"}}}
 	if got := SchemeOf(bearer, nil); got == nil || got.Kind != "bearer" {
 		t.Errorf("bearer: %+v", got)
+	}
+}
+
+// What a card puts into the recorded scheme is bounded (it goes into
+// workflow history).
+func TestSchemeOfIsBounded(t *testing.T) {
+	scopes := make(a2a.SecuritySchemeScopes, 1000)
+	for i := range scopes {
+		scopes[i] = strings.Repeat("s", 5000)
+	}
+	card := &a2a.AgentCard{
+		SecuritySchemes: a2a.NamedSecuritySchemes{
+			"o": a2a.OAuth2SecurityScheme{Flows: a2a.ClientCredentialsOAuthFlow{TokenURL: "https://idp.example/" + strings.Repeat("t", 100000)}},
+			"k": a2a.APIKeySecurityScheme{Location: "query", Name: strings.Repeat("n", 1000)},
+		},
+		SecurityRequirements: a2a.SecurityRequirementsOptions{{"o": scopes}},
+	}
+	got := SchemeOf(card, nil)
+	b, _ := json.Marshal(got)
+	if got == nil || len(got.Scopes) != maxSchemeScopes || len(b) > 32*1024 {
+		t.Errorf("SchemeOf() recorded %d bytes, %d scopes; want at most 32 KiB, %d scopes", len(b), len(got.Scopes), maxSchemeScopes)
+	}
+	if s := schemeFor("k", card.SecuritySchemes["k"], nil); s != nil {
+		t.Errorf("an API key named with 1000 bytes was usable: %+v", s)
 	}
 }
