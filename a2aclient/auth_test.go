@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/oauth2"
 
 	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
@@ -450,5 +454,58 @@ func TestOIDCDiscoveryGuarded(t *testing.T) {
 	_, err := m.tokenURL(context.Background())
 	if authCategory(err) != contracts.CategoryAuthorization || !strings.Contains(err.Error(), "plain http") {
 		t.Errorf("tokenURL(private http issuer) = %v, want the guard's refusal", err)
+	}
+}
+
+type countingSource struct{ n atomic.Int64 }
+
+func (c *countingSource) Token() (*oauth2.Token, error) {
+	n := c.n.Add(1)
+	return &oauth2.Token{AccessToken: fmt.Sprintf("tok-%d", n), Expiry: time.Now().Add(time.Hour)}, nil
+}
+
+// Calls refused together with the same token mint one new token, not one
+// each; a later refusal of the new token mints again.
+func TestTokenCacheRefreshOncePerGeneration(t *testing.T) {
+	src := &countingSource{}
+	c := newTokenCache(src)
+	tok, gen, err := c.token()
+	if err != nil || tok.AccessToken != "tok-1" {
+		t.Fatal(tok, err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if tok, _, err := c.refresh(gen); err != nil || tok.AccessToken != "tok-2" {
+				t.Errorf("refresh() = %v, %v; want tok-2", tok, err)
+			}
+		})
+	}
+	wg.Wait()
+	if src.n.Load() != 2 {
+		t.Errorf("minted %d tokens, want 2", src.n.Load())
+	}
+	if tok, _, _ := c.refresh(gen + 1); tok.AccessToken != "tok-3" {
+		t.Errorf("refresh of the second generation = %v, want tok-3", tok)
+	}
+}
+
+// A client_secret_file is read at every mint: a rotated secret is used
+// without a restart.
+func TestClientSecretFileRotates(t *testing.T) {
+	te := newTokenEndpoint(t, ptr(1))
+	path := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(path, []byte("old-secret-value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &minter{oauth2: &OAuth2{TokenURL: te.srv.URL}, cc: ClientCredentials{ClientID: testClientID, ClientSecretFile: path}}
+	if _, err := m.Token(); authCategory(err) != contracts.CategoryAuthorization || strings.Contains(err.Error(), "old-secret-value") {
+		t.Fatalf("Token() with the old secret = %v, want authorization without the secret", err)
+	}
+	if err := os.WriteFile(path, []byte(testClientSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Token(); err != nil {
+		t.Fatalf("Token() after the rotation = %v", err)
 	}
 }
