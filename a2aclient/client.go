@@ -50,7 +50,7 @@ type Options struct {
 	// SendMessage is bounded by its caller's context; streams by theirs.
 	CallTimeout time.Duration
 	// TLSConfig is the client TLS for transports that dial themselves
-	// (gRPC); HTTP uses HTTPClient. nil: the system roots.
+	// (gRPC); HTTP uses HTTPClient (whose transport carries it).
 	TLSConfig *tls.Config
 	// GRPCDialer makes the connections of a gRPC interface (A2A 1.0 §10);
 	// addr is host:port. nil: a plain dialer, 5 s connect timeout. The
@@ -59,6 +59,9 @@ type Options struct {
 	GRPCDialer func(ctx context.Context, addr string) (net.Conn, error)
 	// secrets are what WithCredential adds, redacted from what comes back.
 	secrets []string
+	// auth is the credential WithCredential leaves to the HTTP level (nil:
+	// none).
+	auth *authSpec
 }
 
 // DefaultCallTimeout is Options.CallTimeout when unset.
@@ -80,8 +83,8 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 		maxBytes = DefaultMaxResponseBytes
 	}
 	rec := *hc
-	red := newRedactor(opts.secrets)
-	rec.Transport = &wireTransport{base: transportOf(hc), version: iface.Version, maxBytes: maxBytes, red: red}
+	base, red := opts.authTransport(transportOf(hc), newRedactor(opts.secrets))
+	rec.Transport = &wireTransport{base: base, version: iface.Version, maxBytes: maxBytes, red: red}
 	if len(otel.GetTextMapPropagator().Fields()) > 0 {
 		// Tracing is on (internal/tracing installed a propagator): otelhttp
 		// injects the caller's trace context (W3C traceparent). Off, the
@@ -400,6 +403,9 @@ func classify(op string, err error, rec *record) error {
 	}
 	status := ce.Status
 	switch {
+	case authCategory(err) != "":
+		// No token, or a card naming another token endpoint: nothing sent.
+		ce.Category = authCategory(err)
 	case errors.Is(err, cards.ErrGuard):
 		// The HTTP guard refused the address: permanent, nothing sent.
 		ce.Category = contracts.CategoryCard

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -31,7 +32,10 @@ const Redacted = "[redacted]"
 type redactor struct {
 	// plain are the forms a JSON body can hold in its strings: as sent
 	// (any byte percent-encoded) and JSON-escaped; encoded are the base64
-	// (at each alignment) and hex ones. Case is ignored.
+	// (at each alignment) and hex ones. Case is ignored. Both only grow
+	// (add, under mu): a token minted after Dial joins them.
+	mu             sync.RWMutex
+	seen           map[string]bool
 	plain, encoded []*regexp.Regexp
 }
 
@@ -39,15 +43,30 @@ type redactor struct {
 // match ordinary text everywhere (and is no secret worth the name).
 const minRedacted = 6
 
+// newRedactor returns a redactor of secrets; nil when none is long enough.
 func newRedactor(secrets []string) *redactor {
 	r := &redactor{}
-	seen := map[string]bool{}
+	r.add(secrets...)
+	if len(r.plain) == 0 {
+		return nil
+	}
+	return r
+}
+
+// add makes the redactor look for more secrets (a token minted and sent
+// after Dial); safe for concurrent use with every other method.
+func (r *redactor) add(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
 	// add takes a pattern (case ignored), once.
 	add := func(list *[]*regexp.Regexp, pattern string) {
-		if pattern == "" || seen[strings.ToLower(pattern)] {
+		if pattern == "" || r.seen[strings.ToLower(pattern)] {
 			return
 		}
-		seen[strings.ToLower(pattern)] = true
+		r.seen[strings.ToLower(pattern)] = true
 		*list = append(*list, regexp.MustCompile("(?i)"+pattern))
 	}
 	for _, s := range secrets {
@@ -80,10 +99,13 @@ func newRedactor(secrets []string) *redactor {
 		}
 		add(&r.encoded, hex.EncodeToString([]byte(s)))
 	}
-	if len(r.plain) == 0 {
-		return nil
-	}
-	return r
+}
+
+// lists returns the patterns as they are now.
+func (r *redactor) lists() (plain, encoded []*regexp.Regexp) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.plain, r.encoded
 }
 
 // replace puts Redacted in the place of every match of each of res.
@@ -100,14 +122,16 @@ func (r *redactor) text(s string) string {
 	if r == nil {
 		return s
 	}
-	return string(replace([]byte(s), r.plain, r.encoded))
+	plain, encoded := r.lists()
+	return string(replace([]byte(s), plain, encoded))
 }
 
 func (r *redactor) bytes(b []byte) []byte {
 	if r == nil || b == nil {
 		return b
 	}
-	return replace(b, r.plain, r.encoded)
+	plain, encoded := r.lists()
+	return replace(b, plain, encoded)
 }
 
 // wireBody redacts a reply's body before anything reads it (a2a-go, the
@@ -120,6 +144,10 @@ func (r *redactor) wireBody(b []byte) []byte {
 	if r == nil {
 		return b
 	}
+	plain, _ := r.lists()
+	if len(plain) == 0 {
+		return b
+	}
 	// JSON may spell a string's characters many ways ("\/", "\u0041"):
 	// re-encoded, every string is spelled one way, the way the
 	// JSON-escaped form of each secret is.
@@ -128,7 +156,7 @@ func (r *redactor) wireBody(b []byte) []byte {
 	dec.UseNumber()
 	if json.Valid(b) && dec.Decode(&v) == nil {
 		if canon, err := json.Marshal(v); err == nil {
-			out := replace(canon, r.plain)
+			out := replace(canon, plain)
 			if bytes.Equal(out, canon) {
 				return b // nothing to redact: the body as it came
 			}
@@ -137,7 +165,7 @@ func (r *redactor) wireBody(b []byte) []byte {
 			}
 		}
 	}
-	out := replace(b, r.plain)
+	out := replace(b, plain)
 	if json.Valid(b) && !json.Valid(out) {
 		return b
 	}

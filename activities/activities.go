@@ -66,18 +66,16 @@ func (a *Activities) fetcher() *cards.Fetcher {
 // dial makes a client for an interface whose HTTP connections obey the
 // guard of the card's origin (unless DialOptions.HTTPClient is set), with
 // the credential of the interface's origin from the worker's store, or the
-// one named by credentialRef (an operator's answer to AUTH_REQUIRED).
+// one named by credentialRef (an operator's answer to AUTH_REQUIRED). A
+// credential with tls makes the connections present its client
+// certificate (A2A 1.0 §4.5.6), and sets Options.TLSConfig.
 func (a *Activities) dial(ctx context.Context, iface contracts.Interface, credentialRef string, lim contracts.Limits) (*a2aclient.Client, error) {
 	opts := a.DialOptions
 	if m := int64(lim.WithDefaults().MaxResponseBytes); opts.MaxResponseBytes <= 0 || m < opts.MaxResponseBytes {
 		opts.MaxResponseBytes = m
 	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = a.fetcher().Client(iface.CardOrigin, time.Minute)
-	}
-	if opts.GRPCDialer == nil { // the same guard for a gRPC interface
-		opts.GRPCDialer = a.fetcher().Guard().Dialer(iface.CardOrigin)
-	}
+	var secret a2aclient.Secret
+	has := false
 	if credentialRef != "" {
 		// The secret goes only to an origin the ref is bound to: the
 		// interface's URL, which the card on that origin named.
@@ -85,15 +83,25 @@ func (a *Activities) dial(ctx context.Context, iface contracts.Interface, creden
 		if err != nil {
 			return nil, &refError{err: fmt.Errorf("%w: %v", a2aclient.ErrRefNotAllowed, err)}
 		}
-		secret, err := a.Credentials.ForRef(credentialRef, origin)
-		if err != nil {
+		if secret, err = a.Credentials.ForRef(credentialRef, origin); err != nil {
 			return nil, &refError{err: err}
 		}
-		opts = opts.WithCredential(iface.Auth, secret)
+		has = true
 	} else if origin, err := cards.InterfaceOrigin(iface); err == nil {
-		if secret, ok := a.Credentials.ForOrigin(origin); ok {
-			opts = opts.WithCredential(iface.Auth, secret)
-		}
+		secret, has = a.Credentials.ForOrigin(origin)
+	}
+	tlsConf, _ := secret.TLSConfig()
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = a.fetcher().ClientTLS(iface.CardOrigin, time.Minute, tlsConf)
+	}
+	if opts.GRPCDialer == nil { // the same guard for a gRPC interface
+		opts.GRPCDialer = a.fetcher().Guard().Dialer(iface.CardOrigin)
+	}
+	if tlsConf != nil {
+		opts.TLSConfig = tlsConf
+	}
+	if has {
+		opts = opts.WithCredential(iface.Auth, secret)
 	}
 	return a2aclient.Dial(ctx, iface, opts)
 }

@@ -125,7 +125,7 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 		out.InterfaceError = err.Error()
 	} else {
 		iface.CardOrigin = card.Origin
-		iface.Auth = cards.SchemeOf(card.Parsed)
+		iface.Auth = a.schemeOf(card, iface)
 		out.Interface = iface
 	}
 	a.logger().Info("agent card resolved", "workflow_id", workflowID(ctx), "card_digest", card.Digest,
@@ -138,6 +138,14 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 func selectInterface(f *cards.Fetcher, card *cards.Card) (contracts.Interface, error) {
 	g := f.Guard()
 	return cards.SelectInterface(card.Parsed, func(u string) error { return g.CheckInterface(u, card.Origin) })
+}
+
+// schemeOf is the scheme calls on iface are authenticated with: the one
+// the worker's store can meet for the interface's origin, when the card
+// offers several (A2A 1.0 §4.5; cards.SchemeOf).
+func (a *Activities) schemeOf(card *cards.Card, iface contracts.Interface) *contracts.AuthScheme {
+	origin, _ := cards.InterfaceOrigin(iface)
+	return cards.SchemeOf(card.Parsed, func(kind string) bool { return a.Credentials.Satisfies(origin, kind) })
 }
 
 // errNoExtendedCredentials: the card declares an extended card, and the
@@ -159,7 +167,7 @@ func (a *Activities) ExtendedCard(ctx context.Context, public *cards.Card) (*car
 		return public, err
 	}
 	iface.CardOrigin = public.Origin
-	iface.Auth = cards.SchemeOf(public.Parsed)
+	iface.Auth = a.schemeOf(public, iface)
 	origin, err := cards.InterfaceOrigin(iface)
 	if err != nil {
 		return public, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -97,7 +98,15 @@ func (f *Fetcher) Guard() *Guard { return &Guard{Trust: f.Trust, Resolver: f.Res
 // origin, one per origin and header timeout, kept so that connections are
 // reused.
 func (f *Fetcher) Client(origin string, headerTimeout time.Duration) *http.Client {
-	key := origin + "|" + headerTimeout.String()
+	return f.ClientTLS(origin, headerTimeout, nil)
+}
+
+// ClientTLS is Client whose connections use tlsConf (a client certificate
+// for an agent's origin, A2A 1.0 §4.5.6; nil: the default TLS settings),
+// with the guard's checks unchanged. One client per (origin,
+// headerTimeout, tlsConf pointer) is kept.
+func (f *Fetcher) ClientTLS(origin string, headerTimeout time.Duration, tlsConf *tls.Config) *http.Client {
+	key := fmt.Sprintf("%s|%s|%p", origin, headerTimeout, tlsConf)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c, ok := f.clients[key]; ok {
@@ -105,12 +114,28 @@ func (f *Fetcher) Client(origin string, headerTimeout time.Duration) *http.Clien
 	}
 	g := f.Guard()
 	g.HeaderTimeout = headerTimeout
-	c := g.Client(origin)
+	c := g.ClientTLS(origin, tlsConf)
 	if f.clients == nil {
 		f.clients = map[string]*http.Client{}
 	}
 	f.clients[key] = c
 	return c
+}
+
+// FetchDocument GETs a JSON document that is not a card (an OpenID
+// Connect discovery document, OpenID Connect Discovery 1.0 §4) through the
+// guard, on behalf of u's own origin, with the fetcher's size limit
+// (MaxBytes), timeout and cache. Errors are *Error.
+func (f *Fetcher) FetchDocument(ctx context.Context, u string) ([]byte, error) {
+	origin, err := Origin(u)
+	if err != nil {
+		return nil, &Error{Kind: "guard", Msg: "GET " + redact(u), Err: err}
+	}
+	b, _, _, err := f.get(ctx, u, origin)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func (f *Fetcher) now() time.Time {
@@ -531,37 +556,132 @@ func FindSkill(card *a2a.AgentCard, id string) (a2a.AgentSkill, bool) {
 	return a2a.AgentSkill{}, false
 }
 
-// SchemeOf picks the first usable security scheme the card requires (or
-// declares): HTTP bearer, OAuth2 or OpenID Connect → bearer; apiKey in a
-// header → api_key. nil when the card declares none.
-func SchemeOf(card *a2a.AgentCard) *contracts.AuthScheme {
+// SchemeOf picks the security scheme calls are authenticated with (A2A 1.0
+// §4.5; securityRequirements are an OR of ANDs, as OpenAPI 3's Security
+// Requirement Object): the first requirement, in the card's order, whose
+// schemes are all usable and all satisfied by has (asked per Kind:
+// "bearer", "api_key", "oauth2", "oidc", "mtls"; nil: all satisfied);
+// when none is, the first usable scheme of the requirements, then of
+// securitySchemes by name, whatever has says, so that what the card wants
+// is still recorded. Usable: an HTTP bearer scheme (§4.5.3) → "bearer",
+// an apiKey in a header, query or cookie (§4.5.2) → "api_key", OAuth 2.0
+// (§4.5.4) → "oauth2" (TokenURL from its clientCredentials flow), OpenID
+// Connect (§4.5.5) → "oidc", mTLS (§4.5.6) → "mtls" (or WithMTLS on the
+// scheme it is ANDed with). A requirement of two non-mTLS schemes cannot
+// be met with one credential and is skipped. nil when the card declares
+// no usable scheme.
+func SchemeOf(card *a2a.AgentCard, has func(kind string) bool) *contracts.AuthScheme {
 	if card == nil || len(card.SecuritySchemes) == 0 {
 		return nil
 	}
-	var names []a2a.SecuritySchemeName
-	for _, req := range card.SecurityRequirements {
+	// requirement returns the scheme that meets req, when one can.
+	requirement := func(req a2a.SecurityRequirements, check bool) *contracts.AuthScheme {
+		names := make([]string, 0, len(req))
 		for n := range req {
-			names = append(names, n)
+			names = append(names, string(n))
+		}
+		slices.Sort(names)
+		var main *contracts.AuthScheme
+		mtls := false
+		for _, n := range names {
+			s := schemeFor(n, card.SecuritySchemes[a2a.SecuritySchemeName(n)], req[a2a.SecuritySchemeName(n)])
+			switch {
+			case s == nil:
+				return nil
+			case check && has != nil && !has(s.Kind):
+				return nil
+			case s.Kind == "mtls":
+				mtls = true
+			case main != nil:
+				return nil
+			default:
+				main = s
+			}
+		}
+		if main == nil && mtls {
+			return &contracts.AuthScheme{Kind: "mtls", Name: names[0]}
+		}
+		if main != nil {
+			main.WithMTLS = mtls
+		}
+		return main
+	}
+	for _, req := range card.SecurityRequirements {
+		if s := requirement(req, true); s != nil {
+			return s
 		}
 	}
-	for n := range card.SecuritySchemes {
-		names = append(names, n)
+	for _, req := range card.SecurityRequirements {
+		if s := requirement(req, false); s != nil {
+			return s
+		}
 	}
+	names := make([]string, 0, len(card.SecuritySchemes))
+	for n := range card.SecuritySchemes {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
 	for _, n := range names {
-		switch v := card.SecuritySchemes[n].(type) {
-		case a2a.HTTPAuthSecurityScheme:
-			if strings.EqualFold(v.Scheme, "bearer") {
-				return &contracts.AuthScheme{Kind: "bearer"}
-			}
-		case a2a.OAuth2SecurityScheme, a2a.OpenIDConnectSecurityScheme:
-			return &contracts.AuthScheme{Kind: "bearer"}
-		case a2a.APIKeySecurityScheme:
-			if v.Location == a2a.APIKeySecuritySchemeLocationHeader && v.Name != "" {
-				return &contracts.AuthScheme{Kind: "api_key", Header: v.Name}
-			}
+		if s := schemeFor(n, card.SecuritySchemes[a2a.SecuritySchemeName(n)], nil); s != nil {
+			return s
 		}
 	}
 	return nil
+}
+
+// Bounds of what SchemeOf records of a card's scheme (it goes into
+// workflow history): a name or scope is cut, a URL longer than
+// maxSchemeURL is cut (and then names no endpoint the store has: the call
+// is refused), a header, query or cookie name over maxSchemeParam makes
+// the scheme unusable.
+const (
+	maxSchemeText   = 200
+	maxSchemeURL    = 2048
+	maxSchemeParam  = 256
+	maxSchemeScopes = 32
+)
+
+// schemeFor is the AuthScheme of one card scheme (nil: not usable).
+func schemeFor(name string, scheme a2a.SecurityScheme, scopes []string) *contracts.AuthScheme {
+	s := &contracts.AuthScheme{Name: contracts.CutText(name, maxSchemeText)}
+	for i, sc := range scopes {
+		if i == maxSchemeScopes {
+			break
+		}
+		s.Scopes = append(s.Scopes, contracts.CutText(sc, maxSchemeText))
+	}
+	switch v := scheme.(type) {
+	case a2a.HTTPAuthSecurityScheme:
+		if !strings.EqualFold(v.Scheme, "bearer") {
+			return nil
+		}
+		s.Kind = "bearer"
+	case a2a.OAuth2SecurityScheme:
+		s.Kind = "oauth2"
+		if cc, ok := v.Flows.(a2a.ClientCredentialsOAuthFlow); ok {
+			s.TokenURL = contracts.CutText(cc.TokenURL, maxSchemeURL)
+		}
+	case a2a.OpenIDConnectSecurityScheme:
+		s.Kind, s.OpenIDConnectURL = "oidc", contracts.CutText(v.OpenIDConnectURL, maxSchemeURL)
+	case a2a.MutualTLSSecurityScheme:
+		s.Kind = "mtls"
+	case a2a.APIKeySecurityScheme:
+		if v.Name == "" || len(v.Name) > maxSchemeParam {
+			return nil
+		}
+		s.Kind = "api_key"
+		switch v.Location {
+		case a2a.APIKeySecuritySchemeLocationHeader:
+			s.Header = v.Name
+		case a2a.APIKeySecuritySchemeLocationQuery, a2a.APIKeySecuritySchemeLocationCookie:
+			s.In, s.Param = string(v.Location), v.Name
+		default:
+			return nil
+		}
+	default:
+		return nil
+	}
+	return s
 }
 
 // caseDuplicate returns the path of the first object key that, folded to

@@ -57,8 +57,8 @@ func TestParseSecurityRequirementForms(t *testing.T) {
 					t.Errorf("%s securityRequirements = %v, want %v", where, got, want)
 				}
 			}
-			if s := SchemeOf(c.Parsed); s == nil || s.Kind != "bearer" {
-				t.Errorf("SchemeOf() = %+v, want the OAuth 2.0 scheme (bearer)", s)
+			if s := SchemeOf(c.Parsed, nil); s == nil || s.Kind != "oauth2" || s.Name != "carrier-oauth" || s.TokenURL != "https://auth.carrier.example/token" {
+				t.Errorf("SchemeOf() = %+v, want the OAuth 2.0 scheme of the first requirement", s)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package cards
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -91,7 +92,11 @@ func isLoopbackHost(h string) bool {
 // Client returns an HTTP client whose connections obey the guard for
 // requests on behalf of origin (the card's origin: its trust entry decides
 // allow_private_network).
-func (g *Guard) Client(origin string) *http.Client {
+func (g *Guard) Client(origin string) *http.Client { return g.ClientTLS(origin, nil) }
+
+// ClientTLS is Client whose transport uses tlsConf (nil: the default) as
+// its TLS client configuration; the guard's checks are the same.
+func (g *Guard) ClientTLS(origin string, tlsConf *tls.Config) *http.Client {
 	ct := g.ConnectTimeout
 	if ct == 0 {
 		ct = 5 * time.Second
@@ -136,6 +141,7 @@ func (g *Guard) Client(origin string) *http.Client {
 				}
 				return nil, lastErr
 			},
+			TLSClientConfig:       tlsConf,
 			TLSHandshakeTimeout:   ct,
 			ResponseHeaderTimeout: ht,
 			MaxIdleConnsPerHost:   4,

@@ -14,11 +14,42 @@ type Interface struct {
 }
 
 // AuthScheme says how a card wants to be authenticated (A2A 1.0 §4.5),
-// without any secret: "bearer" (Authorization header) or "api_key" (the
-// named header).
+// without any secret. It is recorded in workflow history (Interface.Auth):
+// every field is public information from the card.
+//
+// Kind is one of:
+//   - "bearer": Authorization: Bearer <token> (an HTTP bearer scheme, A2A
+//     1.0 §4.5.3; histories recorded before "oauth2"/"oidc" existed also
+//     hold it for those schemes);
+//   - "api_key": an API key in the header Header, or (In "query" or
+//     "cookie") in the query parameter or cookie Param (§4.5.2);
+//   - "oauth2": a bearer token from an OAuth 2.0 client credentials grant
+//     (RFC 6749 §4.4; §4.5.4 OAuth2SecurityScheme), TokenURL being the
+//     card's flows.clientCredentials.tokenUrl;
+//   - "oidc": a bearer token from the token endpoint of an OpenID Connect
+//     provider (§4.5.5), OpenIDConnectURL being the card's
+//     openIdConnectUrl (its discovery document);
+//   - "mtls": a TLS client certificate (§4.5.6 MutualTlsSecurityScheme).
 type AuthScheme struct {
 	Kind   string `json:"kind"`
 	Header string `json:"header,omitempty"`
+	// Name is the card's name of the scheme (a key of securitySchemes).
+	Name string `json:"name,omitempty"`
+	// In is where an API key goes: "header" (or empty), "query", "cookie".
+	In string `json:"in,omitempty"`
+	// Param is the query parameter or cookie name of an API key.
+	Param string `json:"param,omitempty"`
+	// TokenURL is the card's clientCredentials tokenUrl (shown and
+	// compared with the worker's store, never used to send a secret).
+	TokenURL string `json:"token_url,omitempty"`
+	// OpenIDConnectURL is the card's openIdConnectUrl (compared with the
+	// store's issuer, never followed with a secret).
+	OpenIDConnectURL string `json:"openid_connect_url,omitempty"`
+	// Scopes are the scopes the card's security requirement names.
+	Scopes []string `json:"scopes,omitempty"`
+	// WithMTLS reports that the same requirement also asks for a client
+	// certificate (an "mtls" scheme ANDed with this one).
+	WithMTLS bool `json:"with_mtls,omitempty"`
 }
 
 // Card signature results (CardVerification.Status; Outcome agent.signature

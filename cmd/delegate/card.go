@@ -137,7 +137,7 @@ func runCardFetch(cmd *cobra.Command, cardURL string, fl cardFlags) error {
 	out := cardReport{URL: card.URL, Name: card.Parsed.Name, Version: card.Parsed.Version, Digest: card.Digest,
 		Signature: card.Verification.Label(), Verification: card.Verification,
 		SignatureRequired: f.RequireSignature(card.Origin), Streaming: card.Parsed.Capabilities.Streaming, Skills: skillIDs(card),
-		SecuritySchemes: cards.Schemes(card.Parsed), Scheme: cards.SchemeOf(card.Parsed),
+		SecuritySchemes: cards.Schemes(card.Parsed), Scheme: cards.SchemeOf(card.Parsed, nil),
 		ExtendedCardDeclared: card.Parsed.Capabilities.ExtendedAgentCard}
 	if ierr != nil {
 		out.InterfaceError = ierr.Error()
@@ -145,6 +145,7 @@ func runCardFetch(cmd *cobra.Command, cardURL string, fl cardFlags) error {
 		out.Interface = &iface
 		if origin, err := cards.InterfaceOrigin(iface); err == nil {
 			_, out.Credentials = creds.ForOrigin(origin)
+			out.Scheme = cards.SchemeOf(card.Parsed, func(kind string) bool { return creds.Satisfies(origin, kind) })
 		}
 	}
 	if out.ExtendedCardDeclared {
@@ -240,13 +241,36 @@ func printCardReport(w io.Writer, out cardReport) {
 
 // describeScheme is a scheme in words, without a secret.
 func describeScheme(s *contracts.AuthScheme) string {
+	var d string
 	switch s.Kind {
 	case "api_key":
-		return "API key in header " + s.Header
+		switch s.In {
+		case "query", "cookie":
+			d = fmt.Sprintf("API key in %s %q", s.In, s.Param)
+		default:
+			d = "API key in header " + s.Header
+		}
 	case "bearer":
-		return "bearer token in the Authorization header"
+		d = "bearer token in the Authorization header"
+	case "oauth2":
+		d = "OAuth 2.0 client credentials (RFC 6749 §4.4), the card's tokenUrl " + s.TokenURL
+	case "oidc":
+		d = "OpenID Connect client credentials, the card's issuer " + s.OpenIDConnectURL
+	case "mtls":
+		d = "a client certificate (mTLS)"
+	default:
+		d = s.Kind
 	}
-	return s.Kind
+	if s.Name != "" {
+		d = s.Name + ": " + d
+	}
+	if len(s.Scopes) > 0 {
+		d += fmt.Sprintf(", scopes %v", s.Scopes)
+	}
+	if s.WithMTLS {
+		d += ", with a client certificate"
+	}
+	return d
 }
 
 func newCardSignCmd() *cobra.Command {

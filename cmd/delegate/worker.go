@@ -138,8 +138,13 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 		worker.SetStickyWorkflowCacheSize(f.cacheSize)
 	}
 	w := worker.New(c, contracts.TaskQueue, bench.WorkerOptions())
+	fetcher := &cards.Fetcher{Trust: ts}
+	if creds != nil {
+		// OpenID Connect discovery documents go through the card guard.
+		creds.Fetcher = fetcher
+	}
 	workflows.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
-		Fetcher: &cards.Fetcher{Trust: ts}, Policy: pf, Credentials: creds, Temporal: c, Push: pushTo}, workflows.Options{})
+		Fetcher: fetcher, Policy: pf, Credentials: creds, Temporal: c, Push: pushTo}, workflows.Options{})
 	if err := w.Start(); err != nil {
 		return temporalErr(fmt.Errorf("starting the worker: %w", err))
 	}
