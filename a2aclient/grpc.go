@@ -73,12 +73,24 @@ func grpcTransport(iface contracts.Interface, opts Options, maxBytes int64, red 
 	// passthrough: the target goes to the dialer as written (host:port),
 	// which resolves it and checks every address (the guard); gRPC's own
 	// resolver would hand it addresses checked by no one.
+	unary, stream := []grpc.UnaryClientInterceptor{seam.unary}, []grpc.StreamClientInterceptor{seam.stream}
+	if opts.auth != nil {
+		// The credentials the HTTP seam adds (minted tokens, a cookie
+		// key), as metadata: outside the seam, which then records the
+		// call that went (the retry's, after a refused token).
+		origin, err := cards.InterfaceOrigin(iface)
+		if err != nil {
+			return nil, nil, err
+		}
+		ga := &grpcAuth{spec: *opts.auth, red: red, origin: origin}
+		unary, stream = append([]grpc.UnaryClientInterceptor{ga.unary}, unary...), append([]grpc.StreamClientInterceptor{ga.stream}, stream...)
+	}
 	conn, err := grpc.NewClient("passthrough:///"+t.Addr(),
 		grpc.WithTransportCredentials(creds),
 		grpc.WithContextDialer(seam.dialer(dial)),
 		grpc.WithStatsHandler(seam),
-		grpc.WithChainUnaryInterceptor(seam.unary),
-		grpc.WithChainStreamInterceptor(seam.stream),
+		grpc.WithChainUnaryInterceptor(unary...),
+		grpc.WithChainStreamInterceptor(stream...),
 		// The response bound (Options.MaxResponseBytes) holds for every
 		// message read, a reply or a stream event: a larger one is refused
 		// before it is decoded.
