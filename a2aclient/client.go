@@ -397,6 +397,13 @@ func classify(op string, err error, rec *record) error {
 	rec.mu.Lock()
 	overGRPC := rec.grpc
 	rec.mu.Unlock()
+	if cat := authCategory(err); cat != "" {
+		// The credential seam's own failure (a token endpoint's answer, a
+		// card naming another token URL), over any binding: decided before
+		// the call went, or after the agent refused it.
+		ce.Category = cat
+		return ce
+	}
 	if overGRPC {
 		classifyGRPC(op, ce, rec)
 		return ce

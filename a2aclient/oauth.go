@@ -128,8 +128,11 @@ type minter struct {
 	cc     ClientCredentials
 	oauth2 *OAuth2
 	oidc   *OIDC
-	// hc is the token endpoint's client (nil: tokenHTTPClient).
-	hc *http.Client
+	// hc is the token endpoint's client (nil: tokenHTTPClient, or for
+	// OIDC guardedClient).
+	hc      *http.Client
+	once    sync.Once
+	guarded *http.Client
 }
 
 // Token mints a token. Errors are *AuthError.
@@ -154,12 +157,19 @@ func (m *minter) Token() (*oauth2.Token, error) {
 		cfg.EndpointParams = url.Values{"audience": {m.cc.Audience}}
 	}
 	hc := m.hc
-	if hc == nil {
+	switch {
+	case hc != nil:
+	case m.oidc != nil:
+		hc = m.guardedClient()
+	default:
 		hc = tokenHTTPClient
 	}
 	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
 	if err != nil {
 		return nil, tokenError(tokenURL, m.cc.ClientID, secret, hc.Timeout, err)
+	}
+	if err := checkToken(tok); err != nil {
+		return nil, authErrorf(contracts.CategoryAuthorization, "token endpoint %s (client_id %q): %v; the token is not used", tokenURL, m.cc.ClientID, err)
 	}
 	if tok.Expiry.IsZero() || !tok.Expiry.After(time.Now()) {
 		// expires_in missing, 0 or negative (RFC 6749 §5.1 makes it
@@ -169,10 +179,65 @@ func (m *minter) Token() (*oauth2.Token, error) {
 	return &oauth2.Token{AccessToken: tok.AccessToken, TokenType: "Bearer", Expiry: tok.Expiry}, nil
 }
 
+// checkToken refuses a token this client cannot send as it was meant: a
+// token_type other than Bearer (RFC 6749 §7.1: a client must not use a
+// token type it does not understand; a DPoP or MAC token sent as bearer
+// would be misused), an access token that is not an RFC 6750 §2.1
+// b64token (it could not be a header value: CR, LF, space), or one too
+// short for the redactor to find (under minRedacted bytes: an agent
+// echoing it would put it in history). The token's value is never named.
+func checkToken(tok *oauth2.Token) error {
+	if tok.TokenType != "" && !strings.EqualFold(tok.TokenType, "bearer") {
+		return fmt.Errorf("token_type %q is not Bearer (RFC 6749 §7.1, RFC 6750)", contracts.CutText(tok.TokenType, 40))
+	}
+	at := tok.AccessToken
+	if len(at) < minRedacted {
+		return fmt.Errorf("the access token is %d bytes, under %d", len(at), minRedacted)
+	}
+	body := strings.TrimRight(at, "=")
+	if body == "" {
+		return errors.New("the access token is not an RFC 6750 b64token")
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			return fmt.Errorf("the access token has a byte (0x%02x at %d) an RFC 6750 b64token cannot hold", c, i)
+		}
+	}
+	return nil
+}
+
+// guardedClient is the token endpoint's client when the endpoint came
+// from a discovery document (OIDC): the issuer's discovery is the
+// operator's choice, the token_endpoint it names is not, so the client
+// secret goes there only through the HTTP guard (cards.Guard: no private,
+// link-local or metadata address unless the issuer origin's trust entry
+// says allow_private_network, the address connected is the one checked),
+// with the same bounds as tokenHTTPClient and no redirect.
+func (m *minter) guardedClient() *http.Client {
+	m.once.Do(func() {
+		origin, _ := cards.Origin(m.oidc.Issuer)
+		g := m.creds.fetcher().Guard()
+		g.HeaderTimeout = TokenTimeout
+		m.guarded = &http.Client{
+			Timeout:       TokenTimeout,
+			Transport:     &tokenTransport{max: MaxTokenResponseBytes, base: g.Client(origin).Transport},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	})
+	return m.guarded
+}
+
 // tokenError makes the AuthError of a failed token request.
 func tokenError(tokenURL, clientID, secret string, timeout time.Duration, err error) *AuthError {
 	where := fmt.Sprintf("token endpoint %s (client_id %q)", tokenURL, clientID)
-	red := newRedactor([]string{secret})
+	// The secret as sent, too: HTTP Basic carries it form-encoded (RFC
+	// 6749 §2.3.1, what x/oauth2 writes), so an endpoint echoing the
+	// Authorization header shows base64 of id:QueryEscape(secret).
+	red := newRedactor([]string{secret, url.QueryEscape(secret), url.QueryEscape(clientID) + ":" + url.QueryEscape(secret)})
+	// Every remote text is redacted before it is cut: a secret across the
+	// cut would keep its first bytes.
+	cut := func(s string, n int) string { return contracts.CutText(red.text(s), n) }
 	var re *oauth2.RetrieveError
 	switch {
 	case errors.As(err, &re):
@@ -186,34 +251,39 @@ func tokenError(tokenURL, clientID, secret string, timeout time.Duration, err er
 		}
 		msg := fmt.Sprintf("%s: HTTP %d", where, status)
 		if re.ErrorCode != "" {
-			msg += " " + contracts.CutText(re.ErrorCode, 100)
+			msg += " " + cut(re.ErrorCode, 100)
 		}
 		if re.ErrorDescription != "" {
-			msg += ": " + contracts.CutText(re.ErrorDescription, 200)
+			msg += ": " + cut(re.ErrorDescription, 200)
 		} else if len(re.Body) > 0 && re.ErrorCode == "" {
-			msg += fmt.Sprintf("; response body (%d bytes): %s", len(re.Body), contracts.CutText(strings.ToValidUTF8(string(re.Body), "\uFFFD"), 200))
+			msg += fmt.Sprintf("; response body (%d bytes): %s", len(re.Body), cut(strings.ToValidUTF8(string(re.Body), "\uFFFD"), 200))
 		}
 		if cat == contracts.CategoryAuthorization {
 			msg += " (RFC 6749 §5.2: the client or its grant was refused; check client_id, the client secret, scopes and audience)"
 		}
 		return authErrorf(cat, "%s", red.text(msg))
+	case errors.Is(err, cards.ErrGuard):
+		// The discovered token endpoint is an address the worker must not
+		// reach: nothing was sent, and retrying will not change it.
+		return authErrorf(contracts.CategoryAuthorization, "%s: refused by the HTTP guard, nothing sent: %s", where, cut(errText(err, 1<<20), 300))
 	case errors.Is(err, ErrTokenResponse):
-		return authErrorf(contracts.CategoryAuthorization, "%s: %s", where, red.text(errText(err)))
+		return authErrorf(contracts.CategoryAuthorization, "%s: %s", where, cut(errText(err, 1<<20), 300))
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return authErrorf(contracts.CategoryTransient, "%s: no token within %s", where, timeout)
 	case errors.As(err, new(*url.Error)) || errors.As(err, new(*net.OpError)):
-		return authErrorf(contracts.CategoryTransient, "%s: %s", where, red.text(errText(err)))
+		return authErrorf(contracts.CategoryTransient, "%s: %s", where, cut(errText(err, 1<<20), 300))
 	}
-	return authErrorf(contracts.CategoryAuthorization, "%s: %s", where, red.text(contracts.CutText(err.Error(), 300)))
+	return authErrorf(contracts.CategoryAuthorization, "%s: %s", where, cut(err.Error(), 300))
 }
 
-// errText is the innermost text of a url.Error (without the URL again).
-func errText(err error) string {
+// errText is the innermost text of a url.Error (without the URL again),
+// at most n bytes.
+func errText(err error, n int) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return contracts.CutText(err.Error(), 300)
+	return contracts.CutText(err.Error(), n)
 }
 
 func isTimeout(err error) bool {
