@@ -28,7 +28,8 @@ test-interop:
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./a2aclient ./e2e
 
 # Record the histories of the end-to-end scenarios into a new folder of
-# workflows/testdata/histories (make record-histories NAME=what-changed);
+# workflows/testdata/histories (make record-histories NAME=baseline, or
+# NAME=<change-id>-v<N> for a version after it: docs/versioning.md);
 # make test replays every recorded history with today's workflow code.
 record-histories:
 	@test -n "$(NAME)" || (echo "usage: make record-histories NAME=folder-name"; exit 2)

@@ -209,21 +209,6 @@ func TestAnswerSizeLimit(t *testing.T) {
 	}
 }
 
-// WithoutRule drops the FieldErrors of one rule, from a join too.
-func TestWithoutRule(t *testing.T) {
-	a := &FieldError{Field: "data", Rule: EmptyListRule}
-	b := &FieldError{Field: "answered_by", Rule: "at most 200 bytes"}
-	if err := WithoutRule(a, EmptyListRule); err != nil {
-		t.Errorf("alone: %v, want nil", err)
-	}
-	if err := WithoutRule(errors.Join(a, b), EmptyListRule); err == nil || err.Error() != b.Error() {
-		t.Errorf("joined: %v, want only %v", err, b)
-	}
-	if err := WithoutRule(nil, EmptyListRule); err != nil {
-		t.Errorf("nil: %v", err)
-	}
-}
-
 // A resolution names a task only to adopt it: a task_id with abandon was
 // taken and ignored (the delegation abandoned, easy to take for an adopt).
 func TestResolutionTaskIDOnlyWithAdopt(t *testing.T) {

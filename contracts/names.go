@@ -91,17 +91,16 @@ const (
 	// for Signal "rediscover".
 	PhaseCardChanged Phase = "card-changed"
 	// PhaseUnknownOutcome: a send's outcome is unknown; waiting for
-	// resolve-unknown. Delegations started before v0.5 (workflow version
-	// VersionOneSpelling) spell it "unknown_outcome" (FormerA2AStates).
+	// resolve-unknown.
 	PhaseUnknownOutcome Phase = "unknown-outcome"
 )
 
 // FormerA2AStates maps an A2AState value to the spellings it had before:
 // delegations that were waiting when the spelling changed keep the old
-// one in their search attribute and State, so filters read both.
-var FormerA2AStates = map[string][]string{
-	string(PhaseUnknownOutcome): {"unknown_outcome"},
-}
+// one in their search attribute and State, so filters read both. An entry
+// stays as long as the workflow version that wrote the old spelling
+// (docs/versioning.md). Empty: the baseline has one spelling of each.
+var FormerA2AStates = map[string][]string{}
 
 // Phases lists every Phase.
 var Phases = []Phase{PhaseResolving, PhaseSending, PhaseCardChanged, PhaseUnknownOutcome, PhaseEnded}
@@ -139,6 +138,9 @@ func ParseA2AState(s string) (string, error) {
 			former = append(former, o+" (= "+now+")")
 		}
 	}
+	if len(former) == 0 {
+		return "", fmt.Errorf("%q is not an A2AState; one of: %s", s, strings.Join(A2AStates, ", "))
+	}
 	slices.Sort(former)
 	return "", fmt.Errorf("%q is not an A2AState; one of: %s; also read: %s", s, strings.Join(A2AStates, ", "), strings.Join(former, ", "))
 }
@@ -155,8 +157,8 @@ func CurrentA2AState(s string) string {
 
 // A2AStateFilter is the Temporal visibility query clause that selects the
 // delegations in A2AState state (a valid, current value), under every
-// spelling it has had: `A2AState = "working"`, or `A2AState IN
-// ("unknown-outcome", "unknown_outcome")`.
+// spelling it has had (FormerA2AStates): `A2AState = "working"`, or, for a
+// renamed value, `A2AState IN ("new-spelling", "old_spelling")`.
 func A2AStateFilter(state string) string {
 	former := FormerA2AStates[state]
 	if len(former) == 0 {

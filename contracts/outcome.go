@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -65,30 +64,6 @@ func (a Answer) Validate() error {
 // history as {"data": null}, which its client cannot read, so the task
 // could not be read at all after the agent had taken the message.
 const EmptyListRule = "must not be an empty list ([]): A2A peers read a data part holding [] as a part with no content; leave data out, or send an object"
-
-// WithoutRule is err without the FieldErrors that break rules (err as a
-// FieldError, or errors.Join of them); nil when none is left. A workflow
-// uses it to judge a recorded history by the rules it ran under.
-func WithoutRule(err error, rules ...string) error {
-	var kept []error
-	var walk func(error)
-	walk = func(e error) {
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			for _, x := range j.Unwrap() {
-				walk(x)
-			}
-			return
-		}
-		if fe, ok := e.(*FieldError); ok && slices.Contains(rules, fe.Rule) {
-			return
-		}
-		kept = append(kept, e)
-	}
-	if err != nil {
-		walk(err)
-	}
-	return errors.Join(kept...)
-}
 
 func emptyList(d []byte) bool { return string(bytes.Join(bytes.Fields(d), nil)) == "[]" }
 

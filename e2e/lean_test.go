@@ -40,10 +40,10 @@ func count(types []enumspb.EventType, want enumspb.EventType) int {
 }
 
 // A delegation costs what the protocol needs (issue 13): an agent that
-// answers at once costs one activity and 14 history events (a trivial
-// workflow with one activity costs 11; the version marker and its search
-// attribute, and the final state, are the rest); one question answered
-// before the first read costs 28.
+// answers at once costs one activity and 12 history events (a trivial
+// workflow with one activity costs 11; the final state is the rest: the
+// baseline records no version marker and no TemporalChangeVersion); one
+// question answered before the first read costs 26.
 func TestHistoryIsLean(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -55,9 +55,9 @@ func TestHistoryIsLean(t *testing.T) {
 		t.Fatalf("plain: status %s (%+v)", out.Status, out.Error)
 	}
 	types := e.eventTypes(t, ctx, plain.LocalWorkflowID)
-	if len(types) > 14 || count(types, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) != 1 ||
-		count(types, enumspb.EVENT_TYPE_TIMER_STARTED) != 0 || count(types, enumspb.EVENT_TYPE_MARKER_RECORDED) != 1 {
-		t.Errorf("plain delegation: %d events, want <= 14 with one activity, no timer and only the version marker: %v", len(types), types)
+	if len(types) > 12 || count(types, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) != 1 ||
+		count(types, enumspb.EVENT_TYPE_TIMER_STARTED) != 0 || count(types, enumspb.EVENT_TYPE_MARKER_RECORDED) != 0 {
+		t.Errorf("plain delegation: %d events, want <= 12 with one activity, no timer and no marker: %v", len(types), types)
 	}
 
 	round := lostParcel("lean-round", e.base)
@@ -80,7 +80,7 @@ func TestHistoryIsLean(t *testing.T) {
 		t.Fatalf("round: %v, status %s (%+v)", err, out.Status, out.Error)
 	}
 	types = e.eventTypes(t, ctx, round.LocalWorkflowID)
-	if len(types) > 28 || count(types, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) != 2 {
-		t.Errorf("one input round: %d events, want <= 28 with two activities (no read before the first interval): %v", len(types), fmt.Sprint(types))
+	if len(types) > 26 || count(types, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) != 2 || count(types, enumspb.EVENT_TYPE_MARKER_RECORDED) != 0 {
+		t.Errorf("one input round: %d events, want <= 26 with two activities (no read before the first interval) and no marker: %v", len(types), fmt.Sprint(types))
 	}
 }

@@ -25,8 +25,10 @@ import (
 
 // TestRecordHistories runs one delegation per scenario and writes each
 // workflow history as JSON into $DELEGATE_RECORD_HISTORIES (make
-// record-histories); workflows/replay_test.go replays them. Skipped unless
-// the variable names a directory.
+// record-histories NAME=baseline, or NAME=<change-id>-v<N> for a version
+// after it: docs/versioning.md); workflows/replay_test.go replays them.
+// Every version records every scenario. Skipped unless the variable names
+// a directory.
 func TestRecordHistories(t *testing.T) {
 	dir := os.Getenv("DELEGATE_RECORD_HISTORIES")
 	if dir == "" {
@@ -226,6 +228,28 @@ func TestRecordHistories(t *testing.T) {
 		}
 		write("reconcile-then-answer", run, contracts.StatusCompleted)
 
+		d = contract("reconcile-twice-during-a-read", "")
+		run = start(d)
+		waitState(d.LocalWorkflowID, "input-required")
+		// Two requests back to back: the second arrives while the first
+		// one's read runs and is folded into it.
+		for range 2 {
+			if err := e.c.SignalWorkflow(ctx, d.LocalWorkflowID, "", contracts.SignalReconcile, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, "reconciled twice", time.Minute, func() (bool, string) {
+			s, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			return s.ReconcileCount == 2, fmt.Sprintf("%+v", s.Reconciliations)
+		})
+		if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo attached: box.jpg"}); err != nil {
+			t.Fatal(err)
+		}
+		write("reconcile-twice-during-a-read", run, contracts.StatusCompleted)
+
 		d = contract("revoke", "")
 		run = start(d)
 		waitState(d.LocalWorkflowID, "input-required")
@@ -252,7 +276,7 @@ func TestRecordHistories(t *testing.T) {
 	}
 	if want("pushed") {
 		// The agent pushes the task's completion to a webhook; the
-		// delegation reads the task on the push (VersionPush).
+		// delegation reads the task on the push.
 		var c client.Client
 		settings, _ := newWebhook(t, []byte(strings.Repeat("r", 32)), &c, "")
 		saved := e

@@ -36,16 +36,6 @@ func (r *run) activityUnless(ctx workflow.Context, opts workflow.ActivityOptions
 	return f.Get(ctx, out)
 }
 
-// localActivity runs a short activity inside the workflow task (a local
-// activity: one marker event, no extra round trip), interrupted by the
-// deadline or cancellation. name is the registered activity name.
-func (r *run) localActivity(ctx workflow.Context, opts workflow.LocalActivityOptions, name string, in any, out any) error {
-	r.arm(ctx)
-	lctx, cancel := workflow.WithCancel(workflow.WithLocalActivityOptions(ctx, opts))
-	defer cancel()
-	return r.await(ctx, workflow.ExecuteLocalActivity(lctx, name, in), out)
-}
-
 // await waits for f, or for a reason to stop (interrupt), whichever
 // comes first, and reads f's result into out.
 func (r *run) await(ctx workflow.Context, f workflow.Future, out any) error {
@@ -62,13 +52,6 @@ func (r *run) await(ctx workflow.Context, f workflow.Future, out any) error {
 // on attempts (the activity's own timeout and the deadline bound it).
 func backoff(maxInterval time.Duration) *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: maxInterval}
-}
-
-func resolveOptions() workflow.LocalActivityOptions {
-	return workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         backoff(30 * time.Second),
-	}
 }
 
 // sendOptions: a worker that dies during a send is noticed by the
@@ -94,13 +77,6 @@ func cancelOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
-	}
-}
-
-func authorizeOptions() workflow.LocalActivityOptions {
-	return workflow.LocalActivityOptions{
-		StartToCloseTimeout: 10 * time.Second,
-		RetryPolicy:         backoff(10 * time.Second),
 	}
 }
 

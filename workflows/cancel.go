@@ -23,11 +23,11 @@ func (r *run) interrupt() error {
 	return nil
 }
 
-// arm starts the deadline timer (from VersionLean, when the delegation
-// first waits; before it, the listener starts it at once). The timer is
-// not canceled with the workflow: only its firing counts.
+// arm starts the deadline timer when the delegation first waits (a send is
+// bounded by its own timeouts). The timer is not canceled with the
+// workflow: only its firing counts.
 func (r *run) arm(ctx workflow.Context) {
-	if r.v < VersionLean || r.deadlineTimer != nil || r.deadlineHit {
+	if r.deadlineTimer != nil || r.deadlineHit {
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
@@ -40,7 +40,7 @@ func (r *run) arm(ctx workflow.Context) {
 // deadline) to record late results. It returns whether the cancel was
 // confirmed.
 func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
-	if r.v >= VersionGuardHistory && contracts.TaskState(r.s.A2AState) == contracts.TaskStateCompleted && r.s.LastSnapshot != nil {
+	if contracts.TaskState(r.s.A2AState) == contracts.TaskStateCompleted && r.s.LastSnapshot != nil {
 		// The task completed before the stop took effect (a send in
 		// flight): the agent did the work; what it returned is kept as
 		// late results, not turned into outputs.

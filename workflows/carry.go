@@ -37,13 +37,13 @@ func trimCarry(c *contracts.Carry) {
 }
 
 // ErrTypeCarriedState is the ApplicationError type of a run whose carried
-// state (input or memo) does not decode: the delegation fails loudly
+// state (its second input) does not decode: the delegation fails loudly
 // rather than start again and resend round 0.
 const ErrTypeCarriedState = "carried_state"
 
-// carriedInput reads what the previous run handed over: the second input,
-// or (runs recorded before it) the memo. nil when this is the first run.
-func carriedInput(raw converter.RawValue, info *workflow.Info) (*contracts.Carry, error) {
+// carriedInput reads what the previous run handed over: the second input.
+// nil when this is the first run.
+func carriedInput(raw converter.RawValue) (*contracts.Carry, error) {
 	if p := raw.Payload(); p != nil && len(p.GetData()) > 0 {
 		if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
 			return nil, fmt.Errorf("carried state: payload encoding %q, want %s", enc, converter.MetadataEncodingJSON)
@@ -64,18 +64,7 @@ func carriedInput(raw converter.RawValue, info *workflow.Info) (*contracts.Carry
 		}
 		return &c, nil
 	}
-	if info.Memo == nil {
-		return nil, nil
-	}
-	p, ok := info.Memo.GetFields()[CarryMemoKey]
-	if !ok {
-		return nil, nil
-	}
-	var st contracts.State
-	if err := converter.GetDefaultDataConverter().FromPayload(p, &st); err != nil {
-		return nil, fmt.Errorf("carried state (memo %s) does not decode: %w", CarryMemoKey, err)
-	}
-	return &contracts.Carry{State: st}, nil
+	return nil, nil
 }
 
 // resume applies the intents a previous run carried over.
@@ -91,16 +80,11 @@ func (r *run) resume(ctx workflow.Context, c *contracts.Carry) {
 	}
 }
 
-// CarryMemoKey is the memo field in which runs recorded before the
-// carried input handed their contracts.State to the next run.
-const CarryMemoKey = "delegate_state"
-
 // shouldContinueAsNew reports (and notes) that this run continues as new
 // now: Temporal suggests it or the history is past Options.ContinueAsNewEvents, and
 // this run has watched at least once (so that a long chain still makes
-// progress). From VersionCarryInput, the signals still buffered are
-// applied first, and a revoke or the deadline among them is handled in
-// this run instead.
+// progress). The signals still buffered are applied first, and a revoke or
+// the deadline among them is handled in this run instead.
 func (r *run) shouldContinueAsNew(ctx workflow.Context) bool {
 	if r.watches == 0 || !r.historyFull(ctx) {
 		return false
@@ -109,27 +93,23 @@ func (r *run) shouldContinueAsNew(ctx workflow.Context) bool {
 }
 
 // MaxRunHistoryBytes is the history size past which a run continues as
-// new (VersionGuardHistory), well under the server's limits (50 MiB).
+// new, well under the server's limits (50 MiB).
 const MaxRunHistoryBytes = 8 << 20
 
 // historyFull reports whether this run should hand over to a new one
 // between two watches: Temporal suggests it, or the history is past
-// Options.ContinueAsNewEvents (or, from VersionGuardHistory,
-// MaxRunHistoryBytes).
+// Options.ContinueAsNewEvents or MaxRunHistoryBytes.
 func (r *run) historyFull(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
 	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > r.o.continueAsNewEvents() ||
-		(r.v >= VersionGuardHistory && info.GetCurrentHistorySize() > MaxRunHistoryBytes)
+		info.GetCurrentHistorySize() > MaxRunHistoryBytes
 }
 
 // floodedWhileWaiting reports whether signals filled this run while it
-// waits (VersionGuardHistory): Temporal suggests continuing as new, or the
+// waits: Temporal suggests continuing as new, or the
 // history is past Options.WaitingHistoryEvents or MaxRunHistoryBytes. A
 // fresh run is far below, so a run never hands over before it waited.
 func (r *run) floodedWhileWaiting(ctx workflow.Context) bool {
-	if r.v < VersionGuardHistory {
-		return false
-	}
 	info := workflow.GetInfo(ctx)
 	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > r.o.waitingHistoryEvents() ||
 		info.GetCurrentHistorySize() > MaxRunHistoryBytes
@@ -139,15 +119,13 @@ func (r *run) floodedWhileWaiting(ctx workflow.Context) bool {
 // (revoke, deadline, cancel) delivered meanwhile is to be handled in this
 // run.
 func (r *run) continueNow(ctx workflow.Context) bool {
-	if r.v >= VersionCarryInput {
-		// Let the listener handle what this workflow task delivered (a
-		// revoke, the deadline), then take what is still buffered; a
-		// cancel, a revoke or the deadline is handled in this run.
-		r.settleListener(ctx)
-		r.drainSignals(ctx)
-		if r.interrupt() != nil || ctx.Err() != nil {
-			return false
-		}
+	// Let the listener handle what this workflow task delivered (a revoke,
+	// the deadline), then take what is still buffered; a cancel, a revoke
+	// or the deadline is handled in this run.
+	r.settleListener(ctx)
+	r.drainSignals(ctx)
+	if r.interrupt() != nil || ctx.Err() != nil {
+		return false
 	}
 	r.continueAsNew = true
 	return true

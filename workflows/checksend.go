@@ -14,11 +14,11 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// checkAndSend (VersionLean) sends round n as one CheckAndSend activity:
-// the card check, the authorization and the send. It is retried like send
-// (a transient failure, with backoff, until the deadline). A follow-up on a
-// card that changed in a way that matters waits in "card-changed" for
-// Signal "rediscover", as recheckCard does before VersionLean.
+// checkAndSend sends round n as one CheckAndSend activity: the card check,
+// the authorization and the send. It is retried (a transient failure, with
+// backoff, until the deadline; see retrying). A follow-up on a card that
+// changed in a way that matters waits in "card-changed" for Signal
+// "rediscover".
 func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (contracts.TaskSnapshot, error) {
 	for {
 		prev := r.s.A2AState
@@ -54,7 +54,7 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 		if res.Sent {
 			snap := res.Snapshot
 			snap.Attempt = attempts
-			if r.v >= VersionPush && snap.PushConfigured {
+			if snap.PushConfigured {
 				r.s.Push = true
 			}
 			return snap, nil

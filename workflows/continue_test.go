@@ -36,7 +36,7 @@ func (s *DelegationSuite) carryOf() contracts.Carry {
 // triggers continue-as-new is applied in this run, exactly once.
 func (s *DelegationSuite) TestRevokeAtTheContinueAsNewTrigger() {
 	s.lowThreshold()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("submitted"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("submitted")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop now"}) }, time.Minute)
@@ -56,7 +56,7 @@ func (s *DelegationSuite) TestRevokeAtTheContinueAsNewTrigger() {
 // input; signals still buffered are applied (or recorded) first.
 func (s *DelegationSuite) TestContinueAsNewCarriesStateAndIntents() {
 	s.lowThreshold()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("submitted"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("submitted")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		// No question is pending: recorded as ignored, carried in the state.
@@ -105,8 +105,8 @@ func (s *DelegationSuite) TestCarriedStateThatDoesNotDecode() {
 // (one activity), so that an agent down for days adds bounded history.
 func (s *DelegationSuite) TestRetriesHandedOverToTemporal() {
 	transientErr := temporal.NewApplicationError("SendMessage: transient (HTTP 503)", "transient")
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, transientErr).Times(WorkflowRetries)
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).After(10*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(activities.CheckAndSendResult{}, transientErr).Times(WorkflowRetries)
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).After(10*time.Minute).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		if s.NotNil(st.Retrying) {
@@ -142,7 +142,7 @@ func (s *DelegationSuite) TestCarriedStateIsChecked() {
 
 // A storm of reconcile requests while a read hangs keeps the state small.
 func (s *DelegationSuite) TestReconcileStormIsBounded() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
@@ -160,10 +160,10 @@ func (s *DelegationSuite) TestReconcileStormIsBounded() {
 // A reconcile read that returns after the task was observed again is not
 // applied: it must not withdraw a newer question.
 func (s *DelegationSuite) TestLateReconcileReadIsSuperseded() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(3*time.Minute).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("working"), nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()

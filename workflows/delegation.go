@@ -26,9 +26,7 @@ import (
 // ContinueAsNewEvents history events) while following the task; it drains
 // the signals still buffered, and hands its contracts.State and every intent not yet
 // acted on to the next run as the workflow's second input (contracts.Carry); the
-// next run goes on with the same remote task. Runs recorded before
-// VersionCarryInput hand the contracts.State over in the memo (CarryMemoKey), and a
-// run started from such a memo still reads it. A carried state that does
+// next run goes on with the same remote task. A carried state that does
 // not decode fails the workflow (ErrTypeCarriedState), never restarts it.
 func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
 	return delegation(ctx, d, carried, Options{})
@@ -47,7 +45,7 @@ func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		},
 		wfID: info.WorkflowExecution.ID, firstRunID: info.FirstRunID,
 	}
-	carry, err := carriedInput(carried, info)
+	carry, err := carriedInput(carried)
 	if err != nil {
 		r.s.Failure = err.Error()
 		return contracts.Outcome{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCarriedState, nil)
@@ -71,10 +69,9 @@ func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}
-	r.v = workflow.GetVersion(ctx, ChangeFollowAgents, workflow.DefaultVersion, VersionLatest)
 	// The deadline may have passed between the start and the first
 	// workflow task (no worker yet): that is a deadline, not a bad contract.
-	if err := r.rulesOfItsVersion(d.Validate(d.Deadline.Add(-time.Nanosecond))); err != nil {
+	if err := d.Validate(d.Deadline.Add(-time.Nanosecond)); err != nil {
 		r.s.Failure = "invalid contract: " + err.Error()
 		return contracts.Outcome{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidContract, nil)
 	}
@@ -93,12 +90,6 @@ func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		r.flushSA(ctx)
 		// Handlers may still be running (an update being accepted).
 		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-		if r.v < VersionCarryInput {
-			if err := workflow.UpsertMemo(ctx, map[string]any{CarryMemoKey: r.s}); err != nil {
-				return contracts.Outcome{}, err
-			}
-			return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, d)
-		}
 		c := contracts.Carry{State: *r.s, Revoked: r.revoked, Pending: r.pending, PendingVia: r.pendingVia,
 			Resolution: r.resolution, Rediscover: r.rediscover, Reconcile: r.reconcileAsked || r.reconciling, Pushed: r.pushed}
 		trimCarry(&c)
@@ -116,7 +107,6 @@ func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 
 type run struct {
 	o              Options
-	v              workflow.Version
 	flush          workflow.Channel
 	flushed        bool
 	observations   int
@@ -159,42 +149,11 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 		return r.follow(ctx, *r.s.LastSnapshot)
 	}
 	r.setState(ctx, string(contracts.PhaseResolving))
-	if r.v >= VersionLean {
-		snap, err := r.sendRound(ctx, 0, r.d.Message.Text, r.d.Message.Data, "")
-		var refused *refusedError
-		if errors.As(err, &refused) {
-			return r.outcome(refused.status, refused.info)
-		}
-		if err != nil {
-			return r.failed(ctx, err)
-		}
-		return r.follow(ctx, snap)
-	}
-	card, err := r.resolve(ctx)
-	if err != nil {
-		return r.failed(ctx, err)
-	}
-	r.s.Agent = card.Agent
-	r.s.Signature = card.Verification
-	if !card.Trusted() {
-		return r.outcome(contracts.StatusCardUntrusted, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: "nothing sent: a verified card signature is required; the card is " + card.Verification.Status + reasonSuffix(card.Verification.Reason)})
-	}
-	if !card.SkillFound {
-		return r.outcome(contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: fmt.Sprintf("nothing sent: the card of %q offers no skill %q%s", card.Agent.Name, r.d.Skill, offered(card.Skills))})
-	}
-	if card.InterfaceError != "" {
-		return r.outcome(contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: "nothing sent: " + card.InterfaceError})
-	}
-	r.adopt(ctx, card)
-
-	if err := contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(r.d.Message.Text, r.d.Message.Data)); err != nil {
-		return r.outcome(contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: "nothing sent: " + err.Error()})
-	}
 	snap, err := r.sendRound(ctx, 0, r.d.Message.Text, r.d.Message.Data, "")
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		return r.outcome(refused.status, refused.info)
+	}
 	if err != nil {
 		return r.failed(ctx, err)
 	}

@@ -10,9 +10,11 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
@@ -20,6 +22,8 @@ import (
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
+// DelegationSuite runs the Delegation workflow (the baseline) in the
+// test environment, its activities mocked.
 type DelegationSuite struct {
 	suite.Suite
 	testsuite.WorkflowTestSuite
@@ -38,17 +42,14 @@ func (s *DelegationSuite) SetupTest() {
 	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	s.ownPoll = false
 	s.opts = Options{}
-	s.freshEnv()
-	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{
-		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
-		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"},
-		SkillFound: true,
-	}, nil).Maybe()
-}
-
-func (s *DelegationSuite) allowAll() {
-	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.Anything).
-		Return(contracts.AuthorizationDecision{Allowed: true, Policy: "allow-all"}, nil).Maybe()
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.SetStartTime(t0)
+	s.env.RegisterWorkflowWithOptions(func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
+		return delegation(ctx, d, carried, s.opts)
+	}, workflowRegisterOptions())
+	s.env.RegisterActivity(&activities.Activities{})
+	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
+		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Maybe()
 }
 
 func (s *DelegationSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
@@ -69,11 +70,36 @@ func claim(name string) contracts.Artifact {
 	return contracts.Artifact{ArtifactID: "art-" + name, Name: name, Parts: []contracts.Part{{Kind: contracts.PartData, Data: json.RawMessage(`{"claim_id":"C-1","order_id":"A-1001"}`)}}}
 }
 
-// sendIs matches a SendInput by round (its messageId) and task id.
+// sendIs matches a CheckAndSendInput by round (its messageId) and task id.
 func sendIs(round int, taskID string) any {
-	return mock.MatchedBy(func(in activities.SendInput) bool {
-		return in.Message.MessageID == MessageID("default-test-workflow-id", "", round) && in.Message.TaskID == taskID
+	return mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", round) && in.Send.Message.TaskID == taskID
 	})
+}
+
+// round matches a CheckAndSendInput by round (its messageId).
+func round(n int) any {
+	return mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", n)
+	})
+}
+
+// claimsCard is the resolved card of the example claims agent.
+func claimsCard() activities.ResolvedCard {
+	return activities.ResolvedCard{
+		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
+		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0", CardOrigin: "http://agent"},
+		SkillFound: true,
+	}
+}
+
+func allowed() *contracts.AuthorizationDecision {
+	return &contracts.AuthorizationDecision{Allowed: true, Policy: "allow-all"}
+}
+
+// sent is a CheckAndSend that sent and got sn back.
+func sent(sn contracts.TaskSnapshot) activities.CheckAndSendResult {
+	return activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed(), Sent: true, Snapshot: sn}
 }
 
 func (s *DelegationSuite) outcome() contracts.Outcome { return outcomeOf(&s.Suite, s.env) }
@@ -106,7 +132,7 @@ func stateOf(s *suite.Suite, env *testsuite.TestWorkflowEnvironment) contracts.S
 }
 
 func (s *DelegationSuite) TestHappyPathWithoutInput() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("submitted"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("submitted")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "submitted" })).
 		Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "working" })).
@@ -132,11 +158,11 @@ func (s *DelegationSuite) TestHappyPathWithoutInput() {
 // expectInputRound scripts: first send → input-required; follow-up with the
 // same task → working → completed.
 func (s *DelegationSuite) expectInputRound(answerText string) {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool {
-		return in.Message.MessageID == MessageID("default-test-workflow-id", "", 1) &&
-			in.Message.TaskID == "task-1" && in.Message.ContextID == "ctx-1" && in.Message.Text == answerText
-	})).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", 1) &&
+			in.Send.Message.TaskID == "task-1" && in.Send.Message.ContextID == "ctx-1" && in.Send.Message.Text == answerText
+	})).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 }
 
@@ -208,8 +234,8 @@ func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 }
 
 func (s *DelegationSuite) TestInvalidArtifactKind() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
-		Return(snap("completed", claim("claim_opened"), claim("refund_issued")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).
+		Return(sent(snap("completed", claim("claim_opened"), claim("refund_issued"))), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusInvalidOutput, o.Status)
 	s.Len(o.Outputs, 1)
@@ -222,7 +248,7 @@ func (s *DelegationSuite) TestInvalidArtifactKind() {
 func (s *DelegationSuite) TestRemoteFailed() {
 	failed := snap("failed")
 	failed.StatusText = "no shipment found"
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(failed, nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusFailed, o.Status)
@@ -232,16 +258,16 @@ func (s *DelegationSuite) TestRemoteFailed() {
 }
 
 func (s *DelegationSuite) TestRemoteRejected() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("rejected"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("rejected")), nil).Once()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusRejected, s.outcome().Status)
 }
 
 func (s *DelegationSuite) TestCancelCancelsRemoteTask() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(10*time.Minute).Return(snap("completed"), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, activities.CancelInput{
-		Interface: contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0"}, TaskID: "task-1", ContextID: "ctx-1",
+		Interface: claimsCard().Interface, TaskID: "task-1", ContextID: "ctx-1",
 	}).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
 	o := s.execute(contract())
@@ -251,7 +277,7 @@ func (s *DelegationSuite) TestCancelCancelsRemoteTask() {
 }
 
 func (s *DelegationSuite) TestCancelWhileWaitingForInput() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
@@ -259,7 +285,7 @@ func (s *DelegationSuite) TestCancelWhileWaitingForInput() {
 }
 
 func (s *DelegationSuite) TestDeadlineWhileWaitingForInput() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
@@ -268,24 +294,16 @@ func (s *DelegationSuite) TestDeadlineWhileWaitingForInput() {
 }
 
 func (s *DelegationSuite) TestDeadlineWhileWatching() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(2*time.Hour).Return(snap("completed"), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusDeadlineExceeded, s.outcome().Status)
 }
 
-func (s *DelegationSuite) TestDeadlinePassedBeforeTheWorkerRan() {
-	d := contract()
-	d.Deadline = t0.Add(-time.Minute)
-	o := s.execute(d)
-	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
-	s.Equal("ended", s.state().A2AState)
-}
-
 func (s *DelegationSuite) TestUnauthorizedSend() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
-		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: HTTP 401", string(contracts.CategoryAuthorization), nil)).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).
+		Return(activities.CheckAndSendResult{}, temporal.NewNonRetryableApplicationError("SendMessage: HTTP 401", string(contracts.CategoryAuthorization), nil)).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Equal(contracts.CategoryAuthorization, o.Error.Category)
@@ -302,7 +320,7 @@ func (s *DelegationSuite) TestInvalidContractFailsWorkflow() {
 }
 
 func (s *DelegationSuite) TestSignalWithoutQuestionIsIgnored() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "unasked"}) }, time.Minute)
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
@@ -325,16 +343,20 @@ func TestMessageIDIsDeterministicPerRound(t *testing.T) {
 	}
 }
 
+// A follow-up on a card that changed in a way that matters waits in
+// card-changed; no rediscover comes, and the deadline ends it naming both
+// digests and the change.
 func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
-	s.freshEnv()
 	first := claimsCard()
 	first.Agent.CardDigest = "sha256:01"
 	changed := first
 	changed.Agent.CardDigest = "sha256:02"
 	changed.SkillFound = false
-	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(first, nil).Once()
-	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(changed, nil)
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	change := `skill "open-claim" is gone`
+	res := sent(snap("input-required"))
+	res.Card = first
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(res, nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(activities.CheckAndSendResult{Card: changed, Change: change, Refused: change}, nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
@@ -350,18 +372,18 @@ func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 	s.Contains(o.Error.Message, `skill "open-claim" is gone`)
 }
 
+// An unsigned card when a signature is required: nothing sent, and the
+// Outcome names the card's signature status.
 func (s *DelegationSuite) TestUntrustedCardSendsNothing() {
-	s.freshEnv()
-	s.ownPoll = false
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
-		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Maybe()
-	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.MatchedBy(func(in activities.ResolveCardInput) bool { return in.RequireSignature })).
-		Return(activities.ResolvedCard{SkillFound: true, SignatureRequired: true,
-			Agent:        contracts.AgentInfo{Name: "x", Signature: "unsigned"},
-			Verification: contracts.CardVerification{Status: contracts.SigUnsigned}}, nil).Once()
+	untrusted := activities.ResolvedCard{SkillFound: true, SignatureRequired: true,
+		Agent:        contracts.AgentInfo{Name: "x", Signature: "unsigned", CardDigest: "sha256:0u"},
+		Verification: contracts.CardVerification{Status: contracts.SigUnsigned}}
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool { return in.Card.RequireSignature })).
+		Return(activities.CheckAndSendResult{Card: untrusted, Refused: "card"}, nil).Once()
 	d := contract()
 	d.RequireSignedCard = true
 	o := s.execute(d)
 	s.Equal(contracts.StatusCardUntrusted, o.Status)
 	s.Equal("unsigned", o.Agent.Signature)
+	s.Empty(s.state().Sends, "nothing sent")
 }

@@ -13,8 +13,9 @@
 //
 // One file per concern, in the order of the flow: delegation.go (the
 // entry point, the run's fields, the main loop), send.go and checksend.go
-// (authorize, check the card and send one round; retries), card.go
-// (resolve and adopt the card, card changes, rediscover), follow.go
+// (one round as one CheckAndSend activity: the card, the authorization and
+// the send; unknown outcomes; retries), card.go (adopt the card, card
+// changes, rediscover), follow.go
 // (watch the remote task, republished questions), input.go (wait for and
 // check an operator's answer), unknown.go (a send whose outcome is
 // unknown), cancel.go (the deadline timer, stops, canceling the remote
@@ -22,5 +23,6 @@
 // handlers.go and payloads.go (Signals, Updates, and what typed input is
 // refused), details.go (the UI's current details), carry.go
 // (continue-as-new), activity.go (running activities and their options),
-// errors.go, versions.go (workflow.GetVersion), register.go, reconcile.go.
+// errors.go, versions.go (the versioning rule and the registry of changes:
+// docs/versioning.md), register.go, reconcile.go.
 package workflows

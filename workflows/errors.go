@@ -16,7 +16,7 @@ var (
 	// errAbandoned: an operator abandoned a send whose outcome is unknown.
 	errAbandoned = errors.New("abandoned after an unknown outcome")
 	// errHistoryFull: the run's history is full while it waits; it
-	// continues as new (VersionGuardHistory). Not an ending.
+	// continues as new. Not an ending.
 	errHistoryFull = errors.New("history full: continue as new")
 )
 

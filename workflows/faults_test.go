@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/codec"
@@ -20,13 +19,12 @@ func unknownErr() error {
 }
 
 func (s *DelegationSuite) TestUnknownOutcomeAskOperatorThenResend() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(contracts.TaskSnapshot{}, unknownErr()).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(activities.CheckAndSendResult{}, unknownErr()).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	var rejected error
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
-		// This suite runs VersionQuestionInNextRun: the spelling of then.
-		s.Equal("unknown_outcome", st.A2AState)
+		s.Equal(string(contracts.PhaseUnknownOutcome), st.A2AState)
 		s.Require().NotNil(st.Unknown)
 		s.Equal(MessageID("default-test-workflow-id", "", 0), st.Unknown.MessageID)
 		s.env.UpdateWorkflow(contracts.ResolveUnknown, "bad", &testsuite.TestUpdateCallback{
@@ -48,7 +46,7 @@ func (s *DelegationSuite) TestUnknownOutcomeAskOperatorThenResend() {
 func (s *DelegationSuite) TestUnknownOutcomeAutoResendThenAbandon() {
 	d := contract()
 	d.OnUnknownOutcome = contracts.OnUnknownResend
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(contracts.TaskSnapshot{}, unknownErr()).Times(4)
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(activities.CheckAndSendResult{}, unknownErr()).Times(4)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		s.Require().NotNil(st.Unknown)
@@ -63,8 +61,8 @@ func (s *DelegationSuite) TestUnknownOutcomeAutoResendThenAbandon() {
 func (s *DelegationSuite) TestAdoptChecksTheContext() {
 	// Round 1 (a follow-up) has an unknown outcome; the operator adopts a
 	// task of another context (refused), then the right one.
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(contracts.TaskSnapshot{}, unknownErr()).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(activities.CheckAndSendResult{}, unknownErr()).Once()
 	other := snap("working")
 	other.ContextID = "ctx-other"
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(other, nil).Once()
@@ -83,18 +81,12 @@ func (s *DelegationSuite) TestAdoptChecksTheContext() {
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 }
 
+// The authorization is checked again before the follow-up: denied then,
+// nothing is sent and the remote task is canceled.
 func (s *DelegationSuite) TestDeniedBeforeTheFollowUp() {
-	s.env = s.NewTestWorkflowEnvironment()
-	s.env.SetStartTime(t0)
-	s.env.RegisterWorkflowWithOptions(Delegation, workflowRegisterOptions())
-	s.env.RegisterActivity(&activities.Activities{})
-	s.env.OnGetVersion(ChangeFollowAgents, workflow.DefaultVersion, VersionLatest).Return(VersionQuestionInNextRun).Maybe()
-	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(activities.ResolvedCard{SkillFound: true}, nil)
-	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.MatchedBy(func(in activities.AuthorizationInput) bool { return in.Round == 0 })).
-		Return(contracts.AuthorizationDecision{Allowed: true}, nil).Once()
-	s.env.OnActivity(acts.CheckAuthorization, mock.Anything, mock.MatchedBy(func(in activities.AuthorizationInput) bool { return in.Round == 1 })).
-		Return(contracts.AuthorizationDecision{Allowed: false, Reason: "local_workflow_id revoked"}, nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(activities.CheckAndSendResult{Card: claimsCard(),
+		Authorization: &contracts.AuthorizationDecision{Allowed: false, Reason: "local_workflow_id revoked"}}, nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	o := s.execute(contract())
@@ -104,7 +96,7 @@ func (s *DelegationSuite) TestDeniedBeforeTheFollowUp() {
 }
 
 func (s *DelegationSuite) TestRevokeSignalWhileWaiting() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "customer withdrew consent"})
@@ -115,7 +107,7 @@ func (s *DelegationSuite) TestRevokeSignalWhileWaiting() {
 }
 
 func (s *DelegationSuite) TestCancelUnconfirmedRecordsLateResults() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).
 		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("CancelTask: task cannot be canceled", "protocol", nil)).Once()
@@ -129,11 +121,11 @@ func (s *DelegationSuite) TestCancelUnconfirmedRecordsLateResults() {
 }
 
 func (s *DelegationSuite) TestAuthRequiredAnsweredWithAReference() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("auth-required")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool {
-		return in.CredentialRef == "claims-prod" && in.Message.TaskID == "task-1"
-	})).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+		return in.Send.CredentialRef == "claims-prod" && in.Send.Message.TaskID == "task-1"
+	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	var noRef, refForInput error
 	s.env.RegisterDelayedCallback(func() {
 		cb := func(dst *error) *testsuite.TestUpdateCallback {
@@ -149,7 +141,7 @@ func (s *DelegationSuite) TestAuthRequiredAnsweredWithAReference() {
 }
 
 func (s *DelegationSuite) TestReconcileRecordsWhatItSaw() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
@@ -166,7 +158,7 @@ func (s *DelegationSuite) TestReconcileRecordsWhatItSaw() {
 
 func (s *DelegationSuite) TestAuthRequiredResolvedOutOfBand() {
 	s.ownPoll = true
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("auth-required")), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "auth-required" })).
 		After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	o := s.execute(contract())
@@ -175,7 +167,7 @@ func (s *DelegationSuite) TestAuthRequiredResolvedOutOfBand() {
 }
 
 func (s *DelegationSuite) TestReconcileSeesTheTaskEndedWhileWaiting() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
 	ended := snap("canceled")
 	ended.StatusText = "canceled at the agent"
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
@@ -184,25 +176,6 @@ func (s *DelegationSuite) TestReconcileSeesTheTaskEndedWhileWaiting() {
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
 	s.Contains(o.Error.Message, "canceled at the agent")
-}
-
-func (s *DelegationSuite) TestUnknownCredentialRefIsAskedAgain() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("auth-required"), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool { return in.CredentialRef == "typo" })).
-		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("unknown ref", activities.ErrTypeCredentialRef, nil)).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.MatchedBy(func(in activities.SendInput) bool { return in.CredentialRef == "claims-prod" })).
-		Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{CredentialRef: "typo"}) }, time.Minute)
-	s.env.RegisterDelayedCallback(func() {
-		st := s.state()
-		s.Require().NotNil(st.Question, "asked again")
-		s.Contains(st.Answers[0].Refused, "typo")
-		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{CredentialRef: "claims-prod"})
-	}, 2*time.Minute)
-	o := s.execute(contract())
-	s.Equal(contracts.StatusCompleted, o.Status)
-	s.Equal(1, o.InputRounds)
 }
 
 // sealedPayload is a payload sealed with key "k2" (codec), as a worker
@@ -217,7 +190,7 @@ func sealedPayload() converter.RawValue {
 // lacks, during a rotation) still revokes, and is recorded naming the key;
 // so is an answer, which is not taken. The Go SDK used to drop such a
 // Signal and leave the listener waiting for the next one on that channel.
-func (s *LeanSuite) TestSealedSignalsAreRefusedByName() {
+func (s *DelegationSuite) TestSealedSignalsAreRefusedByName() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, sealedPayload()) }, time.Minute)
@@ -237,23 +210,9 @@ func (s *LeanSuite) TestSealedSignalsAreRefusedByName() {
 	s.Equal(codec.MetadataKeyID, sealedKeyID)
 }
 
-// Before VersionSealedSignals such a Signal is dropped, as the SDK did (a
-// recorded history replays the same).
-func (s *DelegationSuite) TestSealedSignalDroppedBeforeItsVersion() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, sealedPayload()) }, time.Minute)
-	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "readable"}) }, 2*time.Minute)
-	o := s.execute(contract())
-	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
-	s.Contains(o.Error.Message, "readable")
-	s.Empty(s.state().IgnoredSignals)
-}
-
-// An answer whose data is [] is refused from VersionSealedSignals (the
-// agent's echo of it could not be read: protocol_error after the send);
-// before it, taken as it was (a recorded history replays the same).
-func (s *LeanSuite) TestAnswerWithEmptyListDataIsRefused() {
+// An answer whose data is [] is refused (the agent's echo of it could not
+// be read: protocol_error after the send).
+func (s *DelegationSuite) TestAnswerWithEmptyListDataIsRefused() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
@@ -269,16 +228,6 @@ func (s *LeanSuite) TestAnswerWithEmptyListDataIsRefused() {
 	}
 }
 
-func (s *DelegationSuite) TestAnswerWithEmptyListDataBeforeItsVersion() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
-	s.env.RegisterDelayedCallback(func() {
-		s.env.SignalWorkflow(contracts.ProvideInput, map[string]any{"text": "photo", "data": []any{}})
-	}, time.Minute)
-	o := s.execute(contract())
-	s.Equal(contracts.StatusCompleted, o.Status)
-}
-
 // A payload that is not an object gets the example of its own Signal (a
 // task-update got the revoke's); malformed JSON keeps its position and
 // cause (it read "must be a JSON object" too).
@@ -286,7 +235,7 @@ func (s *DelegationSuite) TestPayloadErrorsNameTheirRule() {
 	jsonPayload := func(text string) converter.RawValue {
 		return converter.NewRawValue(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(converter.MetadataEncodingJSON)}, Data: []byte(text)})
 	}
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.SignalTaskUpdate, "working")

@@ -41,7 +41,7 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 			continue
 		}
 		askedAgain = false
-		if r.v >= VersionQuestionInNextRun && snap.State.Interrupted() && r.shouldContinueAsNew(ctx) {
+		if snap.State.Interrupted() && r.shouldContinueAsNew(ctx) {
 			// An agent whose question keeps changing must not grow one
 			// run's history without bound. The question is observed and
 			// shown by the next run, so that the state never says
@@ -58,11 +58,6 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 		case snap.State.Terminal():
 			return r.finish(snap)
 		case snap.State.Interrupted():
-			if r.v >= VersionCarryInput && r.v < VersionQuestionInNextRun && r.shouldContinueAsNew(ctx) {
-				// An agent whose question keeps changing must not grow
-				// one run's history without bound.
-				return contracts.Outcome{}
-			}
 			a, via, moved, err := r.waitForAnswer(ctx, snap)
 			if errors.Is(err, errHistoryFull) {
 				if r.continueNow(ctx) {
@@ -86,11 +81,6 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round),
 				QuestionState: snap.State, QuestionKey: snap.StatusKey})
 			r.s.Question = nil
-			if r.v < VersionLean {
-				if err := r.recheckCard(ctx); err != nil {
-					return r.failed(ctx, err)
-				}
-			}
 			text := a.Text
 			if strings.TrimSpace(text) == "" && len(a.Data) == 0 {
 				text = "Credentials provided."
@@ -140,7 +130,7 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 			if r.shouldContinueAsNew(ctx) {
 				return contracts.Outcome{}
 			}
-			if err := r.interrupt(); err != nil && r.v >= VersionCarryInput {
+			if err := r.interrupt(); err != nil {
 				return r.failed(ctx, err)
 			}
 			next, err := r.watch(ctx, snap)
@@ -175,33 +165,32 @@ func (r *run) watch(ctx workflow.Context, snap contracts.TaskSnapshot) (contract
 // watchWithin runs WatchTask from snap until the task changes or, when
 // within > 0, for that many seconds at most.
 func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, within int) (contracts.TaskSnapshot, error) {
-	if r.v >= VersionPush && r.s.Push && within == 0 && !snap.State.Interrupted() {
+	if r.s.Push && within == 0 && !snap.State.Interrupted() {
 		return r.watchByPush(ctx, snap)
 	}
 	r.watches++
 	var next contracts.TaskSnapshot
 	in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming, Within: within}
-	if r.v >= VersionFollowAgents && snap.State.Interrupted() {
+	if snap.State.Interrupted() {
 		in.SinceKey = snap.StatusKey
 	}
 	var full func() bool
-	if r.v >= VersionGuardHistory && within == 0 {
+	if within == 0 {
 		full = func() bool { return r.floodedWhileWaiting(ctx) }
 	}
 	err := r.activityUnless(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next, full)
 	return next, err
 }
 
-// watchByPush follows a task whose agent pushes its changes
-// (VersionPush): nothing is read until a push for the task arrives
-// (Signal "task-update", a hint only) or the waiting cadence passes,
-// whichever comes first; then the task is read once (GetTask), and only
-// what it shows counts. A forged or replayed push costs one read.
+// watchByPush follows a task whose agent pushes its changes: nothing is
+// read until a push for the task arrives (Signal "task-update", a hint
+// only) or the waiting cadence passes, whichever comes first; then the
+// task is read once (GetTask), and only what it shows counts. A forged or
+// replayed push costs one read. A reconcile that sees the task changed
+// moves it on at once, and a run flooded by pushes continues as new.
 func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, error) {
-	if r.v >= VersionPushState {
-		r.flushSA(ctx) // list and reconcile --state see where it stands
-		r.reconciled = nil
-	}
+	r.flushSA(ctx) // list and reconcile --state see where it stands
+	r.reconciled = nil
 	for {
 		r.watches++
 		r.arm(ctx)
@@ -226,10 +215,7 @@ func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (co
 			r.reconciled = nil
 			return *rec, nil
 		}
-		if r.v >= VersionPushState && full() {
-			// Before VersionPushState this check never fired (it looked
-			// at the timer after cancel had settled it): runs flooded by
-			// pushes read the task over and over instead.
+		if full() {
 			return snap, errHistoryFull
 		}
 		r.pushed = false
@@ -248,7 +234,7 @@ func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (co
 // last answer already answered (same task, state and status identity): a
 // round opens only on a question asked after the last answer.
 func (r *run) stale(snap contracts.TaskSnapshot) bool {
-	if r.v < VersionFollowAgents || len(r.s.Answers) == 0 {
+	if len(r.s.Answers) == 0 {
 		return false
 	}
 	last := r.s.Answers[len(r.s.Answers)-1]
@@ -267,7 +253,7 @@ func (r *run) endedMeanwhile(ctx workflow.Context, err error) (contracts.TaskSna
 	if errors.As(err, &ee) {
 		return ee.snap, true
 	}
-	if r.v < VersionFollowAgents || r.interrupt() != nil || temporal.IsCanceledError(err) || ctx.Err() != nil || r.s.RemoteTaskID == "" {
+	if r.interrupt() != nil || temporal.IsCanceledError(err) || ctx.Err() != nil || r.s.RemoteTaskID == "" {
 		return contracts.TaskSnapshot{}, false
 	}
 	if stopped(err) {

@@ -1,14 +1,11 @@
 package workflows
 
 import (
-	"errors"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	sdk "go.temporal.io/api/sdk/v1"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
@@ -26,8 +23,8 @@ func question(state contracts.TaskState, key, text string) contracts.TaskSnapsho
 // not a new question; the workflow watches on and completes in one round.
 func (s *DelegationSuite) TestRepublishedQuestionIsNotANewRound() {
 	q := question("input-required", "msg:q-1", "photo?")
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(q, nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(q, nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(q), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(q), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
 		return in.Since == "input-required" && in.SinceKey == "msg:q-1"
 	})).Return(snap("completed", claim("claim_opened")), nil).Once()
@@ -43,9 +40,9 @@ func (s *DelegationSuite) TestRepublishedQuestionIsNotANewRound() {
 // A question asked after the answer (another status identity) opens a new
 // round.
 func (s *DelegationSuite) TestNewQuestionAfterAnswerOpensARound() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(question("input-required", "msg:q-2", "and the receipt?"), nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(2, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(question("input-required", "msg:q-2", "and the receipt?")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(2, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
@@ -64,7 +61,7 @@ func (s *DelegationSuite) TestNewQuestionAfterAnswerOpensARound() {
 // is sent.
 func (s *DelegationSuite) TestAgentEndsTheTaskWhileWaiting() {
 	s.ownPoll = true
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	ended := snap("canceled")
 	ended.StatusText = "the agent gave up waiting"
 	d := contract()
@@ -82,9 +79,9 @@ func (s *DelegationSuite) TestAgentEndsTheTaskWhileWaiting() {
 // A follow-up that fails because the agent had ended the task: the task is
 // read, and its own state and reason stand (not protocol_error).
 func (s *DelegationSuite) TestFollowUpToAnEndedTaskKeepsTheAgentsReason() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).
-		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("SendMessage: protocol (JSON-RPC error -32004): task is in a terminal state", "protocol", nil)).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).
+		Return(activities.CheckAndSendResult{}, temporal.NewNonRetryableApplicationError("SendMessage: protocol (JSON-RPC error -32004): task is in a terminal state", "protocol", nil)).Once()
 	ended := snap("canceled")
 	ended.StatusText = "closed by the agent"
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
@@ -100,7 +97,7 @@ func (s *DelegationSuite) TestFollowUpToAnEndedTaskKeepsTheAgentsReason() {
 // A reply naming another task id ends protocol_error naming both ids; the
 // tracked id is kept and the remote task is canceled with it.
 func (s *DelegationSuite) TestAnotherTaskIDIsNotAdopted() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).
 		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError(`GetTask: protocol: the reply names taskId "task-9", the delegation tracks taskId "task-1"`, "protocol", nil)).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
@@ -115,12 +112,12 @@ func (s *DelegationSuite) TestAnotherTaskIDIsNotAdopted() {
 // goes through; meanwhile the state shows the last error.
 func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 	transientErr := temporal.NewApplicationError("SendMessage: transient (HTTP 503): agent overloaded", "transient")
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(contracts.TaskSnapshot{}, transientErr).Times(3)
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(activities.CheckAndSendResult{}, transientErr).Times(3)
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		if s.NotNil(st.Retrying) {
-			s.Equal("SendMessage", st.Retrying.Op)
+			s.Equal("CheckAndSend", st.Retrying.Op)
 			s.Contains(st.Retrying.LastError, "agent overloaded")
 		}
 		// The UI's current details say it in words.
@@ -128,7 +125,7 @@ func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 		if s.NoError(err) {
 			var md sdk.WorkflowMetadata
 			s.NoError(v.Get(&md))
-			s.Contains(md.GetCurrentDetails(), "**Retrying SendMessage** (attempt ")
+			s.Contains(md.GetCurrentDetails(), "**Retrying CheckAndSend** (attempt ")
 			s.Contains(md.GetCurrentDetails(), "agent overloaded")
 		}
 	}, 2*time.Second)
@@ -142,42 +139,23 @@ func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 // A transient failure never ends a delegation as protocol_error: it is
 // retried to the deadline, which names the last error.
 func (s *DelegationSuite) TestTransientFailureUntilTheDeadline() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).
-		Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("SendMessage: transient: connection refused", "transient"))
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).
+		Return(activities.CheckAndSendResult{}, temporal.NewApplicationError("SendMessage: transient: connection refused", "transient"))
 	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Contains(o.Error.Message, "connection refused")
 }
 
-// An agent that is briefly unreachable at start: the card fetch is retried
-// with backoff (not ended after seconds as protocol_error).
+// An agent that is briefly unreachable at start (its card cannot be
+// fetched): CheckAndSend is retried with backoff (not ended after seconds
+// as protocol_error).
 func (s *DelegationSuite) TestCardFetchRetriedWhileTransient() {
-	s.freshEnv()
-	card := claimsCard()
-	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).
-		Return(activities.ResolvedCard{}, temporal.NewApplicationError("ResolveCard: connection refused", "transient")).Times(6)
-	s.env.OnActivity(acts.ResolveCard, mock.Anything, mock.Anything).Return(card, nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).
+		Return(activities.CheckAndSendResult{}, temporal.NewApplicationError("ResolveCard: connection refused", "transient")).Times(6)
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
-}
-
-// freshEnv replaces the suite's environment with one whose ResolveCard is
-// not mocked yet.
-func (s *DelegationSuite) freshEnv() {
-	s.env = s.NewTestWorkflowEnvironment()
-	s.env.SetStartTime(t0)
-	s.env.RegisterWorkflowWithOptions(func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
-		return delegation(ctx, d, carried, s.opts)
-	}, workflowRegisterOptions())
-	s.env.RegisterActivity(&activities.Activities{})
-	// This suite mocks ResolveCard, CheckAuthorization and SendMessage, the
-	// activities of VersionQuestionInNextRun and before, which running
-	// delegations still use; LeanSuite tests VersionLean.
-	s.env.OnGetVersion(ChangeFollowAgents, workflow.DefaultVersion, VersionLatest).Return(VersionQuestionInNextRun).Maybe()
-	s.allowAll()
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
-		After(72*time.Hour).Return(contracts.TaskSnapshot{}, errors.New("unchanged")).Maybe()
+	s.Equal(7, s.state().Sends[0].Attempts)
 }
 
 // A status with no message id and no timestamp cannot tell a republished
@@ -185,12 +163,12 @@ func (s *DelegationSuite) freshEnv() {
 // change it is asked again (a new round), never left waiting unseen.
 func (s *DelegationSuite) TestSameQuestionWithoutIdentityIsAskedAgain() {
 	weak := question("input-required", contracts.StatusKeyOf("input-required", "", "", "photo?", nil), "photo?")
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(weak, nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).Return(weak, nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(weak), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(weak), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
 		return in.Within == int(StaleWindow/time.Second)
 	})).Return(weak, nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(2, "task-1")).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(2, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
@@ -208,9 +186,9 @@ func (s *DelegationSuite) TestSameQuestionWithoutIdentityIsAskedAgain() {
 // completed the task: the task is read before trying again, and the
 // agent's result stands (not retried to the deadline).
 func (s *DelegationSuite) TestFollowUpRefusedTransientlyAfterTheTaskEnded() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(1, "task-1")).
-		Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("SendMessage: transient (JSON-RPC error -32603): task t-1 is already completed", "transient")).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).
+		Return(activities.CheckAndSendResult{}, temporal.NewApplicationError("SendMessage: transient (JSON-RPC error -32603): task t-1 is already completed", "transient")).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	o := s.execute(contract())
@@ -222,7 +200,7 @@ func (s *DelegationSuite) TestFollowUpRefusedTransientlyAfterTheTaskEnded() {
 // let finish, the task it created is recorded and canceled, and the
 // Outcome names it (the agent's task is not orphaned).
 func (s *DelegationSuite) TestCancelDuringTheSendCancelsTheTaskItCreated() {
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(snap("working"), nil).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
@@ -237,7 +215,7 @@ func (s *DelegationSuite) TestCancelDuringTheSendCancelsTheTaskItCreated() {
 // of a send the agent had in fact taken and completed.
 func (s *DelegationSuite) TestCancelDuringASendWhoseOutcomeIsUnknown() {
 	unknown := temporal.NewNonRetryableApplicationError("SendMessage: timed out after the request was written", string(contracts.CategoryUnknownOutcome), nil)
-	s.env.OnActivity(acts.SendMessage, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(contracts.TaskSnapshot{}, unknown).Once()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(activities.CheckAndSendResult{}, unknown).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
@@ -255,7 +233,7 @@ func (s *DelegationSuite) TestCancelDuringASendWhoseOutcomeIsUnknown() {
 func (s *DelegationSuite) TestDeadlineWithASendThatNeverFinishes() {
 	d := contract()
 	d.Deadline = t0.Add(time.Minute)
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).After(time.Hour).Return(sent(snap("working")), nil).Maybe()
 	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Contains(o.Error.Message, MessageID("default-test-workflow-id", "", 0))
@@ -269,7 +247,8 @@ func (s *DelegationSuite) TestWaitingReadGivesUpBeforeTheDeadline() {
 	s.ownPoll = true
 	d := contract()
 	d.Deadline = t0.Add(2 * time.Minute)
-	s.env.OnActivity(acts.SendMessage, mock.Anything, mock.Anything).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	d.WaitingPollSeconds = 30 // the first read comes before the deadline
+	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).
 		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("the first read is one interval away", activities.ErrTypeUnchanged, nil)).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()

@@ -31,7 +31,7 @@ func (r *run) registerFaultHandlers(ctx workflow.Context) error {
 				if err := decodePayload(raw, &res, true); err != nil {
 					return invalidInput(err)
 				}
-				if err := r.rulesOfItsVersion(res.Validate()); err != nil {
+				if err := res.Validate(); err != nil {
 					return invalidInput(err)
 				}
 				if r.s.Unknown == nil {
@@ -55,11 +55,13 @@ type signals struct {
 
 // listen runs the one goroutine of a delegation besides its main one: it
 // receives every Signal (provide-input, rediscover, resolve-unknown,
-// revoke, reconcile) and notes the deadline. One goroutine, not one per
-// channel, keeps a cached waiting delegation small in the worker. Every
-// payload is received raw (that never fails) and decoded by the handlers,
-// so a payload of the wrong shape is recorded and ignored instead of
-// stalling this goroutine, which owns the deadline and the revoke.
+// revoke, reconcile, task-update); the deadline is a timer of its own
+// (arm), read by interrupt. One goroutine, not one per channel, keeps a
+// cached waiting delegation small in the worker. Every payload is received
+// raw (that never fails) and decoded by the handlers, so a payload of the
+// wrong shape (or sealed with a key the worker lacks) is recorded and
+// refused by name instead of stalling this goroutine, which owns the
+// revoke.
 func (r *run) listen(ctx workflow.Context) {
 	sig := func(name, desc string) workflow.ReceiveChannel {
 		return workflow.GetSignalChannelWithOptions(ctx, name, workflow.SignalChannelOptions{Description: desc})
@@ -75,21 +77,12 @@ func (r *run) listen(ctx workflow.Context) {
 	}
 	r.flush = workflow.NewBufferedChannel(ctx, 1)
 	workflow.Go(ctx, func(g workflow.Context) {
-		// From VersionLean the deadline timer is started by arm.
-		var deadline workflow.Future
-		timerDone := r.v >= VersionLean
-		if !timerDone {
-			deadline = workflow.NewTimer(g, max(r.d.Deadline.Sub(workflow.Now(g)), 0))
-		}
+		// The deadline timer is started by arm, and read by interrupt.
 		for {
 			sel := workflow.NewSelector(g)
 			on := func(c workflow.ReceiveChannel, handle func(workflow.Context, converter.RawValue)) {
 				sel.AddReceive(c, func(c workflow.ReceiveChannel, _ bool) {
-					raw := receiveRaw(g, c)
-					for r.v < VersionSealedSignals && sealed(raw) {
-						raw = receiveRaw(g, c) // as the SDK did: dropped, and the next one awaited
-					}
-					handle(g, raw)
+					handle(g, receiveRaw(g, c))
 				})
 			}
 			on(r.sig.input, r.onInput)
@@ -98,16 +91,8 @@ func (r *run) listen(ctx workflow.Context) {
 			on(r.sig.revoke, r.onRevoke)
 			on(r.sig.reconcile, r.onReconcile)
 			on(r.sig.taskUpdate, r.onTaskUpdate)
-			if !timerDone {
-				sel.AddFuture(deadline, func(f workflow.Future) {
-					timerDone = true
-					if f.Get(g, nil) == nil {
-						r.deadlineHit = true
-					}
-				})
-			}
-			// Last, so that every signal and the deadline delivered in the
-			// same workflow task are handled first (see settleListener).
+			// Last, so that every signal delivered in the same workflow
+			// task is handled first (see settleListener).
 			sel.AddReceive(r.flush, func(c workflow.ReceiveChannel, _ bool) {
 				c.Receive(g, nil)
 				r.flushed = true
@@ -137,9 +122,6 @@ func (r *run) drainSignals(ctx workflow.Context) {
 			if !c.ReceiveAsync(&raw) {
 				return
 			}
-			if r.v < VersionSealedSignals && sealed(raw) {
-				continue // as the SDK did: dropped
-			}
 			handle(ctx, raw)
 		}
 	}
@@ -161,7 +143,7 @@ func (r *run) onTaskUpdate(g workflow.Context, raw converter.RawValue) {
 		return
 	}
 	switch {
-	case r.v < VersionPush || !r.s.Push:
+	case !r.s.Push:
 		r.ignore(g, contracts.SignalTaskUpdate, errors.New("this delegation does not follow its task by push"), raw)
 	case u.TaskID != r.s.RemoteTaskID:
 		r.ignore(g, contracts.SignalTaskUpdate, fmt.Errorf("a push for task %q; this delegation follows %q", contracts.Truncate(u.TaskID, 200), r.s.RemoteTaskID), raw)
@@ -190,16 +172,14 @@ func (r *run) onRediscover(g workflow.Context, raw converter.RawValue) {
 		r.rediscover = true
 		return
 	}
-	if r.v >= VersionCarryInput {
-		r.ignore(g, contracts.SignalRediscover, fmt.Errorf("no card change is pending (state %q)", r.s.A2AState), raw)
-	}
+	r.ignore(g, contracts.SignalRediscover, fmt.Errorf("no card change is pending (state %q)", r.s.A2AState), raw)
 }
 
 func (r *run) onResolve(g workflow.Context, raw converter.RawValue) {
 	var res contracts.Resolution
 	err := decodePayload(raw, &res, true)
 	if err == nil {
-		err = r.rulesOfItsVersion(res.Validate())
+		err = res.Validate()
 	}
 	if err == nil && r.s.Unknown == nil {
 		err = fmt.Errorf("no send with an unknown outcome is pending (state %q)", r.s.A2AState)
@@ -231,11 +211,9 @@ func (r *run) readCancelReason(g workflow.Context) {
 			r.ignore(g, contracts.SignalCancelReason, err, raw)
 			continue
 		}
-		// The last reason sent stands; from VersionGuardHistory an empty
-		// one (a cancel given none) clears an earlier stray one.
-		if reason := strings.TrimSpace(p.Reason); reason != "" || r.v >= VersionGuardHistory {
-			r.s.CancelReason = contracts.Truncate(reason, contracts.MaxCancelReason)
-		}
+		// The last reason sent stands; an empty one (a cancel given none)
+		// clears an earlier stray one.
+		r.s.CancelReason = contracts.Truncate(strings.TrimSpace(p.Reason), contracts.MaxCancelReason)
 	}
 }
 
@@ -269,12 +247,6 @@ func (r *run) applyRevoke(g workflow.Context, reason string) {
 // agent must not hold the deadline or a revoke. Reads asked for while one
 // runs are folded into it.
 func (r *run) onReconcile(g workflow.Context, _ converter.RawValue) {
-	if r.v < VersionCarryInput {
-		// Histories recorded before VersionCarryInput read inside the
-		// listener.
-		r.reconcile(g)
-		return
-	}
 	if r.reconciling {
 		r.addReconciliation(contracts.Reconciliation{At: workflow.Now(g), Before: r.s.A2AState, Error: "a read is already running; this request was folded into it"})
 		return

@@ -41,10 +41,10 @@ func (r *run) registerInput(ctx workflow.Context) error {
 
 // checkAnswer refuses an answer that cannot be sent now.
 func (r *run) checkAnswer(a contracts.Answer) error {
-	if err := r.rulesOfItsVersion(a.Validate()); err != nil {
+	if err := a.Validate(); err != nil {
 		return err
 	}
-	if r.v >= VersionSealedSignals && (r.stopping || r.interrupt() != nil) {
+	if r.stopping || r.interrupt() != nil {
 		// Taken now, it would be recorded nowhere and sent never: the
 		// Update said "accepted" to an operator whose answer was lost.
 		return errors.New("the delegation is stopping (canceled, revoked or past its deadline): the answer cannot be sent")
@@ -79,31 +79,21 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 	wctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	pollIn := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
-	switch {
-	case r.v >= VersionLean:
-		// One timer: the first read or the deadline, whichever comes
-		// first. An answer before it costs no read and no activity.
-		if every := r.d.WaitingPoll(); r.deadlineTimer == nil && r.d.Deadline.Sub(workflow.Now(ctx)) <= every {
-			r.arm(ctx)
-		} else {
-			wake = workflow.NewTimer(wctx, every)
-		}
-	case r.v >= VersionFollowAgents:
-		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
-		watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), acts.PollTask, in)
-	case snap.State == contracts.TaskStateAuthRequired:
-		// AUTH_REQUIRED may be resolved out of band (A2A 1.0 §7.6.2): the
-		// task is watched while the operator is asked.
-		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming}
-		watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(ctx)), acts.WatchTask, in)
+	// One timer: the first read or the deadline, whichever comes first. An
+	// answer before it costs no read and no activity. (AUTH_REQUIRED too
+	// may be resolved out of band, A2A 1.0 §7.6.2: the reads see it.)
+	if every := r.d.WaitingPoll(); r.deadlineTimer == nil && r.d.Deadline.Sub(workflow.Now(ctx)) <= every {
+		r.arm(ctx)
+	} else {
+		wake = workflow.NewTimer(wctx, every)
 	}
 	r.reconciled = nil
 	moved := func() bool { return (watch != nil && watch.IsReady()) || r.reconciled != nil }
-	// pushDue: a push arrived and no read is running (VersionPush): read
-	// now, as when the first read is due.
-	pushDue := func() bool { return r.v >= VersionPush && r.pushed && watch == nil }
-	// full: the run's history is full of signals (VersionGuardHistory):
-	// hand the question over to a new run.
+	// pushDue: a push arrived and no read is running: read now, as when the
+	// first read is due.
+	pushDue := func() bool { return r.pushed && watch == nil }
+	// full: the run's history is full of signals: hand the question over
+	// to a new run.
 	full := func() bool { return r.floodedWhileWaiting(ctx) }
 	for {
 		if watch != nil {
@@ -128,7 +118,7 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 			watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), acts.PollTask, in)
 			continue
 		}
-		if r.pending == nil && r.interrupt() == nil && r.reconciled == nil && watch != nil && r.v >= VersionFollowAgents {
+		if r.pending == nil && r.interrupt() == nil && r.reconciled == nil && watch != nil {
 			// The waiting read gave up without a change (its retries
 			// reached the deadline before the next interval): wait on
 			// without it; the deadline is the listener's.
@@ -139,7 +129,7 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 		}
 		break
 	}
-	if r.pending != nil && (r.v < VersionFollowAgents || !moved()) {
+	if r.pending != nil && !moved() {
 		a, via := *r.pending, r.pendingVia
 		r.pending = nil
 		return a, via, nil, nil
@@ -154,9 +144,7 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 	} else if err := watch.Get(ctx, &next); err != nil {
 		return contracts.Answer{}, "", nil, err
 	}
-	if r.v >= VersionCarryInput {
-		r.watches++
-	}
+	r.watches++
 	if r.pending != nil {
 		// The task moved before the answer went out: it is not sent.
 		a := *r.pending
@@ -181,16 +169,4 @@ func (r *run) waitingOptions(ctx workflow.Context) workflow.ActivityOptions {
 		StartToCloseTimeout:    30 * time.Second,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: every, BackoffCoefficient: 1, MaximumInterval: every},
 	}
-}
-
-// rulesOfItsVersion is err without the contract and answer rules added
-// after the run's version, so that a recorded history replays as it ran:
-// before VersionSealedSignals, message data [] was taken
-// (contracts.EmptyListRule), and a resolution's task_id with resend or
-// abandon was ignored (contracts.TaskIDOnlyWithAdopt).
-func (r *run) rulesOfItsVersion(err error) error {
-	if r.v < VersionSealedSignals {
-		return contracts.WithoutRule(err, contracts.EmptyListRule, contracts.TaskIDOnlyWithAdopt)
-	}
-	return err
 }

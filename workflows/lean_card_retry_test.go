@@ -13,7 +13,7 @@ import (
 // An accepted card change whose send then fails transiently once: the
 // retry is built from the state then (the new card in use, nothing to
 // accept) and records no change again.
-func (s *LeanSuite) TestCardChangeRecordedPerRetry() {
+func (s *DelegationSuite) TestCardChangeRecordedPerRetry() {
 	moved, change := s.cardMovesBeforeRound1()
 	acc := activities.CheckAndSendResult{Card: moved, Change: change, Authorization: allowed()}
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {

@@ -10,7 +10,7 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-func (s *LeanSuite) TestCredentialRefAskedAgain() {
+func (s *DelegationSuite) TestCredentialRefAskedAgain() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("auth-required", "msg:q-1", "login")), nil).Once()
 	details := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
@@ -39,7 +39,7 @@ func (s *LeanSuite) TestCredentialRefAskedAgain() {
 }
 
 // A revoke delivered before a resolve-unknown resend: nothing is resent.
-func (s *LeanSuite) TestRevokeWithResendSendsNothing() {
+func (s *DelegationSuite) TestRevokeWithResendSendsNothing() {
 	details := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
 		temporal.NewApplicationErrorWithOptions("cut off", string(contracts.CategoryUnknownOutcome),

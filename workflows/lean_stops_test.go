@@ -12,21 +12,23 @@ import (
 )
 
 // A deadline already passed when the first workflow task runs (no worker
-// until then; Validate accepts it): before VersionLean nothing was sent.
-func (s *LeanSuite) TestDeadlinePassedAtStartSendsNothing() {
+// until then; Validate accepts it): nothing is sent, and the delegation
+// ends deadline_exceeded in state "ended" (not a bad contract).
+func (s *DelegationSuite) TestDeadlinePassedAtStartSendsNothing() {
 	s.env.SetStartTime(t0.Add(2 * time.Hour)) // contract deadline is t0+1h
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.env.AssertNotCalled(s.T(), "CheckAndSend", mock.Anything, mock.Anything)
-	s.Empty(s.state().Sends, "a message was sent after the deadline")
+	st := s.state()
+	s.Empty(st.Sends, "a message was sent after the deadline")
+	s.Equal("ended", st.A2AState)
 }
 
 // A revoke delivered before an answer is acted on: "nothing more is
-// sent". (Before VersionLean the recheck/authorize local activity's wait
-// saw the revoke; CheckAndSend is not scheduled after a stop.)
-func (s *LeanSuite) TestRevokeWithAnswerSendsNothing() {
+// sent": CheckAndSend is not scheduled after a stop.
+func (s *DelegationSuite) TestRevokeWithAnswerSendsNothing() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(sent(snap("working")), nil).Maybe()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
@@ -42,9 +44,9 @@ func (s *LeanSuite) TestRevokeWithAnswerSendsNothing() {
 	}
 }
 
-// Transient send failure then success: one authorization per round before
-// VersionLean (authorize, then send retried).
-func (s *LeanSuite) TestAuthorizationsPerAttempt() {
+// Transient send failure then success: one authorization record per round
+// and decision, however many attempts checked it.
+func (s *DelegationSuite) TestAuthorizationsPerAttempt() {
 	res := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
 		temporal.NewApplicationErrorWithOptions("503", string(contracts.CategoryTransient), temporal.ApplicationErrorOptions{Details: []any{res}})).Times(2)
@@ -54,12 +56,10 @@ func (s *LeanSuite) TestAuthorizationsPerAttempt() {
 	s.Len(s.state().Authorizations, 1)
 }
 
-var _ = contracts.TaskSnapshot{}
-
 // A cancel reason sent ahead of a cancel waits in its channel; the state
 // does not list it among the unknown signals ("never applied"), which
 // contradicted the cancel that then used it.
-func (s *LeanSuite) TestCancelReasonIsNotAnUnknownSignal() {
+func (s *DelegationSuite) TestCancelReasonIsNotAnUnknownSignal() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
 	s.env.RegisterDelayedCallback(func() {
@@ -80,7 +80,7 @@ func (s *LeanSuite) TestCancelReasonIsNotAnUnknownSignal() {
 // An answer that comes while the delegation is stopping (its task being
 // canceled after a revoke) is refused: the Update said accepted, and the
 // answer was recorded nowhere and never sent.
-func (s *LeanSuite) TestAnswerWhileStoppingIsRefused() {
+func (s *DelegationSuite) TestAnswerWhileStoppingIsRefused() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("canceled"), nil).Maybe()
 	var refused error

@@ -1,65 +1,20 @@
 package workflows
 
 import (
-	"io"
-	"log/slog"
-	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"github.com/stretchr/testify/suite"
-	"go.temporal.io/sdk/converter"
-	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// LeanSuite tests VersionLean: one CheckAndSend activity per send, the
-// deadline timer started when the delegation first waits, and one timer
-// while a question waits before the first read.
-type LeanSuite struct {
-	suite.Suite
-	testsuite.WorkflowTestSuite
-	env *testsuite.TestWorkflowEnvironment
-	// opts configure the Delegation workflow (SetupTest resets them).
-	opts Options
-}
-
-func (s *LeanSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
-
-func (s *LeanSuite) outcome() contracts.Outcome { return outcomeOf(&s.Suite, s.env) }
-
-// execute runs the Delegation workflow on d to its end and returns the
-// Outcome.
-func (s *LeanSuite) execute(d contracts.Delegation) contracts.Outcome {
-	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
-	return s.outcome()
-}
-
-func (s *LeanSuite) state() contracts.State { return stateOf(&s.Suite, s.env) }
-
-func TestLean(t *testing.T) { suite.Run(t, new(LeanSuite)) }
-
-func (s *LeanSuite) SetupTest() {
-	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	s.env = s.NewTestWorkflowEnvironment()
-	s.env.SetStartTime(t0)
-	s.opts = Options{}
-	s.env.RegisterWorkflowWithOptions(func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
-		return delegation(ctx, d, carried, s.opts)
-	}, workflowRegisterOptions())
-	s.env.RegisterActivity(&activities.Activities{})
-}
-
 // cardMovesBeforeRound1 mocks a question at round 0 and, at the follow-up
 // (round 1, no change accepted yet), a card whose interface moved: the
 // send is refused, waiting for "rediscover". It returns that card and the
 // change.
-func (s *LeanSuite) cardMovesBeforeRound1() (activities.ResolvedCard, string) {
+func (s *DelegationSuite) cardMovesBeforeRound1() (activities.ResolvedCard, string) {
 	moved := claimsCard()
 	moved.Agent.CardDigest = "sha256:11"
 	moved.Interface.URL = "http://agent/v2/jsonrpc"
@@ -71,32 +26,7 @@ func (s *LeanSuite) cardMovesBeforeRound1() (activities.ResolvedCard, string) {
 	return moved, change
 }
 
-// claimsCard is the resolved card of the example claims agent.
-func claimsCard() activities.ResolvedCard {
-	return activities.ResolvedCard{
-		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
-		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0", CardOrigin: "http://agent"},
-		SkillFound: true,
-	}
-}
-
-func allowed() *contracts.AuthorizationDecision {
-	return &contracts.AuthorizationDecision{Allowed: true, Policy: "allow-all"}
-}
-
-// sent is a CheckAndSend that sent and got sn back.
-func sent(sn contracts.TaskSnapshot) activities.CheckAndSendResult {
-	return activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed(), Sent: true, Snapshot: sn}
-}
-
-// round matches a CheckAndSendInput by round (its messageId).
-func round(n int) any {
-	return mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
-		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", n)
-	})
-}
-
-func (s *LeanSuite) TestPlainDelegationIsOneActivity() {
+func (s *DelegationSuite) TestPlainDelegationIsOneActivity() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
 		return in.InUse == nil && in.Card.Skill == "open-claim" && in.Authorization.Round == 0 && in.Send.Message.Text == "lost parcel A-1001"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
@@ -117,7 +47,8 @@ func (s *LeanSuite) TestPlainDelegationIsOneActivity() {
 
 // An answer before the first read is due costs no read: the follow-up
 // goes out on the card in use, and PollTask never runs.
-func (s *LeanSuite) TestAnswerBeforeTheFirstReadCostsNoRead() {
+func (s *DelegationSuite) TestAnswerBeforeTheFirstReadCostsNoRead() {
+	s.ownPoll = true
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
 		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", 1) && in.InUse != nil &&
@@ -135,7 +66,8 @@ func (s *LeanSuite) TestAnswerBeforeTheFirstReadCostsNoRead() {
 // No answer: the first read comes after the waiting interval, and reads
 // at once (ReadFirst); a task the agent ended meanwhile ends the
 // delegation with the agent's state.
-func (s *LeanSuite) TestFirstReadAfterTheWaitingInterval() {
+func (s *DelegationSuite) TestFirstReadAfterTheWaitingInterval() {
+	s.ownPoll = true
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.ReadFirst && in.SinceKey == "msg:q-1" })).
 		Return(snap("failed"), nil).Once()
@@ -146,7 +78,8 @@ func (s *LeanSuite) TestFirstReadAfterTheWaitingInterval() {
 
 // The deadline while a question waits, after the first read: the
 // deadline has its own timer from then on.
-func (s *LeanSuite) TestDeadlineAfterTheFirstRead() {
+func (s *DelegationSuite) TestDeadlineAfterTheFirstRead() {
+	s.ownPoll = true
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).
 		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Once()
@@ -157,7 +90,8 @@ func (s *LeanSuite) TestDeadlineAfterTheFirstRead() {
 }
 
 // A deadline closer than the first read: no read, the deadline ends it.
-func (s *LeanSuite) TestDeadlineBeforeTheFirstRead() {
+func (s *DelegationSuite) TestDeadlineBeforeTheFirstRead() {
+	s.ownPoll = true
 	d := contract()
 	d.Deadline = t0.Add(2 * time.Minute)
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
@@ -171,7 +105,7 @@ func (s *LeanSuite) TestDeadlineBeforeTheFirstRead() {
 // A send that outlasts a close deadline: the deadline timer is started
 // before the send, the send is let finish (SendSettle) and its task
 // canceled.
-func (s *LeanSuite) TestCloseDeadlineIsArmedBeforeTheSend() {
+func (s *DelegationSuite) TestCloseDeadlineIsArmedBeforeTheSend() {
 	d := contract()
 	d.Deadline = t0.Add(30 * time.Second)
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).After(40*time.Second).Return(sent(snap("working")), nil).Once()
@@ -182,7 +116,7 @@ func (s *LeanSuite) TestCloseDeadlineIsArmedBeforeTheSend() {
 }
 
 // Refusals of the first send: nothing sent, the outcome says why.
-func (s *LeanSuite) TestRefusedFirstSends() {
+func (s *DelegationSuite) TestRefusedFirstSends() {
 	untrusted := claimsCard()
 	untrusted.SignatureRequired = true
 	untrusted.Verification = contracts.CardVerification{Status: contracts.SigUnsigned}
@@ -214,7 +148,7 @@ func (s *LeanSuite) TestRefusedFirstSends() {
 
 // A follow-up on a card that changed in a way that matters waits in
 // card-changed; rediscover sends it on the new card.
-func (s *LeanSuite) TestCardChangeBeforeAFollowUpWaitsForRediscover() {
+func (s *DelegationSuite) TestCardChangeBeforeAFollowUpWaitsForRediscover() {
 	moved, change := s.cardMovesBeforeRound1()
 	res := sent(snap("completed", claim("claim_opened")))
 	res.Card, res.Change = moved, change
@@ -238,7 +172,7 @@ func (s *LeanSuite) TestCardChangeBeforeAFollowUpWaitsForRediscover() {
 // A send whose outcome is unknown still tells the workflow the card it
 // went to (the error's details): the operator's abandon then cancels
 // nothing it cannot reach, and the interface is known.
-func (s *LeanSuite) TestUnknownOutcomeKeepsTheCard() {
+func (s *DelegationSuite) TestUnknownOutcomeKeepsTheCard() {
 	details := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
 		temporal.NewApplicationErrorWithOptions("the reply was cut off", string(contracts.CategoryUnknownOutcome),
@@ -256,7 +190,7 @@ func (s *LeanSuite) TestUnknownOutcomeKeepsTheCard() {
 
 // During a rolling deploy an older worker may take CheckAndSend and not
 // know it: that is retried (another worker will), not a protocol error.
-func (s *LeanSuite) TestUnknownActivityOnAnOlderWorkerIsRetried() {
+func (s *DelegationSuite) TestUnknownActivityOnAnOlderWorkerIsRetried() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
 		temporal.NewApplicationError("unable to find activityType=CheckAndSend", "ActivityNotRegisteredError")).Once()
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()

@@ -15,7 +15,7 @@ import (
 // reached the agent) and a task the agent then shows completed: the
 // agent's result stands, and the answer is recorded as unconfirmed, not
 // as "not taken" (the agent may well have taken it: it completed).
-func (s *LeanSuite) TestFollowUpTimedOutAndTheTaskCompleted() {
+func (s *DelegationSuite) TestFollowUpTimedOutAndTheTaskCompleted() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(activities.CheckAndSendResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)).Once()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()

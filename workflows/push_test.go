@@ -13,7 +13,8 @@ import (
 
 // pushedWork mocks a first send that leaves the task working with a push
 // config registered, and a contract that reads the task only every hour.
-func (s *LeanSuite) pushedWork() contracts.Delegation {
+func (s *DelegationSuite) pushedWork() contracts.Delegation {
+	s.ownPoll = true
 	working := snap("working")
 	working.PushConfigured = true
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(working), nil).Once()
@@ -24,7 +25,7 @@ func (s *LeanSuite) pushedWork() contracts.Delegation {
 	return d
 }
 
-func (s *LeanSuite) push(after time.Duration, taskID, state string) {
+func (s *DelegationSuite) push(after time.Duration, taskID, state string) {
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.SignalTaskUpdate, contracts.TaskUpdate{TaskID: taskID, State: state, Timestamp: s.env.Now().UTC().Format(time.RFC3339)})
 	}, after)
@@ -32,7 +33,7 @@ func (s *LeanSuite) push(after time.Duration, taskID, state string) {
 
 // A 10-minute remote task followed by push only: nothing is read between
 // the send and the push; the push makes one read (GetTask), which ends it.
-func (s *LeanSuite) TestPushFollowsATenMinuteTaskWithoutPolling() {
+func (s *DelegationSuite) TestPushFollowsATenMinuteTaskWithoutPolling() {
 	d := s.pushedWork()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.push(10*time.Minute, "task-1", "TASK_STATE_COMPLETED")
@@ -48,7 +49,7 @@ func (s *LeanSuite) TestPushFollowsATenMinuteTaskWithoutPolling() {
 // A push for another task, and a push replayed (the task has not changed:
 // the read shows it still working), change nothing: the first is
 // recorded and ignored without a read, the second costs one read.
-func (s *LeanSuite) TestForgedAndReplayedPushesChangeNothing() {
+func (s *DelegationSuite) TestForgedAndReplayedPushesChangeNothing() {
 	d := s.pushedWork()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("working"), nil).Twice()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
@@ -69,7 +70,7 @@ func (s *LeanSuite) TestForgedAndReplayedPushesChangeNothing() {
 
 // When pushes stop, the waiting cadence takes over: the task is read every
 // waiting_poll_seconds.
-func (s *LeanSuite) TestNoPushFallsBackToTheWaitingCadence() {
+func (s *DelegationSuite) TestNoPushFallsBackToTheWaitingCadence() {
 	d := s.pushedWork()
 	d.WaitingPollSeconds = 1200
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
@@ -81,7 +82,7 @@ func (s *LeanSuite) TestNoPushFallsBackToTheWaitingCadence() {
 
 // A delegation that does not follow its task by push (the card declares
 // no pushNotifications) ignores a task-update and records it.
-func (s *LeanSuite) TestPushIgnoredWithoutPush() {
+func (s *DelegationSuite) TestPushIgnoredWithoutPush() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.push(time.Minute, "task-1", "TASK_STATE_COMPLETED")
@@ -93,10 +94,10 @@ func (s *LeanSuite) TestPushIgnoredWithoutPush() {
 }
 
 // A run whose history is full while it waits for an operator (signals
-// flooding it) hands the question over to a new run at once
-// (VersionGuardHistory), so that Signals, revoke among them, are never
-// refused by the server's per-run limits.
-func (s *LeanSuite) TestFullHistoryWhileWaitingContinuesAsNew() {
+// flooding it) hands the question over to a new run at once, so that
+// Signals, revoke among them, are never refused by the server's per-run
+// limits.
+func (s *DelegationSuite) TestFullHistoryWhileWaitingContinuesAsNew() {
 	s.opts.WaitingHistoryEvents = -1 // the test environment reports a length of 0
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
@@ -113,7 +114,7 @@ func (s *LeanSuite) TestFullHistoryWhileWaitingContinuesAsNew() {
 // A cancel that finds the task completed by a send in flight keeps the
 // agent's artifacts as late results: cancel_unconfirmed, not canceled
 // with the claim lost.
-func (s *LeanSuite) TestCancelAfterTheTaskCompletedKeepsItsArtifacts() {
+func (s *DelegationSuite) TestCancelAfterTheTaskCompletedKeepsItsArtifacts() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).After(30*time.Second).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
@@ -128,7 +129,7 @@ func (s *LeanSuite) TestCancelAfterTheTaskCompletedKeepsItsArtifacts() {
 
 // A Signal sent under a name the delegation has no handler for (a typo
 // in the UI's form) is shown in the state, never applied.
-func (s *LeanSuite) TestUnknownSignalNamesShown() {
+func (s *DelegationSuite) TestUnknownSignalNamesShown() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow("provide_input", contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
@@ -144,9 +145,9 @@ func (s *LeanSuite) TestUnknownSignalNamesShown() {
 }
 
 // A delegation followed by push publishes where it stands before it
-// waits, and a reconcile that sees the task ended moves it on at once
-// (VersionPushState): a lost push does not leave it waiting an hour.
-func (s *LeanSuite) TestReconcileMovesAPushedDelegationOn() {
+// waits, and a reconcile that sees the task ended moves it on at once: a
+// lost push does not leave it waiting an hour.
+func (s *DelegationSuite) TestReconcileMovesAPushedDelegationOn() {
 	d := s.pushedWork()
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
@@ -160,8 +161,8 @@ func (s *LeanSuite) TestReconcileMovesAPushedDelegationOn() {
 }
 
 // A run flooded by pushes (its history full) continues as new, carrying
-// the push, instead of reading the task over and over (VersionPushState).
-func (s *LeanSuite) TestPushFloodContinuesAsNew() {
+// the push, instead of reading the task over and over.
+func (s *DelegationSuite) TestPushFloodContinuesAsNew() {
 	d := s.pushedWork()
 	s.opts.WaitingHistoryEvents = -1 // the test environment reports a length of 0
 	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("working"), nil).Never()

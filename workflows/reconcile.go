@@ -46,12 +46,12 @@ func (r *run) reconcile(ctx workflow.Context) {
 	} else {
 		rec.Seen, rec.Changed = string(snap.State), string(snap.State) != r.s.A2AState
 		switch {
-		case r.v >= VersionCarryInput && r.observations != seen:
+		case r.observations != seen:
 			// The delegation observed the task again while this read was
 			// running: the read is older than what it knows.
 			rec.Changed = false
 			rec.Error = "superseded: the task was observed again while this read ran"
-		case rec.Changed && (r.s.Question != nil || (r.v >= VersionPushState && r.s.Push)):
+		case rec.Changed && (r.s.Question != nil || r.s.Push):
 			// The task moved on while we waited for an operator, or for a
 			// push that did not come (it was canceled, completed or failed
 			// remotely): go on from there.
@@ -68,7 +68,7 @@ const maxReconciliations = 20
 func (r *run) addReconciliation(rec contracts.Reconciliation) {
 	r.s.ReconcileCount++
 	r.s.Reconciliations = append(r.s.Reconciliations, rec)
-	if n := len(r.s.Reconciliations); n > maxReconciliations && r.v >= VersionCarryInput {
+	if n := len(r.s.Reconciliations); n > maxReconciliations {
 		r.s.Reconciliations = append([]contracts.Reconciliation(nil), r.s.Reconciliations[n-maxReconciliations:]...)
 	}
 }

@@ -46,10 +46,21 @@ func (o Options) continueAsNewEvents() int {
 }
 
 // Register registers the Delegation workflow (configured by o), the
-// ReconcileDelegations workflow and the activities on a worker.
+// ReconcileDelegations workflow and their activities on a worker.
 func Register(r worker.Registry, a *activities.Activities, o Options) {
 	RegisterWorkflows(r, o)
-	r.RegisterActivity(a)
+	RegisterActivities(r, a)
+}
+
+// RegisterActivities registers the activities the workflows call, by their
+// method names, and no other method of a: CheckAndSend, PollTask,
+// WatchTask, GetTask, CancelTask and ReconcileOpen. (ResolveCard,
+// CheckAuthorization and SendMessage run inside CheckAndSend; the
+// workflow schedules none of them.)
+func RegisterActivities(r worker.ActivityRegistry, a *activities.Activities) {
+	for _, fn := range []any{a.CheckAndSend, a.PollTask, a.WatchTask, a.GetTask, a.CancelTask, a.ReconcileOpen} {
+		r.RegisterActivity(fn)
+	}
 }
 
 // RegisterWorkflows registers the workflows alone (configured by o): for a

@@ -17,8 +17,10 @@ import (
 // testdata/histories (make record-histories) with today's workflow code:
 // a change to the commands the workflow issues that is not behind
 // workflow.GetVersion fails here with a nondeterminism error. Each folder
-// holds the histories recorded by one version of the code (its name says
-// which); they are never re-recorded, only added to.
+// holds the histories recorded by one version of the code, named for it
+// (HistoryFolder: baseline, <change-id>-v<N>); a folder is never
+// re-recorded, and goes when its version is retired (docs/versioning.md,
+// versions_test.go).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*", "*.json"))
 	if err != nil {

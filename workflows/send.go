@@ -8,58 +8,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// authorize runs CheckAuthorization before an outbound message.
-func (r *run) authorize(ctx workflow.Context, round int) error {
-	in := activities.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, AgentOrigin: r.s.Interface.CardOrigin,
-		Skill: r.d.Skill, Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round}
-	var dec contracts.AuthorizationDecision
-	if err := r.localActivity(ctx, authorizeOptions(), "CheckAuthorization", in, &dec); err != nil {
-		return err
-	}
-	r.s.Authorizations = append(r.s.Authorizations, contracts.AuthorizationRecord{AuthorizationDecision: dec, Round: round, At: workflow.Now(ctx)})
-	if !dec.Allowed {
-		return &deniedError{reason: dec.Reason}
-	}
-	return nil
-}
-
-// send sends round n with the same taskId and contextId as before; a
-// send that failed before anything was taken (transient) is sent again
-// with the same messageId, with backoff, until the deadline.
-func (r *run) send(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (contracts.TaskSnapshot, error) {
-	in := activities.SendInput{Interface: r.s.Interface, Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: contracts.OutboundMessage{
-		MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
-	}}
-	var snap contracts.TaskSnapshot
-	opts := sendOptions()
-	if r.v >= VersionFollowAgents {
-		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
-	}
-	attempts, err := r.retrying(ctx, "SendMessage", func() error {
-		err := r.sendActivity(ctx, opts, round, in, &snap)
-		if err != nil && round > 0 && r.v >= VersionFollowAgents && transient(err) && r.interrupt() == nil {
-			// A follow-up refused with what looks transient may be refused
-			// because the agent has ended the task: read it before trying
-			// again.
-			if ended, ok := r.readTerminal(ctx); ok {
-				return &endedError{snap: ended, cause: errorText(err)}
-			}
-		}
-		return err
-	}, func() error {
-		return r.sendActivity(ctx, r.handoverOptions(ctx, sendOptions()), round, in, &snap)
-	})
-	if r.v >= VersionFollowAgents && err == nil {
-		snap.Attempt = attempts
-	}
-	return snap, err
-}
-
-// sendRound sends round n: authorization checked first, every time; a send
+// sendRound sends round n (checkAndSend: the card and the authorization
+// checked first, every time); a send
 // whose outcome is unknown is resent (same messageId) under
 // on_unknown_outcome "resend" at most 3 times, else an operator is asked
 // through resolve-unknown.
@@ -67,17 +20,7 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 	msgID := MessageID(r.wfID, r.firstRunID, round)
 	autoResends := 0
 	for {
-		var snap contracts.TaskSnapshot
-		var err error
-		if r.v >= VersionLean {
-			snap, err = r.checkAndSend(ctx, round, text, data, credentialRef)
-		} else {
-			if err := r.authorize(ctx, round); err != nil {
-				return contracts.TaskSnapshot{}, err
-			}
-			r.setState(ctx, string(contracts.PhaseSending))
-			snap, err = r.send(ctx, round, text, data, credentialRef)
-		}
+		snap, err := r.checkAndSend(ctx, round, text, data, credentialRef)
 		if err == nil {
 			r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "sent", Attempts: snap.Attempt})
 			return snap, nil
@@ -99,52 +42,37 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 	}
 }
 
-// sendActivity runs SendMessage. From VersionSendInFlight, a send that is
-// in flight when the delegation is interrupted (cancel, deadline, revoke)
-// is not abandoned: it runs on in a disconnected context, is awaited for
-// SendSettle at most, and the task it created is recorded, so that the
-// stop that follows cancels it. A send that does not finish in time is
-// recorded in contracts.State.SendInFlight with its messageId.
-func (r *run) sendActivity(ctx workflow.Context, opts workflow.ActivityOptions, round int, in activities.SendInput, out *contracts.TaskSnapshot) error {
-	if r.v < VersionSendInFlight {
-		return r.activity(ctx, opts, acts.SendMessage, in, out)
-	}
-	return r.inFlight(ctx, opts, round, in.Message.MessageID, acts.SendMessage, in, func(c workflow.Context, f workflow.Future) (contracts.TaskSnapshot, error) {
-		err := f.Get(c, out)
-		return *out, err
-	})
-}
-
-// inFlight runs a send activity fn as sendActivity describes; get reads
-// its result and the snapshot of the task it created. From VersionLean,
-// nothing is upserted before it, and the deadline timer is started only
-// when the send could outlast the deadline (retried by Temporal, or the
-// deadline closer than one attempt): otherwise the send ends first.
+// inFlight runs a send activity fn; get reads its result and the snapshot
+// of the task it created. Nothing is upserted before it, and the deadline
+// timer is started only when the send could outlast the deadline (retried
+// by Temporal, or the deadline closer than one attempt): otherwise the
+// send ends first. A send that is in flight when the delegation is
+// interrupted (cancel, deadline, revoke) is not abandoned: it runs on in a
+// disconnected context, is awaited for SendSettle at most, and the task it
+// created is recorded, so that the stop that follows cancels it. A send
+// that does not finish in time is recorded in contracts.State.SendInFlight
+// with its messageId.
 func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, round int, msgID string, fn, in any, get func(workflow.Context, workflow.Future) (contracts.TaskSnapshot, error)) error {
-	if r.v < VersionLean {
-		r.flushSA(ctx)
+	left := r.d.Deadline.Sub(workflow.Now(ctx))
+	if opts.RetryPolicy == nil || opts.RetryPolicy.MaximumAttempts != 1 || left <= opts.StartToCloseTimeout+SendSettle {
+		r.arm(ctx)
 	} else {
-		left := r.d.Deadline.Sub(workflow.Now(ctx))
-		if opts.RetryPolicy == nil || opts.RetryPolicy.MaximumAttempts != 1 || left <= opts.StartToCloseTimeout+SendSettle {
-			r.arm(ctx)
-		} else {
-			// Unarmed, the send must start early enough to end before
-			// the deadline; one that waited in the queue longer times
-			// out with nothing sent (then retrying arms the deadline).
-			opts.ScheduleToStartTimeout = left - opts.StartToCloseTimeout
-		}
-		// Nothing is sent after a stop (a revoke or the deadline delivered
-		// with an answer or a resolution, a deadline already passed): the
-		// listener handles what this workflow task delivered first.
-		r.settleListener(ctx)
-		if err := r.interrupt(); err != nil {
-			r.stoppedBeforeSend = true
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			r.stoppedBeforeSend = true
-			return err
-		}
+		// Unarmed, the send must start early enough to end before the
+		// deadline; one that waited in the queue longer times out with
+		// nothing sent (then retrying arms the deadline).
+		opts.ScheduleToStartTimeout = left - opts.StartToCloseTimeout
+	}
+	// Nothing is sent after a stop (a revoke or the deadline delivered with
+	// an answer or a resolution, a deadline already passed): the listener
+	// handles what this workflow task delivered first.
+	r.settleListener(ctx)
+	if err := r.interrupt(); err != nil {
+		r.stoppedBeforeSend = true
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		r.stoppedBeforeSend = true
+		return err
 	}
 	dctx, dcancel := workflow.NewDisconnectedContext(ctx)
 	defer dcancel()
@@ -193,16 +121,11 @@ const SendSettle = 45 * time.Second
 // one activity that Temporal retries (every 5 minutes at most) until the
 // deadline, so that an agent down for days adds a bounded number of
 // events to history. It returns the number of attempts the workflow made.
-// Before VersionFollowAgents, call runs once (its activity's own retry
-// policy retried it).
 func (r *run) retrying(ctx workflow.Context, op string, call, handover func() error) (int, error) {
-	if r.v < VersionFollowAgents {
-		return 1, call()
-	}
 	wait := time.Second
 	for attempt := 1; ; attempt++ {
 		var err error
-		if attempt > WorkflowRetries && handover != nil && r.v >= VersionCarryInput {
+		if attempt > WorkflowRetries && handover != nil {
 			r.arm(ctx)
 			r.s.Retrying.HandedOver = true
 			r.details(ctx)
@@ -279,9 +202,9 @@ func transient(err error) bool {
 	return errorType(err) == string(contracts.CategoryTransient) || isTimeout(err)
 }
 
-// transient is transient(err), and from VersionLean also an activity the
-// worker that took it does not know (an older worker during a rolling
-// deploy: another worker will).
+// transient is transient(err), and also an activity the worker that took
+// it does not know (an older worker during a rolling deploy: another
+// worker will).
 func (r *run) transient(err error) bool {
-	return transient(err) || (r.v >= VersionLean && errorType(err) == "ActivityNotRegisteredError")
+	return transient(err) || errorType(err) == "ActivityNotRegisteredError"
 }

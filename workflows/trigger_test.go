@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -68,6 +70,54 @@ func injectAfter(t *testing.T, src string, after int, ev map[string]any) string 
 	return dst
 }
 
+// scheduling records the activity types a workflow schedules.
+type scheduling struct {
+	interceptor.WorkerInterceptorBase
+	types *[]string
+}
+
+func (s *scheduling) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &schedulingIn{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, types: s.types}
+}
+
+type schedulingIn struct {
+	interceptor.WorkflowInboundInterceptorBase
+	types *[]string
+}
+
+func (s *schedulingIn) Init(outbound interceptor.WorkflowOutboundInterceptor) error {
+	return s.Next.Init(&schedulingOut{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: outbound}, types: s.types})
+}
+
+type schedulingOut struct {
+	interceptor.WorkflowOutboundInterceptorBase
+	types *[]string
+}
+
+func (s *schedulingOut) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
+	*s.types = append(*s.types, activityType)
+	return s.Next.ExecuteActivity(ctx, activityType, args...)
+}
+
+// scheduled replays a history and returns the activity types the workflow
+// scheduled, the replay's error and what the workflow function returned
+// (nil while it runs).
+func scheduled(t *testing.T, file string) (types []string, replayErr, returned error) {
+	t.Helper()
+	wrapper := func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
+		o, err := delegation(ctx, d, carried, Options{ContinueAsNewEvents: 1}) // as recorded
+		returned = err
+		return o, err
+	}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: []interceptor.WorkerInterceptor{&scheduling{types: &types}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.RegisterWorkflowWithOptions(wrapper, workflowRegisterOptions())
+	replayErr = r.ReplayWorkflowHistoryFromJSONFile(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)), file)
+	return types, replayErr, returned
+}
+
 // replayReturning replays a history and returns the replay's error and
 // the error the workflow function returned.
 func replayReturning(t *testing.T, file string) (replayErr, returned error) {
@@ -83,15 +133,54 @@ func replayReturning(t *testing.T, file string) (replayErr, returned error) {
 	return replayErr, returned
 }
 
+// continueAsNewHistory is the recorded run that continues as new at its
+// first chance, and triggerEvent the id of the event whose workflow task
+// continues it as new: the last activity completion before it.
+var continueAsNewHistory = filepath.Join("testdata", "histories", Baseline, "continue-as-new.json")
+
+func triggerEvent(t *testing.T, src string) int {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Events []struct {
+			EventID   string `json:"eventId"`
+			EventType string `json:"eventType"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatal(err)
+	}
+	trigger := 0
+	for _, e := range h.Events {
+		switch e.EventType {
+		case "EVENT_TYPE_ACTIVITY_TASK_COMPLETED":
+			trigger, _ = strconv.Atoi(e.EventID)
+		case "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW":
+			if trigger == 0 {
+				t.Fatalf("%s: no activity completed before the continue-as-new", src)
+			}
+			return trigger
+		}
+	}
+	t.Fatalf("%s does not continue as new", src)
+	return 0
+}
+
 // A revoke delivered in the same workflow task as the watch result that
 // triggers continue-as-new (what a server produces when the signal races
 // the task) is never dropped by the hand-over: this run handles it instead
 // of continuing as new. The history is the recorded continue-as-new with
-// the revoke inserted after the
-// WatchTask's completion (event 20); today's code must not issue the
-// recorded continue-as-new there, or, if it did, must carry the revoke.
+// the revoke inserted after the WatchTask's completion: replayed, the run
+// must cancel the remote task (CancelTask scheduled in that task, where the
+// recorded run continued as new: a nondeterminism error, and no other
+// replay error), or, had it continued as new, carry the revoke.
 func TestInterruptInTheContinueAsNewTriggerTask(t *testing.T) {
-	src := filepath.Join("testdata", "histories", "carry-input-v2", "continue-as-new.json")
+	if replayErr, _ := replayReturning(t, continueAsNewHistory); replayErr != nil {
+		t.Fatalf("the recorded history itself does not replay: %v", replayErr)
+	}
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	for name, ev := range map[string]map[string]any{
 		"revoke": {
@@ -104,17 +193,26 @@ func TestInterruptInTheContinueAsNewTriggerTask(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			replayErr, returned := replayReturning(t, injectAfter(t, src, 20, ev))
+			types, replayErr, returned := scheduled(t, injectAfter(t, continueAsNewHistory, triggerEvent(t, continueAsNewHistory), ev))
 			var can *workflow.ContinueAsNewError
-			if replayErr != nil || !errors.As(returned, &can) {
-				return // the run did not continue as new at the trigger: handled here
+			if replayErr == nil && errors.As(returned, &can) {
+				var c contracts.Carry
+				if err := converter.GetDefaultDataConverter().FromPayload(can.Input.GetPayloads()[1], &c); err != nil {
+					t.Fatal(err)
+				}
+				if c.Revoked == nil {
+					t.Errorf("the run continued as new and the %s delivered with the trigger is lost (carry: revoked %v)", name, c.Revoked)
+				}
+				return
 			}
-			var c contracts.Carry
-			if err := converter.GetDefaultDataConverter().FromPayload(can.Input.GetPayloads()[1], &c); err != nil {
-				t.Fatal(err)
+			// Handled in this run: the trigger task cancels the remote task
+			// where the recorded run continued as new, so the replay stops
+			// there on a nondeterminism error, and on nothing else.
+			if replayErr == nil || !strings.Contains(replayErr.Error(), "TMPRL1100") {
+				t.Fatalf("replay: %v (returned %v); want the nondeterminism of a run that handles the %s instead of continuing as new", replayErr, returned, name)
 			}
-			if c.Revoked == nil {
-				t.Errorf("the run continued as new and the %s delivered with the trigger is lost (carry: revoked %v)", name, c.Revoked)
+			if !slices.Contains(types, "CancelTask") {
+				t.Errorf("the trigger task with the %s scheduled %v: want CancelTask", name, types)
 			}
 		})
 	}
@@ -124,9 +222,9 @@ func TestInterruptInTheContinueAsNewTriggerTask(t *testing.T) {
 // trigger, while no question is pending, is recorded once (ignored, with
 // the reason) in the state the run carries over, not lost between runs.
 func TestAnswerInTheContinueAsNewTriggerTask(t *testing.T) {
-	src := filepath.Join("testdata", "histories", "carry-input-v2", "continue-as-new.json")
+	src := continueAsNewHistory
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-	f := injectAfter(t, src, 20, map[string]any{
+	f := injectAfter(t, src, triggerEvent(t, src), map[string]any{
 		"eventType": "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED",
 		"workflowExecutionSignaledEventAttributes": map[string]any{
 			"signalName": contracts.ProvideInput, "identity": "operator",

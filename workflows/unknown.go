@@ -43,11 +43,7 @@ func (r *run) resolveUnknown(ctx workflow.Context, round int, msgID, cause strin
 func (r *run) askUnknown(ctx workflow.Context, round int, msgID, errText string, autoResends int) (contracts.Resolution, error) {
 	r.s.Unknown = &contracts.UnknownOutcome{Round: round, MessageID: msgID, Since: workflow.Now(ctx), Error: contracts.Truncate(errText, 1000), AutoResends: autoResends}
 	r.resolution = nil
-	if r.v >= VersionOneSpelling {
-		r.setState(ctx, string(contracts.PhaseUnknownOutcome))
-	} else {
-		r.setState(ctx, contracts.FormerA2AStates[string(contracts.PhaseUnknownOutcome)][0])
-	}
+	r.setState(ctx, string(contracts.PhaseUnknownOutcome))
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, unknownDetails(r.s, r.wfID))
 	r.arm(ctx)

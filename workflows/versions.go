@@ -1,70 +1,81 @@
 package workflows
 
-import "go.temporal.io/sdk/workflow"
+import (
+	"fmt"
+	"time"
 
-// ChangeFollowAgents is the workflow.GetVersion change id of the rules
-// that follow independent agents exactly: a republished question never
-// opens a round, the task is read at the waiting cadence while an operator
-// is asked, transient card and send failures are retried by the workflow
-// (showing the last error) until the deadline, and a follow-up that fails
-// is checked against the task's own state. Histories recorded before it
-// replay with workflow.DefaultVersion.
-const ChangeFollowAgents = "follow-independent-agents"
+	"go.temporal.io/sdk/workflow"
 
-// Versions of ChangeFollowAgents.
-const (
-	// VersionFollowAgents: the rules above.
-	VersionFollowAgents workflow.Version = 1
-	// VersionCarryInput: continue-as-new hands the state over as the
-	// workflow's second input (contracts.Carry), with the signals drained and the
-	// intents not yet acted on; before it, in the memo.
-	VersionCarryInput workflow.Version = 2
-	// VersionSendInFlight: a send interrupted (cancel, deadline, revoke)
-	// while in flight is not abandoned: it is awaited for SendSettle at
-	// most, and the task it created is recorded (then canceled).
-	VersionSendInFlight workflow.Version = 3
-	// VersionQuestionInNextRun: a run that continues as new at a question
-	// does so before observing it; the next run shows it.
-	VersionQuestionInNextRun workflow.Version = 4
-	// VersionLean: a delegation costs what the protocol needs. The card
-	// check, the authorization and the send are one activity
-	// (CheckAndSend: no local-activity markers, no upsert before it); the
-	// deadline timer starts only when the delegation first waits (a send
-	// is bounded by its own timeouts); a question is waited on with one
-	// timer, the next read or the deadline, whichever comes first, and
-	// the task is then read at the waiting cadence (PollTask).
-	VersionLean workflow.Version = 5
-	// VersionOneSpelling: A2AState spells a send whose outcome is unknown
-	// "unknown-outcome", like every other value (before: "unknown_outcome",
-	// contracts.FormerA2AStates).
-	VersionOneSpelling workflow.Version = 6
-	// VersionPush: a task whose agent pushes its changes (State.Push) is
-	// not polled while it works: it is read when a push arrives (Signal
-	// "task-update") or at the waiting cadence, whichever comes first;
-	// while an operator is asked, a push reads it at once.
-	VersionPush workflow.Version = 7
-	// VersionGuardHistory: a delegation waiting for an operator or
-	// watching its task continues as new as soon as Temporal suggests it
-	// or its history is past Options.WaitingHistoryEvents or
-	// MaxRunHistoryBytes (a flood of junk signals cannot fill a run up to
-	// the server's limits, where Signals, revoke among them, would be
-	// refused or the run terminated); and a cancel that finds the task
-	// completed keeps its artifacts as late results (cancel_unconfirmed).
-	VersionGuardHistory workflow.Version = 8
-	// VersionPushState: a delegation followed by push publishes its state
-	// (search attributes) before it waits for a push, a reconcile that
-	// sees the task changed moves it on at once, as one waiting for an
-	// operator does, and a run flooded by pushes continues as new instead
-	// of reading the task over and over.
-	VersionPushState workflow.Version = 9
-	// VersionSealedSignals: a Signal whose payload is sealed with a key
-	// the worker lacks (codec) is received and refused by name (a revoke
-	// still revokes); before it the Go SDK dropped it and the listener
-	// waited for the next Signal on that channel. And a message whose
-	// data is [] (contract or answer) is refused (contracts.EmptyListRule),
-	// and so is a resolution naming a task_id with resend or abandon, and
-	// an answer that arrives while the delegation is stopping.
-	VersionSealedSignals workflow.Version = 10
-	// VersionLatest is the version new delegations run.
-	VersionLatest = VersionSealedSignals
+	"github.com/a2adelegate/delegate/contracts"
 )
+
+// Versions of the Delegation workflow (docs/versioning.md).
+//
+// The baseline is the workflow as it was first released: one code path,
+// and no workflow.GetVersion call (so no marker and no
+// TemporalChangeVersion search attribute in its histories). Its
+// histories are recorded in testdata/histories/baseline.
+//
+// After the release, each change of the commands the workflow issues
+// (activities, timers, their order and options, upserts,
+// continue-as-new, what a Signal or Update decides) goes behind
+//
+//	workflow.GetVersion(ctx, change.ID, workflow.DefaultVersion, change.Version)
+//
+// with its own change id, named for what it changes and never reused for
+// an unrelated change; it is listed in Changes, in the order of release,
+// and its scenarios are recorded in testdata/histories/<id>-v<version>
+// (HistoryFolder). A version is removed (its branch, its entry, its
+// folder; the minimum of its GetVersion raised) once no delegation can
+// still run on it: RetireAfter after the release of the version that
+// superseded it. versions_test.go fails when the newest version has no
+// recorded histories, and when a version past that date is still present.
+
+// Baseline names the first version (its history folder).
+const Baseline = "baseline"
+
+// BaselineReleased is the date (YYYY-MM-DD) of the first tagged release,
+// which runs the baseline; "" until it is tagged.
+const BaselineReleased = ""
+
+// Change is one version of one change id, gated by workflow.GetVersion.
+type Change struct {
+	// ID is the change id passed to workflow.GetVersion: kebab-case, named
+	// for what it changes ("push-reads-on-signal"), never reused for an
+	// unrelated change.
+	ID string
+	// Version is the version this entry adds to ID (1 for a new change
+	// id): the maxSupported of its GetVersion.
+	Version workflow.Version
+	// Released is the date (YYYY-MM-DD) of the first release that runs
+	// this version; "" until it is released.
+	Released string
+	// What says what the version changes, for the next engineer.
+	What string
+}
+
+// Changes lists every version still present after the baseline, oldest
+// first; the last one is what new delegations run. Empty: the baseline.
+var Changes = []Change{}
+
+// RetireAfter is how long after the release of the version that superseded
+// it a version may still run a delegation: the longest deadline a contract
+// may have (contracts.MaxDeadline, 366 days; continue-as-new keeps the
+// deadline), and a day for a release date's granularity and the stop after
+// the deadline (CancelTask, bounded retries).
+const RetireAfter = contracts.MaxDeadline + 24*time.Hour
+
+// HistoryFolder is the folder under testdata/histories that holds the
+// histories recorded by the version c: "<id>-v<version>".
+func HistoryFolder(c Change) string {
+	return fmt.Sprintf("%s-v%d", c.ID, c.Version)
+}
+
+// Newest is the history folder of the version new delegations run: the
+// last entry of Changes, or the baseline.
+func Newest() string {
+	if len(Changes) == 0 {
+		return Baseline
+	}
+	return HistoryFolder(Changes[len(Changes)-1])
+}

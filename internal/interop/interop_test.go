@@ -837,7 +837,7 @@ func TestFollowUpWire(t *testing.T) {
 			t.Run("send", func(t *testing.T) {
 				ctx := s.begin(t)
 				task := s.send(t, ctx, firstMessage(map[string]any{"scenario": ScenarioLostParcel}))
-				s.await(t, ctx, task.ID, a2a.TaskStateInputRequired)
+				question := s.await(t, ctx, task.ID, a2a.TaskStateInputRequired)
 
 				// A subscriber opened on the INPUT_REQUIRED task.
 				subCtx, stopSub := context.WithCancel(ctx)
@@ -872,6 +872,24 @@ func TestFollowUpWire(t *testing.T) {
 				m := s.w.mark()
 				reply := s.send(t, ctx, followUp(task))
 				t.Logf("%s: follow-up with returnImmediately, reply state %s; wire:\n%s", tg.name, reply.Status.State, s.w.since(m))
+				// What the workflow relies on: the reply is the same task,
+				// moved on, or republished as it stood when it was answered
+				// (a2a-js 1.x): the same status, so that it is not taken for
+				// a new question (workflows, stale).
+				if reply.ID != task.ID || reply.ContextID != task.ContextID {
+					t.Errorf("follow-up reply names task %q context %q, want %q %q", reply.ID, reply.ContextID, task.ID, task.ContextID)
+				}
+				switch reply.Status.State {
+				case a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateCompleted:
+				case a2a.TaskStateInputRequired:
+					t.Logf("%s: republished question: %s; the question answered: %s", tg.name, statusID(reply.Status), statusID(question.Status))
+					if !sameStatus(reply.Status, question.Status) {
+						t.Errorf("follow-up reply is INPUT_REQUIRED with another status (%s) than the question answered (%s): it reads as a new question",
+							statusID(reply.Status), statusID(question.Status))
+					}
+				default:
+					t.Errorf("follow-up reply state %s, want the question republished, SUBMITTED, WORKING or COMPLETED", reply.Status.State)
+				}
 				s.await(t, ctx, task.ID, a2a.TaskStateCompleted)
 				var sn seen
 				select {
@@ -882,6 +900,18 @@ func TestFollowUpWire(t *testing.T) {
 					sn.err = fmt.Errorf("stream still open 5 s after COMPLETED (canceled by the test)")
 				}
 				t.Logf("%s: SubscribeToTask opened at INPUT_REQUIRED saw %v (end: %v)", tg.name, sn.states, sn.err)
+				// The stream starts with the task as it stands; a2a-js 1.x
+				// then follows it to COMPLETED, 0.3.x closes it after that
+				// first task (the workflow reads a 0.3 task again).
+				if sn.err != nil {
+					t.Errorf("SubscribeToTask: %v", sn.err)
+				}
+				if len(sn.states) == 0 || sn.states[0] != "task:"+string(a2a.TaskStateInputRequired) {
+					t.Fatalf("SubscribeToTask saw %v, want the INPUT_REQUIRED task first", sn.states)
+				}
+				if last := sn.states[len(sn.states)-1]; tg.sdk != SDK03 && !strings.HasSuffix(last, ":"+string(a2a.TaskStateCompleted)) {
+					t.Errorf("SubscribeToTask saw %v, want it to follow the task to COMPLETED", sn.states)
+				}
 			})
 
 			t.Run("stream", func(t *testing.T) {
@@ -907,6 +937,24 @@ func TestFollowUpWire(t *testing.T) {
 			})
 		})
 	}
+}
+
+// sameStatus reports whether two statuses are the same status update: the
+// same state, status message id and timestamp.
+func sameStatus(a, b a2a.TaskStatus) bool {
+	return a.State == b.State && statusID(a) == statusID(b)
+}
+
+// statusID names a status by its message id and timestamp.
+func statusID(s a2a.TaskStatus) string {
+	id, at := "", ""
+	if s.Message != nil {
+		id = string(s.Message.ID)
+	}
+	if s.Timestamp != nil {
+		at = s.Timestamp.UTC().Format(time.RFC3339Nano)
+	}
+	return "message " + id + " at " + at
 }
 
 func eventState(ev a2a.Event) string {
