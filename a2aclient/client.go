@@ -31,6 +31,19 @@ type Client struct {
 	sdk         *sdk.Client
 	callTimeout time.Duration
 	red         *redactor
+	noCred      string
+}
+
+// finish redacts an error of a call and adds the client's hint to an
+// authorization error.
+func (c *Client) finish(err error) error {
+	err = c.red.err(err)
+	if ce, ok := err.(*CallError); ok && c.noCred != "" && ce.Category == contracts.CategoryAuthorization {
+		h := *ce
+		h.Hint = c.noCred
+		return &h
+	}
+	return err
 }
 
 // Options configure Dial.
@@ -57,6 +70,11 @@ type Options struct {
 	// activities set the HTTP guard's (cards.Guard.Dialer), as they set
 	// HTTPClient.
 	GRPCDialer func(ctx context.Context, addr string) (net.Conn, error)
+	// NoCredential, when set, says why no credential goes with the calls
+	// although the card asks for one (e.g. "the worker's credential store
+	// has no entry for origin X"); an authorization error carries it
+	// (CallError.Hint), so that a 401 says what to fix.
+	NoCredential string
 	// secrets are what WithCredential adds, redacted from what comes back.
 	secrets []string
 	// auth is the credential WithCredential leaves to the HTTP level (nil:
@@ -124,7 +142,7 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 	if ct <= 0 {
 		ct = DefaultCallTimeout
 	}
-	return &Client{iface: iface, sdk: c, callTimeout: ct, red: red}, nil
+	return &Client{iface: iface, sdk: c, callTimeout: ct, red: red, noCred: opts.NoCredential}, nil
 }
 
 func transportOf(hc *http.Client) http.RoundTripper {
@@ -228,7 +246,7 @@ func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[S
 		rec.stream = true
 		for ev, err := range c.sdk.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(taskID)}) {
 			if err != nil {
-				yield(StreamEvent{}, c.red.err(classify("SubscribeToTask", err, rec)))
+				yield(StreamEvent{}, c.finish(classify("SubscribeToTask", err, rec)))
 				return
 			}
 			var se StreamEvent
@@ -336,7 +354,11 @@ type CallError struct {
 	// Written reports whether the request was written to the connection: a
 	// call that failed after that may have taken effect (DESIGN principle 4).
 	Written bool
-	Err     error
+	// Hint is what the client knows of an authorization failure that the
+	// agent's answer does not say: that no credential went with the call,
+	// and why (Options.NoCredential).
+	Hint string
+	Err  error
 }
 
 // maxErrorText bounds CallError.Error (remote text included); the
@@ -360,6 +382,9 @@ func (e *CallError) Error() string {
 	b.WriteString(e.Err.Error())
 	if (e.HasCode || e.HasGRPCCode) && e.Message != "" && !strings.Contains(e.Err.Error(), e.Message) {
 		b.WriteString(": " + e.Message)
+	}
+	if e.Hint != "" {
+		b.WriteString("; " + e.Hint)
 	}
 	if e.BodySHA256 != "" {
 		fmt.Fprintf(&b, "; response body (%d bytes, sha256:%s): %s", e.BodyBytes, e.BodySHA256, e.Excerpt)
@@ -501,7 +526,7 @@ func partsText(parts a2a.ContentParts) string {
 // (Options.WithCredential).
 func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
 	snap, err := c.sendMessage(ctx, msg)
-	return c.red.snapshot(snap), c.red.err(err)
+	return c.red.snapshot(snap), c.finish(err)
 }
 
 // GetTask reads the Task (A2A 1.0 §3.1.3). contextID, when not empty, is
@@ -511,7 +536,7 @@ func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage)
 // (Options.WithCredential).
 func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
 	snap, err := c.getTask(ctx, taskID, contextID)
-	return c.red.snapshot(snap), c.red.err(err)
+	return c.red.snapshot(snap), c.finish(err)
 }
 
 // CancelTask asks the agent to cancel the Task (A2A 1.0 §3.1.5) and returns
@@ -521,7 +546,7 @@ func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contrac
 // (Options.WithCredential).
 func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
 	snap, err := c.cancelTask(ctx, taskID, contextID)
-	return c.red.snapshot(snap), c.red.err(err)
+	return c.red.snapshot(snap), c.finish(err)
 }
 
 // CreatePushConfig asks the agent to push the task's changes to url
@@ -532,5 +557,5 @@ func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (cont
 // The secrets this client sends are redacted from what comes back
 // (Options.WithCredential).
 func (c *Client) CreatePushConfig(ctx context.Context, taskID, url, token string) error {
-	return c.red.err(c.createPushConfig(ctx, taskID, url, token))
+	return c.finish(c.createPushConfig(ctx, taskID, url, token))
 }

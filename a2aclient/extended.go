@@ -36,7 +36,7 @@ const MaxExtendedCardBytes = 1 << 20
 // protocol).
 func (c *Client) GetExtendedAgentCard(ctx context.Context) ([]byte, error) {
 	b, err := c.getExtendedAgentCard(ctx)
-	return c.red.bytes(b), c.red.err(err)
+	return c.red.bytes(b), c.finish(err)
 }
 
 func (c *Client) getExtendedAgentCard(ctx context.Context) ([]byte, error) {

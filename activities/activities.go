@@ -89,6 +89,9 @@ func (a *Activities) dial(ctx context.Context, iface contracts.Interface, creden
 		has = true
 	} else if origin, err := cards.InterfaceOrigin(iface); err == nil {
 		secret, has = a.Credentials.ForOrigin(origin)
+		if !has && iface.Auth != nil {
+			opts.NoCredential = noCredential(iface, origin)
+		}
 	}
 	tlsConf, _ := secret.TLSConfig()
 	if opts.HTTPClient == nil {
@@ -104,6 +107,22 @@ func (a *Activities) dial(ctx context.Context, iface contracts.Interface, creden
 		opts = opts.WithCredential(iface.Auth, secret)
 	}
 	return a2aclient.Dial(ctx, iface, opts)
+}
+
+// noCredential says, for an authorization error, that the card asks for a
+// credential and none went: the store has no entry for the interface's
+// origin (which, for a gRPC interface or an interface on another host, is
+// not the card's).
+func noCredential(iface contracts.Interface, origin string) string {
+	what := "the card asks for " + iface.Auth.Kind
+	if iface.Auth.Name != "" {
+		what += fmt.Sprintf(" (scheme %q)", iface.Auth.Name)
+	}
+	where := fmt.Sprintf("origin %s", origin)
+	if iface.CardOrigin != "" && iface.CardOrigin != origin {
+		where += fmt.Sprintf(" (the %s interface's origin; the card's is %s)", iface.Binding, iface.CardOrigin)
+	}
+	return fmt.Sprintf("the worker sent no credential: %s and its credential store (--credentials, read at start) has no entry for %s", what, where)
 }
 
 func (a *Activities) logger() *slog.Logger {

@@ -539,7 +539,10 @@ func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (contrac
 	if best == nil {
 		msg := fmt.Sprintf("no supported interface: card offers %v, this client speaks %v over %v", seen, SupportedVersions, SupportedBindings)
 		if len(refused) > 0 {
-			msg += "; refused: " + strings.Join(refused, "; ")
+			// Spoken, but refused (the guard, an unusable url): that is the
+			// reason to give first.
+			msg = fmt.Sprintf("no usable interface: refused: %s (the card offers %v; this client speaks %v over %v)",
+				strings.Join(refused, "; "), seen, SupportedVersions, SupportedBindings)
 		}
 		return contracts.Interface{}, &Error{Kind: "no_interface", Msg: msg}
 	}

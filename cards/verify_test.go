@@ -438,7 +438,7 @@ func TestSelectInterfaceNamesWhatItRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = SelectInterface(c.Parsed, nil)
-	if err == nil || !strings.Contains(err.Error(), `"/a2a/jsonrpc"`) || !strings.Contains(err.Error(), "absolute") {
+	if err == nil || !strings.HasPrefix(err.Error(), "no_interface: no usable interface: refused: ") || !strings.Contains(err.Error(), `"/a2a/jsonrpc"`) || !strings.Contains(err.Error(), "absolute") {
 		t.Errorf("relative URL: error = %v, want one naming \"/a2a/jsonrpc\" and the rule", err)
 	}
 	only03REST := strings.ReplaceAll(card03, `"preferredTransport": "JSONRPC"`, `"preferredTransport": "HTTP+JSON"`)

@@ -306,6 +306,11 @@ func TestFaultBearerTokenNeverInHistoryOrLogs(t *testing.T) {
 	if err := run.Get(ctx, &out); err != nil || out.Status != contracts.StatusAuthorizationDenied {
 		t.Fatalf("without token: outcome = %+v, %v; want authorization_denied", out, err)
 	}
+	// The refusal says what to fix: no credential went, none is held for
+	// the interface's origin.
+	if out.Error == nil || !strings.Contains(out.Error.Message, "the worker sent no credential") || !strings.Contains(out.Error.Message, "no entry for origin "+e2.base) {
+		t.Errorf("without token: error = %+v, want it to say no credential went for %s", out.Error, e2.base)
+	}
 	if n := e2.agent.Unauthorized.Load(); n != 1 {
 		t.Errorf("401s = %d, want 1 (not retried)", n)
 	}

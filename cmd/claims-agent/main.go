@@ -24,6 +24,7 @@ func main() {
 	jku := flag.String("jku", "", "JWK Set URL to name in the signature's protected header")
 	stateDir := flag.String("state-dir", "", "keep tasks in files in this directory, so a restart carries on with them (default: in memory)")
 	grpcAddr := flag.String("grpc-addr", "", "host:port to serve the gRPC interface on (A2A 1.0 §10), listed in the card as GRPC at that address (default: none)")
+	grpcOnly := flag.Bool("grpc-only", false, "with --grpc-addr: the card lists only the gRPC interfaces (the HTTP interfaces still serve), so a client must use gRPC")
 	stubborn := flag.Duration("stubborn-delay", 2*time.Minute, "how long a \"stubborn\" task works before it completes")
 	flag.Usage = usage
 	flag.Parse()
@@ -64,6 +65,10 @@ func main() {
 			os.Exit(1)
 		}
 		cfg.GRPCURL = gln.Addr().String()
+		cfg.GRPCOnly = *grpcOnly
+	} else if *grpcOnly {
+		fmt.Fprintln(os.Stderr, "claims-agent: --grpc-only needs --grpc-addr")
+		os.Exit(2)
 	}
 	agent, err := claimsagent.Open(cfg)
 	if err != nil {
@@ -92,7 +97,9 @@ func usage() {
 
 It serves its Agent Card at /.well-known/agent-card.json (skill "open-claim"), JSON-RPC at
 /a2a/jsonrpc, HTTP+JSON at /a2a/rest and A2A 0.3 JSON-RPC at /a2a/v0.3/jsonrpc; with
---grpc-addr, gRPC (A2A 1.0) at that address too.
+--grpc-addr, gRPC (A2A 1.0) at that address too (--grpc-only: the card lists only it; a gRPC
+interface's origin is http://ADDR, which a worker's trust store must allow with interface_origins and
+under which its credentials are filed: docs/trust.md).
 
 Scenarios: the data field "scenario" of a delegation's message picks one
 (contracts/examples/ has a contract for each; docs/claims-agent.md says what to try):

@@ -101,6 +101,10 @@ type cardReport struct {
 	SecuritySchemes []cards.SchemeInfo    `json:"security_schemes"`
 	Scheme          *contracts.AuthScheme `json:"scheme,omitempty"`
 	Credentials     bool                  `json:"credentials"`
+	// CredentialOrigin is the origin the credential store is looked up
+	// by: the selected interface's (for a gRPC interface, its target's
+	// URL form), not always the card's.
+	CredentialOrigin string `json:"credential_origin,omitempty"`
 	// ExtendedCard is the authenticated extended card (A2A 1.0 §3.1.11)
 	// when the card declares one; ExtendedCardError why it was not read.
 	ExtendedCardDeclared bool            `json:"extended_card_declared"`
@@ -145,6 +149,7 @@ func runCardFetch(cmd *cobra.Command, cardURL string, fl cardFlags) error {
 		out.Interface = &iface
 		if origin, err := cards.InterfaceOrigin(iface); err == nil {
 			_, out.Credentials = creds.ForOrigin(origin)
+			out.CredentialOrigin = origin
 			out.Scheme = cards.SchemeOf(card.Parsed, func(kind string) bool { return creds.Satisfies(origin, kind) })
 		}
 	}
@@ -220,8 +225,11 @@ func printCardReport(w io.Writer, out cardReport) {
 	case len(out.SecuritySchemes) > 0:
 		fmt.Fprintf(tw, "scheme used:\tnone of these\n")
 	}
-	if len(out.SecuritySchemes) > 0 || out.Credentials {
-		fmt.Fprintf(tw, "credentials:\t%s\n", map[bool]string{true: "held for the interface's origin", false: "none for the interface's origin"}[out.Credentials])
+	switch {
+	case out.Credentials:
+		fmt.Fprintf(tw, "credentials:\theld for %s (the interface's origin)\n", out.CredentialOrigin)
+	case len(out.SecuritySchemes) > 0 && out.CredentialOrigin != "":
+		fmt.Fprintf(tw, "credentials:\tnone for %s (the interface's origin): add origins[%q] to the credential store\n", out.CredentialOrigin, out.CredentialOrigin)
 	}
 	switch {
 	case out.ExtendedCard != nil:

@@ -30,7 +30,7 @@ func TestCardShowsSecurityAndExtendedCard(t *testing.T) {
 	for _, want := range []string{
 		"security:            bearer (http, required): scheme Bearer",
 		"scheme used:         bearer: bearer token in the Authorization header",
-		"credentials:         held for the interface's origin",
+		"credentials:         held for " + base + " (the interface's origin)",
 		"extended card:       sha256:",
 		"extended skills:     [" + claimsagent.PublicSkillID + " " + claimsagent.SkillID + "]",
 	} {

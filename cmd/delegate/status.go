@@ -112,6 +112,12 @@ func printState(w io.Writer, s contracts.State, given string) {
 	if s.Protocol.Version != "" {
 		row("protocol", fmt.Sprintf("A2A %s over %s at %s", s.Protocol.Version, s.Protocol.Binding, s.Protocol.URL))
 	}
+	if s.Interface.Auth != nil {
+		// The scheme calls are authenticated with (the card's, as the
+		// worker's credential store meets it; never a secret).
+		row("authentication", describeScheme(s.Interface.Auth))
+	}
+	row("extended card", s.Agent.ExtendedCardDigest)
 	state := s.A2AState
 	if state == "unknown" && s.LastSnapshot != nil {
 		state += fmt.Sprintf(" (the agent sent %q)", s.LastSnapshot.RawState)

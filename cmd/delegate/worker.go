@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,7 +51,7 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.debugAddr, "debug-addr", "", "serve /debug/vars (expvar: memstats) and /debug/pprof on this loopback host:port")
 	cmd.Flags().IntVar(&f.cacheSize, "cache-size", 500, "workflows kept in the worker's sticky cache (waiting delegations beyond it are replayed when they wake)")
 	cmd.Flags().StringVar(&f.policy, "policy", os.Getenv("DELEGATE_POLICY"), "authorization policy file, checked before every outbound message and reloaded when it changes (env DELEGATE_POLICY)")
-	cmd.Flags().StringVar(&f.credentials, "credentials", os.Getenv("DELEGATE_CREDENTIALS"), "credential store file: secrets per agent origin and by reference (env DELEGATE_CREDENTIALS)")
+	cmd.Flags().StringVar(&f.credentials, "credentials", os.Getenv("DELEGATE_CREDENTIALS"), "credential store file: secrets per agent origin and by reference, read at start (env DELEGATE_CREDENTIALS; docs/trust.md)")
 	cmd.Flags().StringVar(&f.trust, "trust", os.Getenv("DELEGATE_TRUST"), "trust store file: keys that may sign agent cards, HTTP guard exceptions (env DELEGATE_TRUST)")
 	cmd.Flags().DurationVar(&f.pollInitial, "poll-initial", time.Second, "first GetTask polling interval (doubles each poll)")
 	cmd.Flags().DurationVar(&f.pollMax, "poll-max", 30*time.Second, "longest GetTask polling interval")
@@ -121,6 +122,16 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 		if creds, err = a2aclient.LoadCredentials(f.credentials); err != nil {
 			return usageErr(fmt.Errorf("--credentials: %w", err))
 		}
+		origins := make([]string, 0, len(creds.Origins))
+		for o := range creds.Origins {
+			origins = append(origins, o)
+		}
+		slices.Sort(origins)
+		// The origins (never a secret): what a 401 is to be checked against.
+		logger.Info("credential store read (read at start: restart the worker after changing it)", "file", f.credentials,
+			"origins", origins, "refs", len(creds.Refs))
+	} else {
+		logger.Info("no credential store: calls to agents carry no credential (set --credentials or DELEGATE_CREDENTIALS)")
 	}
 	pushTo, err := f.pushSettings()
 	if err != nil {

@@ -2,6 +2,7 @@ package claimsagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"testing"
@@ -205,6 +206,33 @@ func TestStreamShowsWorkingThenInputRequired(t *testing.T) {
 	for i := range want {
 		if states[i] != want[i] {
 			t.Fatalf("states = %v, want %v", states, want)
+		}
+	}
+}
+
+// GRPCOnly: the card lists only the gRPC interfaces (1.0 and 0.3), so a
+// client that speaks three bindings must pick gRPC.
+func TestGRPCOnlyCard(t *testing.T) {
+	a := New(Config{BaseURL: "http://127.0.0.1:9", GRPCURL: "127.0.0.1:10", GRPCOnly: true})
+	body, err := a.CardJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var card struct {
+		SupportedInterfaces []struct {
+			URL             string `json:"url"`
+			ProtocolBinding string `json:"protocolBinding"`
+		} `json:"supportedInterfaces"`
+	}
+	if err := json.Unmarshal(body, &card); err != nil {
+		t.Fatal(err)
+	}
+	if len(card.SupportedInterfaces) != 2 {
+		t.Fatalf("interfaces = %+v, want the two gRPC ones", card.SupportedInterfaces)
+	}
+	for _, i := range card.SupportedInterfaces {
+		if i.ProtocolBinding != "GRPC" || i.URL != "127.0.0.1:10" {
+			t.Errorf("interface %+v, want GRPC at 127.0.0.1:10", i)
 		}
 	}
 }

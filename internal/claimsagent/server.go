@@ -85,6 +85,9 @@ type Config struct {
 	// 1.0 §10 and A2A 0.3, both served by ServeGRPC), listed in its card
 	// with protocolBinding "GRPC" for each version, e.g. "127.0.0.1:9998".
 	GRPCURL string
+	// GRPCOnly, with GRPCURL, makes the card list only the gRPC
+	// interfaces (the HTTP ones still serve): a client must use gRPC.
+	GRPCOnly bool
 	// StateDir, when set, keeps the agent's tasks and its message-id
 	// table in files under this directory (created when missing), so that
 	// an agent restarted on it carries on with the tasks it created; empty:
@@ -254,8 +257,13 @@ func Open(cfg Config) (*Agent, error) {
 	opts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(logger),
 		a2asrv.WithPushNotifications(a2apush.NewInMemoryStore(), a2apush.NewHTTPPushSender(&a2apush.HTTPSenderConfig{Timeout: 10 * time.Second}))}
 	if cfg.GRPCURL != "" {
-		card.SupportedInterfaces = append(card.SupportedInterfaces, a2a.NewAgentInterface(cfg.GRPCURL, a2a.TransportProtocolGRPC),
-			&a2a.AgentInterface{URL: cfg.GRPCURL, ProtocolBinding: a2a.TransportProtocolGRPC, ProtocolVersion: a2av0.Version})
+		grpcIfaces := []*a2a.AgentInterface{a2a.NewAgentInterface(cfg.GRPCURL, a2a.TransportProtocolGRPC),
+			{URL: cfg.GRPCURL, ProtocolBinding: a2a.TransportProtocolGRPC, ProtocolVersion: a2av0.Version}}
+		if cfg.GRPCOnly {
+			card.SupportedInterfaces = grpcIfaces
+		} else {
+			card.SupportedInterfaces = append(card.SupportedInterfaces, grpcIfaces...)
+		}
 	}
 	if cfg.RequireBearer != "" {
 		card.SecuritySchemes = a2a.NamedSecuritySchemes{"bearer": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer"}}
