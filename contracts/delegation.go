@@ -250,6 +250,22 @@ func (e *FieldError) Unwrap() error { return ErrInvalidContract }
 // Errors are *FieldError (joined when several fields are wrong): an unknown
 // field, a wrong type, a missing required field, or a rule broken.
 func DecodeDelegation(data []byte, now time.Time) (Delegation, error) {
+	d, err := DecodeDelegationStrict(data)
+	if err != nil {
+		return Delegation{}, err
+	}
+	if err := d.Validate(now); err != nil {
+		return Delegation{}, err
+	}
+	return d, nil
+}
+
+// DecodeDelegationStrict is DecodeDelegation without Validate: the size
+// limit (MaxContractBytes), then strict decoding (an unknown field in any
+// case, a key given twice, a wrong type, a missing required field,
+// trailing data: each a *FieldError naming the field and the rule). The
+// workflow uses it on its own input and validates against its own clock.
+func DecodeDelegationStrict(data []byte) (Delegation, error) {
 	if len(data) > MaxContractBytes {
 		return Delegation{}, &FieldError{Field: "(document)", Rule: fmt.Sprintf("%d bytes is over the %d-byte limit of a contract", len(data), MaxContractBytes)}
 	}
@@ -258,9 +274,6 @@ func DecodeDelegation(data []byte, now time.Time) (Delegation, error) {
 		"local_workflow_id", "agent_card_url", "skill", "purpose", "message",
 		"allowed_outputs", "deadline", "write_authority",
 	}); err != nil {
-		return Delegation{}, err
-	}
-	if err := d.Validate(now); err != nil {
 		return Delegation{}, err
 	}
 	return d, nil

@@ -190,6 +190,13 @@ type Carry struct {
 	Reconcile bool `json:"reconcile,omitempty"`
 	// Pushed is a push (Signal "task-update") not yet acted on.
 	Pushed bool `json:"pushed,omitempty"`
+	// FromRunID is the id of the run that handed this over, and
+	// ContractDigest the sha256 (hex) of the contract it ran (its JSON as
+	// the workflow encodes it): the next run accepts the carry only as the
+	// continuation of that run (its ContinuedExecutionRunID) of the same
+	// contract. Empty in carries written before they were recorded.
+	FromRunID      string `json:"from_run_id,omitempty"`
+	ContractDigest string `json:"contract_digest,omitempty"`
 }
 
 // Unknown-outcome actions (Resolution.Action).

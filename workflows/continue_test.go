@@ -77,10 +77,10 @@ func (s *DelegationSuite) TestContinueAsNewCarriesStateAndIntents() {
 // The next run goes on from the carried state: no resend of round 0, and a
 // carried revoke is applied.
 func (s *DelegationSuite) TestRunFromCarriedState() {
-	st := contracts.State{LocalWorkflowID: "wf-1", RemoteTaskID: "task-1", ContextID: "ctx-1", A2AState: "working", InputRounds: 1}
-	last := snap("working")
-	st.LastSnapshot = &last
+	st := carriedState()
+	st.InputRounds = 1
 	reason := "carried revoke"
+	s.env.SetContinuedExecutionRunID("run-0")
 	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract(), contracts.Carry{State: st, Revoked: &reason})
@@ -192,4 +192,13 @@ func (s *DelegationSuite) TestCarryIsTrimmed() {
 	s.LessOrEqual(len(b), MaxCarryBytes)
 	s.Len(c.State.Answers, 40, "every answer record is kept")
 	s.Equal(60<<10, len(c.State.Answers[39].Text), "the newest answers keep their text")
+}
+
+// carriedState is the state a run of contract() hands over while its task
+// works.
+func carriedState() contracts.State {
+	c := contract()
+	last := snap("working")
+	return contracts.State{LocalWorkflowID: c.LocalWorkflowID, AgentCardURL: c.AgentCardURL, Skill: c.Skill, Purpose: c.Purpose,
+		RemoteTaskID: "task-1", ContextID: "ctx-1", A2AState: "working", LastSnapshot: &last}
 }

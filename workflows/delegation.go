@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/converter"
@@ -28,32 +27,17 @@ import (
 // acted on to the next run as the workflow's second input (contracts.Carry); the
 // next run goes on with the same remote task. A carried state that does
 // not decode fails the workflow (ErrTypeCarriedState), never restarts it.
-func Delegation(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
-	return delegation(ctx, d, carried, Options{})
+func Delegation(ctx workflow.Context, input converter.RawValue, carried converter.RawValue) (contracts.Outcome, error) {
+	return delegation(ctx, input, carried, Options{})
 }
 
 // delegation is Delegation configured by o.
-func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue, o Options) (contracts.Outcome, error) {
+func delegation(ctx workflow.Context, input converter.RawValue, carried converter.RawValue, o Options) (contracts.Outcome, error) {
 	info := workflow.GetInfo(ctx)
 	r := &run{
-		o: o,
-		d: d,
-		s: &contracts.State{
-			LocalWorkflowID: d.LocalWorkflowID, Purpose: d.Purpose, Skill: d.Skill,
-			AgentCardURL: d.AgentCardURL, Deadline: d.Deadline, StartedAt: workflow.Now(ctx),
-			Transitions: []contracts.Transition{},
-		},
+		o:    o,
+		s:    &contracts.State{LocalWorkflowID: info.WorkflowExecution.ID, StartedAt: workflow.Now(ctx), Transitions: []contracts.Transition{}},
 		wfID: info.WorkflowExecution.ID, firstRunID: info.FirstRunID,
-	}
-	carry, err := carriedInput(carried)
-	if err != nil {
-		r.s.Failure = err.Error()
-		return contracts.Outcome{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCarriedState, nil)
-	}
-	if carry != nil && carry.State.LastSnapshot != nil {
-		st := carry.State
-		r.s, r.carried = &st, true
-		r.s.ContinuedAsNew++
 	}
 	if err := workflow.SetQueryHandlerWithOptions(ctx, contracts.QueryState, func() (*contracts.State, error) {
 		// A copy: a query never changes the workflow's own state.
@@ -69,11 +53,23 @@ func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
 		return contracts.Outcome{}, err
 	}
-	// The deadline may have passed between the start and the first
-	// workflow task (no worker yet): that is a deadline, not a bad contract.
-	if err := d.Validate(d.Deadline.Add(-time.Nanosecond)); err != nil {
-		r.s.Failure = "invalid contract: " + err.Error()
-		return contracts.Outcome{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidContract, nil)
+	// The workflow is its own boundary (admit): nothing runs on an input
+	// it refuses.
+	d, carry, err := admit(ctx, input, carried)
+	if err != nil {
+		typ, what := ErrTypeInvalidContract, "invalid contract: "
+		if errors.Is(err, errCarry) || !errors.Is(err, contracts.ErrInvalidContract) {
+			typ, what = ErrTypeCarriedState, ""
+		}
+		r.s.Failure = what + err.Error()
+		return contracts.Outcome{}, temporal.NewNonRetryableApplicationError(err.Error(), typ, nil)
+	}
+	r.d = d
+	r.s.Purpose, r.s.Skill, r.s.AgentCardURL, r.s.Deadline = d.Purpose, d.Skill, d.AgentCardURL, d.Deadline
+	if carry != nil && carry.State.LastSnapshot != nil {
+		st := carry.State
+		r.s, r.carried = &st, true
+		r.s.ContinuedAsNew++
 	}
 	if err := r.registerInput(ctx); err != nil {
 		return contracts.Outcome{}, err
@@ -91,7 +87,8 @@ func delegation(ctx workflow.Context, d contracts.Delegation, carried converter.
 		// Handlers may still be running (an update being accepted).
 		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 		c := contracts.Carry{State: *r.s, Revoked: r.revoked, Pending: r.pending, PendingVia: r.pendingVia,
-			Resolution: r.resolution, Rediscover: r.rediscover, Reconcile: r.reconcileAsked || r.reconciling, Pushed: r.pushed}
+			Resolution: r.resolution, Rediscover: r.rediscover, Reconcile: r.reconcileAsked || r.reconciling, Pushed: r.pushed,
+			FromRunID: info.WorkflowExecution.RunID, ContractDigest: contractDigest(d)}
 		trimCarry(&c)
 		return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, d, c)
 	}

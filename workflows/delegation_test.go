@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -44,9 +45,11 @@ func (s *DelegationSuite) SetupTest() {
 	s.opts = Options{}
 	s.env = s.NewTestWorkflowEnvironment()
 	s.env.SetStartTime(t0)
-	s.env.RegisterWorkflowWithOptions(func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
-		return delegation(ctx, d, carried, s.opts)
+	s.env.RegisterWorkflowWithOptions(func(ctx workflow.Context, input, carried converter.RawValue) (contracts.Outcome, error) {
+		return delegation(ctx, input, carried, s.opts)
 	}, workflowRegisterOptions())
+	// The workflow id is the contract's local_workflow_id (admit).
+	s.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: contract().LocalWorkflowID})
 	s.env.RegisterActivity(&activities.Activities{})
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
 		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Maybe()
@@ -73,14 +76,14 @@ func claim(name string) contracts.Artifact {
 // sendIs matches a CheckAndSendInput by round (its messageId) and task id.
 func sendIs(round int, taskID string) any {
 	return mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
-		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", round) && in.Send.Message.TaskID == taskID
+		return in.Send.Message.MessageID == MessageID("wf-1", "", round) && in.Send.Message.TaskID == taskID
 	})
 }
 
 // round matches a CheckAndSendInput by round (its messageId).
 func round(n int) any {
 	return mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
-		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", n)
+		return in.Send.Message.MessageID == MessageID("wf-1", "", n)
 	})
 }
 
@@ -160,7 +163,7 @@ func (s *DelegationSuite) TestHappyPathWithoutInput() {
 func (s *DelegationSuite) expectInputRound(answerText string) {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
-		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", 1) &&
+		return in.Send.Message.MessageID == MessageID("wf-1", "", 1) &&
 			in.Send.Message.TaskID == "task-1" && in.Send.Message.ContextID == "ctx-1" && in.Send.Message.Text == answerText
 	})).Return(sent(snap("working")), nil).Once()
 	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()

@@ -26,7 +26,7 @@ func (s *DelegationSuite) TestUnknownOutcomeAskOperatorThenResend() {
 		st := s.state()
 		s.Equal(string(contracts.PhaseUnknownOutcome), st.A2AState)
 		s.Require().NotNil(st.Unknown)
-		s.Equal(MessageID("default-test-workflow-id", "", 0), st.Unknown.MessageID)
+		s.Equal(MessageID("wf-1", "", 0), st.Unknown.MessageID)
 		s.env.UpdateWorkflow(contracts.ResolveUnknown, "bad", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { rejected = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
 		}, contracts.Resolution{Action: "adopt"})

@@ -219,10 +219,10 @@ func (s *DelegationSuite) TestCancelDuringASendWhoseOutcomeIsUnknown() {
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
-	s.Contains(o.Error.Message, MessageID("default-test-workflow-id", "", 0))
+	s.Contains(o.Error.Message, MessageID("wf-1", "", 0))
 	s.Contains(o.Error.Message, "outcome is unknown")
 	st := s.state()
-	s.Equal(MessageID("default-test-workflow-id", "", 0), st.SendInFlight)
+	s.Equal(MessageID("wf-1", "", 0), st.SendInFlight)
 	if s.Len(st.Sends, 1) {
 		s.Equal("unknown_outcome (after the stop)", st.Sends[0].Result)
 	}
@@ -236,7 +236,7 @@ func (s *DelegationSuite) TestDeadlineWithASendThatNeverFinishes() {
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).After(time.Hour).Return(sent(snap("working")), nil).Maybe()
 	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
-	s.Contains(o.Error.Message, MessageID("default-test-workflow-id", "", 0))
+	s.Contains(o.Error.Message, MessageID("wf-1", "", 0))
 	s.Contains(o.Error.Message, "in flight")
 }
 

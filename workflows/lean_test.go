@@ -51,7 +51,7 @@ func (s *DelegationSuite) TestAnswerBeforeTheFirstReadCostsNoRead() {
 	s.ownPoll = true
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
-		return in.Send.Message.MessageID == MessageID("default-test-workflow-id", "", 1) && in.InUse != nil &&
+		return in.Send.Message.MessageID == MessageID("wf-1", "", 1) && in.InUse != nil &&
 			in.InUse.Interface.URL == "http://agent/a2a/jsonrpc" && in.Send.Message.TaskID == "task-1" && in.Send.Message.Text == "photo.jpg"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()

@@ -67,8 +67,8 @@ func RegisterActivities(r worker.ActivityRegistry, a *activities.Activities) {
 // worker.WorkflowReplayer, or a test environment that mocks the
 // activities.
 func RegisterWorkflows(r worker.WorkflowRegistry, o Options) {
-	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
-		return delegation(ctx, d, carried, o)
+	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, input, carried converter.RawValue) (contracts.Outcome, error) {
+		return delegation(ctx, input, carried, o)
 	}, workflowRegisterOptions())
 	r.RegisterWorkflowWithOptions(ReconcileDelegations, workflow.RegisterOptions{Name: contracts.ReconcileWorkflowType})
 }

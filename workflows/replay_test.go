@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -40,6 +41,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 				o.ContinueAsNewEvents = 1
 			}
 			var ro worker.WorkflowReplayerOptions
+			var dc converter.DataConverter
 			if strings.HasPrefix(filepath.Base(name), "encrypted") {
 				// Sealed with the test keys (package codec).
 				keys, err := codec.LoadKeys(filepath.Join("testdata", "encryption-test-keys.txt"))
@@ -47,13 +49,14 @@ func TestReplayRecordedHistories(t *testing.T) {
 					t.Fatal(err)
 				}
 				ro.DataConverter, ro.FailureConverter = keys.DataConverter(), keys.FailureConverter()
+				dc = ro.DataConverter
 			}
 			r, err := worker.NewWorkflowReplayerWithOptions(ro)
 			if err != nil {
 				t.Fatal(err)
 			}
 			RegisterWorkflows(r, o)
-			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, f); err != nil {
+			if err := replayFile(t, r, logger, f, dc); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}
 		})

@@ -104,8 +104,8 @@ func (s *schedulingOut) ExecuteActivity(ctx workflow.Context, activityType strin
 // (nil while it runs).
 func scheduled(t *testing.T, file string) (types []string, replayErr, returned error) {
 	t.Helper()
-	wrapper := func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
-		o, err := delegation(ctx, d, carried, Options{ContinueAsNewEvents: 1}) // as recorded
+	wrapper := func(ctx workflow.Context, input, carried converter.RawValue) (contracts.Outcome, error) {
+		o, err := delegation(ctx, input, carried, Options{ContinueAsNewEvents: 1}) // as recorded
 		returned = err
 		return o, err
 	}
@@ -114,7 +114,7 @@ func scheduled(t *testing.T, file string) (types []string, replayErr, returned e
 		t.Fatal(err)
 	}
 	r.RegisterWorkflowWithOptions(wrapper, workflowRegisterOptions())
-	replayErr = r.ReplayWorkflowHistoryFromJSONFile(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)), file)
+	replayErr = replayFile(t, r, sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)), file, nil)
 	return types, replayErr, returned
 }
 
@@ -122,14 +122,14 @@ func scheduled(t *testing.T, file string) (types []string, replayErr, returned e
 // the error the workflow function returned.
 func replayReturning(t *testing.T, file string) (replayErr, returned error) {
 	t.Helper()
-	wrapper := func(ctx workflow.Context, d contracts.Delegation, carried converter.RawValue) (contracts.Outcome, error) {
-		o, err := delegation(ctx, d, carried, Options{ContinueAsNewEvents: 1}) // as recorded
+	wrapper := func(ctx workflow.Context, input, carried converter.RawValue) (contracts.Outcome, error) {
+		o, err := delegation(ctx, input, carried, Options{ContinueAsNewEvents: 1}) // as recorded
 		returned = err
 		return o, err
 	}
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(wrapper, workflowRegisterOptions())
-	replayErr = r.ReplayWorkflowHistoryFromJSONFile(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)), file)
+	replayErr = replayFile(t, r, sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)), file, nil)
 	return replayErr, returned
 }
 
