@@ -57,3 +57,23 @@ func RemoveReconcileSchedule(ctx context.Context, c sdkclient.Client) (bool, err
 	}
 	return true, nil
 }
+
+// SweepOrphans runs the orphan sweep once, on a worker (which holds the
+// agents' credentials): the ReconcileDelegations workflow with
+// in.OrphansOnly, under the id "delegate-sweep-<unix nanoseconds>", and
+// waits for its report (bounded by ctx). A delegation killed from outside
+// (terminated, or replaced by a start with TERMINATE_EXISTING) left its
+// remote task working: the sweep cancels it (activities.CancelOrphans).
+// It returns the workflow id too, so that a caller whose ctx ended can
+// say where the report will be. Errors: the Temporal error.
+func SweepOrphans(ctx context.Context, c sdkclient.Client, in contracts.ReconcileInput) (string, contracts.ReconcileReport, error) {
+	in.OrphansOnly = true
+	id := fmt.Sprintf("delegate-sweep-%d", time.Now().UnixNano())
+	run, err := c.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{ID: id, TaskQueue: contracts.TaskQueue}, contracts.ReconcileWorkflowType, in)
+	if err != nil {
+		return id, contracts.ReconcileReport{}, fmt.Errorf("starting the orphan sweep: %w", err)
+	}
+	var report contracts.ReconcileReport
+	err = run.Get(ctx, &report)
+	return id, report, err
+}

@@ -12,4 +12,51 @@ type ReconcileInput struct {
 	// State keeps delegations whose search attribute A2AState is State (a
 	// current or former spelling, see FormerA2AStates).
 	State string `json:"state,omitempty"`
+	// OrphanWindow is how far back the orphan sweep looks for terminated
+	// runs (0: DefaultOrphanWindow); OrphansOnly runs the sweep alone
+	// (the CLI's reconcile, which signals the open delegations itself).
+	OrphanWindow time.Duration `json:"orphan_window,omitempty"`
+	OrphansOnly  bool          `json:"orphans_only,omitempty"`
+}
+
+// ReconcileInput's orphan sweep: a delegation killed from outside
+// (terminated, or replaced by a start with the conflict policy
+// TERMINATE_EXISTING) ran no CancelTask, and its remote task may go on
+// working. The sweep finds the runs terminated within OrphanWindow whose
+// remote task had not ended, and cancels each (activities.CancelOrphans).
+const (
+	// DefaultOrphanWindow is how far back the sweep looks for terminated
+	// runs when ReconcileInput.OrphanWindow is 0: a day.
+	DefaultOrphanWindow = 24 * time.Hour
+	// MaxOrphansPerSweep bounds the terminated runs one sweep reads.
+	MaxOrphansPerSweep = 200
+)
+
+// Orphan actions (Orphan.Action).
+const (
+	OrphanCanceled     = "canceled"       // CancelTask answered; Seen is the task's state then
+	OrphanAlreadyEnded = "already_ended"  // GetTask found the task ended: nothing to do
+	OrphanNoRemoteTask = "no_remote_task" // the run had sent nothing (or its send's outcome was unknown)
+	OrphanError        = "error"          // the task could not be read or canceled: Error says why
+)
+
+// Orphan is what a sweep did about one terminated run's remote task.
+type Orphan struct {
+	WorkflowID   string    `json:"workflow_id"`
+	RunID        string    `json:"run_id"`
+	RemoteTaskID string    `json:"remote_task_id,omitempty"`
+	Agent        string    `json:"agent,omitempty"`  // the interface URL
+	Before       string    `json:"before,omitempty"` // the A2AState the run had recorded
+	Action       string    `json:"action"`
+	Seen         string    `json:"seen,omitempty"` // the remote task's state after the action
+	Error        string    `json:"error,omitempty"`
+	At           time.Time `json:"at"`
+}
+
+// ReconcileReport is the result of the ReconcileDelegations workflow: the
+// open delegations sent the Signal "reconcile", and what the orphan sweep
+// did.
+type ReconcileReport struct {
+	Signaled []string `json:"signaled"`
+	Orphans  []Orphan `json:"orphans"`
 }

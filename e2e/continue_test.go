@@ -60,17 +60,18 @@ func TestReconcileDelegations(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
-	var ids []string
+	var report contracts.ReconcileReport
 	waitFor(t, "visibility to list the delegation", 30*time.Second, func() (bool, string) {
 		run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: contracts.TaskQueue},
 			contracts.ReconcileWorkflowType, contracts.ReconcileInput{Namespace: e.srv.Namespace(), State: "input-required"})
 		if err != nil {
 			return false, err.Error()
 		}
-		if err := run.Get(ctx, &ids); err != nil {
+		if err := run.Get(ctx, &report); err != nil {
 			return false, err.Error()
 		}
-		return len(ids) == 1 && ids[0] == d.LocalWorkflowID, fmt.Sprint(ids)
+		ids := report.Signaled
+		return len(ids) == 1 && ids[0] == d.LocalWorkflowID && len(report.Orphans) == 0, fmt.Sprint(report)
 	})
 	waitFor(t, "a reconciliation", 30*time.Second, func() (bool, string) {
 		s := stateOf(t, ctx, e.c, d.LocalWorkflowID)

@@ -11,15 +11,24 @@ import (
 )
 
 // ReconcileDelegations signals "reconcile" to the open delegations that in
-// selects (a Temporal Schedule runs it every interval). It returns the ids.
-func ReconcileDelegations(ctx workflow.Context, in contracts.ReconcileInput) ([]string, error) {
+// selects (a Temporal Schedule runs it every interval; not with
+// in.OrphansOnly), then sweeps the orphans of delegations killed from
+// outside (activities.CancelOrphans: a terminated run's remote task that
+// still works is canceled). Its result is the record of what it did.
+func ReconcileDelegations(ctx workflow.Context, in contracts.ReconcileInput) (contracts.ReconcileReport, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
-	var ids []string
-	err := workflow.ExecuteActivity(ctx, acts.ReconcileOpen, in).Get(ctx, &ids)
-	return ids, err
+	report := contracts.ReconcileReport{Signaled: []string{}, Orphans: []contracts.Orphan{}}
+	if !in.OrphansOnly {
+		if err := workflow.ExecuteActivity(ctx, acts.ReconcileOpen, in).Get(ctx, &report.Signaled); err != nil {
+			return report, err
+		}
+	}
+	err := workflow.ExecuteActivity(ctx, acts.CancelOrphans, in).Get(ctx, &report.Orphans)
+	return report, err
 }
 
 // reconcile reads the remote task once and records what it saw.

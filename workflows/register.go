@@ -54,11 +54,11 @@ func Register(r worker.Registry, a *activities.Activities, o Options) {
 
 // RegisterActivities registers the activities the workflows call, by their
 // method names, and no other method of a: CheckAndSend, PollTask,
-// WatchTask, GetTask, CancelTask and ReconcileOpen. (ResolveCard,
+// WatchTask, GetTask, CancelTask, ReconcileOpen and CancelOrphans. (ResolveCard,
 // CheckAuthorization and SendMessage run inside CheckAndSend; the
 // workflow schedules none of them.)
 func RegisterActivities(r worker.ActivityRegistry, a *activities.Activities) {
-	for _, fn := range []any{a.CheckAndSend, a.PollTask, a.WatchTask, a.GetTask, a.CancelTask, a.ReconcileOpen} {
+	for _, fn := range []any{a.CheckAndSend, a.PollTask, a.WatchTask, a.GetTask, a.CancelTask, a.ReconcileOpen, a.CancelOrphans} {
 		r.RegisterActivity(fn)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
@@ -17,15 +19,19 @@ func newReconcileCmd(cf *clientFlags) *cobra.Command {
 	var in contracts.ReconcileInput
 	var schedule string
 	var wait time.Duration
-	var asJSON bool
+	var asJSON, noOrphans bool
 	cmd := &cobra.Command{
 		Use:   "reconcile [--older-than D] [--state S] [--schedule 15m|off]",
 		Short: "Make open delegations read their remote task once now (Signal \"reconcile\") and show what changed",
 		Long: `Find the open delegations through visibility (optionally only those started more
 than --older-than ago, or whose A2AState is --state), send each the Signal
 "reconcile" (the workflow calls GetTask once and records what it saw), and print
-a table of what changed. With --schedule, create (or replace) a Temporal Schedule
-"delegate-reconcile" that does the same every interval; --schedule off removes it.`,
+a table of what changed. Then a worker sweeps the orphans: the delegations killed
+from outside (terminated, or replaced by a start with TERMINATE_EXISTING) within the
+last day never canceled their remote task; each still working is canceled, and the
+table says what was done (--no-orphans skips it). With --schedule, create (or replace)
+a Temporal Schedule "delegate-reconcile" that does both every interval; --schedule off
+removes it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -119,7 +125,18 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 				for _, r := range rows {
 					out = append(out, map[string]any{"id": r.id, "recorded_state": r.before, "remote_state": r.seen, "changed": r.changed == "true", "note": r.note})
 				}
-				printJSON(cmd.OutOrStdout(), out)
+				if noOrphans {
+					printJSON(cmd.OutOrStdout(), out)
+					return nil
+				}
+				sctx, cancel := context.WithTimeout(ctx, wait+30*time.Second)
+				defer cancel()
+				id, report, err := dclient.SweepOrphans(sctx, c, in)
+				res := map[string]any{"reconciled": out, "orphan_sweep": id, "orphans": report.Orphans}
+				if err != nil {
+					res["orphan_sweep_error"] = err.Error()
+				}
+				printJSON(cmd.OutOrStdout(), res)
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 2, 2, ' ', 0)
@@ -129,7 +146,10 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 			}
 			_ = tw.Flush()
 			fmt.Fprintf(cmd.OutOrStdout(), "%d open delegation(s) reconciled\n", len(rows))
-			return nil
+			if noOrphans {
+				return nil
+			}
+			return sweepOrphans(cmd, c, in, wait)
 		},
 	}
 	cmd.Flags().DurationVar(&in.OlderThan, "older-than", 0, "only delegations started more than this long ago")
@@ -137,5 +157,30 @@ a table of what changed. With --schedule, create (or replace) a Temporal Schedul
 	cmd.Flags().StringVar(&schedule, "schedule", "", `create a Temporal Schedule that reconciles every interval (e.g. 15m); "off" removes it`)
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for each delegation's answer")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&noOrphans, "no-orphans", false, "skip the orphan sweep (the remote tasks of terminated delegations, canceled by a worker)")
 	return cmd
+}
+
+// sweepOrphans runs the orphan sweep on a worker and prints what it did.
+func sweepOrphans(cmd *cobra.Command, c client.Client, in contracts.ReconcileInput, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), wait+30*time.Second)
+	defer cancel()
+	id, report, err := dclient.SweepOrphans(ctx, c, in)
+	w := cmd.OutOrStdout()
+	if err != nil {
+		fmt.Fprintf(w, "orphan sweep %s: %v (is a worker running? the Schedule runs it too)\n", id, err)
+		return nil
+	}
+	if len(report.Orphans) == 0 {
+		fmt.Fprintf(w, "orphan sweep %s: no terminated delegation left a remote task working\n", id)
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "TERMINATED ID\tRUN\tREMOTE TASK\tACTION\tREMOTE STATE NOW\tNOTE")
+	for _, o := range report.Orphans {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(o.WorkflowID), o.RunID, clean(o.RemoteTaskID), o.Action, clean(o.Seen), clean(o.Error))
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "orphan sweep %s: %d terminated delegation(s) with a remote task\n", id, len(report.Orphans))
+	return nil
 }

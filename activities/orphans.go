@@ -1,0 +1,114 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// CancelOrphans is the reconcile sweep for delegations killed from
+// outside. A run that was terminated (by an operator, or replaced by a
+// start with the conflict policy TERMINATE_EXISTING) never ran its
+// CancelTask: the agent's task may go on working with nobody following
+// it. CancelOrphans lists the Delegation runs terminated within
+// in.OrphanWindow (default contracts.DefaultOrphanWindow; at most
+// contracts.MaxOrphansPerSweep), asks each for its last State (Query
+// "state": a closed run still answers from its history), and for each
+// whose remote task had not ended reads the task (GetTask, A2A 1.0
+// §3.1.3) and, when it still runs, cancels it (CancelTask, §3.1.5), with
+// the worker's credentials for the interface's origin. It returns what it
+// did for each, the record of the sweep (the ReconcileDelegations
+// workflow's result; each action is logged too). A sweep again later
+// finds the task ended and does nothing more. Errors: no Temporal client,
+// or the listing failed; a run that cannot be read or canceled is an
+// Orphan with Action "error".
+func (a *Activities) CancelOrphans(ctx context.Context, in contracts.ReconcileInput) ([]contracts.Orphan, error) {
+	if a.Temporal == nil {
+		return nil, errors.New("the worker has no Temporal client for reconciliation")
+	}
+	stop := keepHeartbeating(ctx, 3*time.Second)
+	defer stop()
+	window := in.OrphanWindow
+	if window <= 0 {
+		window = contracts.DefaultOrphanWindow
+	}
+	query := fmt.Sprintf(`WorkflowType = %q AND ExecutionStatus = "Terminated" AND CloseTime > %q`,
+		contracts.WorkflowType, time.Now().Add(-window).UTC().Format(time.RFC3339Nano))
+	out := []contracts.Orphan{}
+	var token []byte
+	read := 0
+	for read < contracts.MaxOrphansPerSweep {
+		resp, err := a.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: in.Namespace, Query: query, NextPageToken: token, PageSize: 100})
+		if err != nil {
+			return out, fmt.Errorf("listing terminated delegations: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			if read == contracts.MaxOrphansPerSweep {
+				break
+			}
+			read++
+			if o, ok := a.orphan(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()); ok {
+				out = append(out, o)
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// orphan handles one terminated run; ok is false when its remote task had
+// ended before it was terminated (nothing to do).
+func (a *Activities) orphan(ctx context.Context, id, runID string) (contracts.Orphan, bool) {
+	o := contracts.Orphan{WorkflowID: id, RunID: runID, At: time.Now().UTC()}
+	defer func() {
+		if o.Action != "" {
+			a.logger().Info("orphan of a terminated delegation", "workflow_id", id, "run_id", runID,
+				"remote_task_id", o.RemoteTaskID, "action", o.Action, "seen", o.Seen, "error", o.Error)
+		}
+	}()
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := a.Temporal.QueryWorkflow(qctx, id, runID, contracts.QueryState)
+	var st contracts.State
+	if err == nil {
+		err = v.Get(&st)
+	}
+	if err != nil {
+		o.Action, o.Error = contracts.OrphanError, contracts.CutText("its state could not be read: "+err.Error(), 500)
+		return o, true
+	}
+	o.RemoteTaskID, o.Agent, o.Before = st.RemoteTaskID, st.Interface.URL, st.A2AState
+	switch {
+	case contracts.TaskState(st.A2AState).Terminal():
+		return o, false
+	case st.RemoteTaskID == "":
+		o.Action = contracts.OrphanNoRemoteTask
+		if st.SendInFlight != "" {
+			o.Error = "a send was in flight when it was terminated: the task it may have created is unknown"
+		}
+		return o, true
+	}
+	snap, err := a.GetTask(ctx, GetTaskInput{Interface: st.Interface, TaskID: st.RemoteTaskID, ContextID: st.ContextID})
+	if err != nil {
+		o.Action, o.Error = contracts.OrphanError, contracts.CutText("GetTask: "+err.Error(), 500)
+		return o, true
+	}
+	if snap.State.Terminal() {
+		o.Action, o.Seen = contracts.OrphanAlreadyEnded, string(snap.State)
+		return o, true
+	}
+	snap, err = a.CancelTask(ctx, CancelInput{Interface: st.Interface, TaskID: st.RemoteTaskID, ContextID: st.ContextID})
+	if err != nil {
+		o.Action, o.Error = contracts.OrphanError, contracts.CutText("CancelTask: "+err.Error(), 500)
+		return o, true
+	}
+	o.Action, o.Seen = contracts.OrphanCanceled, string(snap.State)
+	return o, true
+}
