@@ -105,41 +105,12 @@ func (g *Guard) ClientTLS(origin string, tlsConf *tls.Config) *http.Client {
 	if ht == 0 {
 		ht = 10 * time.Second
 	}
-	allowPrivate := g.Trust.For(origin).AllowPrivateNetwork
-	dialer := &net.Dialer{Timeout: ct}
-	resolver := g.Resolver
-	if resolver == nil {
-		resolver = net.DefaultResolver
-	}
+	dial := g.Dialer(origin)
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy: nil,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				host, port, err := net.SplitHostPort(addr)
-				if err != nil {
-					return nil, err
-				}
-				ips, err := resolver.LookupNetIP(ctx, "ip", host)
-				if err != nil {
-					return nil, err
-				}
-				var lastErr error
-				for _, ip := range ips {
-					ip = ip.Unmap()
-					if err := checkIP(ip, allowPrivate); err != nil {
-						lastErr = refuse("%s resolves to %s: %v", host, ip, err)
-						continue
-					}
-					c, err := dialer.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
-					if err == nil {
-						return c, nil
-					}
-					lastErr = err
-				}
-				if lastErr == nil {
-					lastErr = fmt.Errorf("%s: no address", host)
-				}
-				return nil, lastErr
+			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return dial(ctx, addr)
 			},
 			TLSClientConfig:       tlsConf,
 			TLSHandshakeTimeout:   ct,
