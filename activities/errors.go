@@ -13,15 +13,6 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// ErrTypeCredentialRef is the ApplicationError type of a send whose
-// credential_ref is not in the worker's credential store (nothing sent).
-const ErrTypeCredentialRef = "credential_ref_unknown"
-
-// ErrTypeCredentialRefNotAllowed is the ApplicationError type of a send
-// whose credential_ref may not be sent to the agent's origin (nothing
-// sent).
-const ErrTypeCredentialRefNotAllowed = "credential_ref_not_allowed"
-
 // refError is a credential_ref that could not be used (nothing sent).
 type refError struct{ err error }
 
@@ -37,9 +28,9 @@ func (a *Activities) callFail(ctx context.Context, op string, err error, lim con
 	if errors.As(err, &re) {
 		a.logger().Warn("credential_ref refused", "activity", op, "workflow_id", workflowID(ctx), "reason", err.Error())
 		if errors.Is(err, a2aclient.ErrRefNotAllowed) {
-			return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCredentialRefNotAllowed, nil)
+			return temporal.NewNonRetryableApplicationError(err.Error(), contracts.ErrTypeCredentialRefNotAllowed, nil)
 		}
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCredentialRef, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), contracts.ErrTypeCredentialRef, nil)
 	}
 	cat := contracts.CategoryProtocol
 	var ce *a2aclient.CallError

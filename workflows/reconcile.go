@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -18,7 +17,7 @@ func ReconcileDelegations(ctx workflow.Context, in contracts.ReconcileInput) ([]
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
 	var ids []string
-	err := workflow.ExecuteActivity(ctx, acts.ReconcileOpen, in).Get(ctx, &ids)
+	err := workflow.ExecuteActivity(ctx, contracts.ActivityReconcileOpen, in).Get(ctx, &ids)
 	return ids, err
 }
 
@@ -33,7 +32,7 @@ func (r *run) reconcile(ctx workflow.Context) {
 	}
 	var snap contracts.TaskSnapshot
 	actx := workflow.WithActivityOptions(ctx, getTaskOptions())
-	err := workflow.ExecuteActivity(actx, acts.GetTask, activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
+	err := workflow.ExecuteActivity(actx, contracts.ActivityGetTask, contracts.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
 	if err != nil {
 		switch {
 		case temporal.IsCanceledError(err) || ctx.Err() != nil:
