@@ -163,7 +163,7 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in contrac
 	// streams; past it only its size and sha256 are (an agent streaming
 	// without end held it all in the worker's memory: 500 MB in one test).
 	lim := in.Limits.WithDefaults()
-	as := contracts.Assembly{MaxArtifactBytes: lim.MaxArtifactBytes, MaxTotalBytes: lim.MaxTotalBytes}
+	as := Assembly{MaxArtifactBytes: lim.MaxArtifactBytes, MaxTotalBytes: lim.MaxTotalBytes}
 	chunks := 0
 	// A stream that sends nothing (or only comments) must not hold the
 	// activity: it heartbeats all the while (so that a cancel from the
@@ -212,10 +212,10 @@ const maxStreamChunks = 1024
 
 // withStreamed: a task that completed with no artifacts in its own record,
 // while its stream delivered artifact chunks, gets the artifacts assembled
-// from the chunks (contracts.Assembly); a chunk that appended to an
+// from the chunks (Assembly); a chunk that appended to an
 // artifact never started becomes a withheld artifact, rejected with its
 // reason. The task's own record wins when it has artifacts.
-func withStreamed(snap contracts.TaskSnapshot, as *contracts.Assembly) contracts.TaskSnapshot {
+func withStreamed(snap contracts.TaskSnapshot, as *Assembly) contracts.TaskSnapshot {
 	arts := as.Artifacts()
 	if snap.State != contracts.TaskStateCompleted || len(snap.Artifacts) > 0 || (len(arts) == 0 && len(as.Rejected) == 0) {
 		return snap
