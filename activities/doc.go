@@ -2,10 +2,10 @@
 // Temporal Activities: ResolveCard, CheckAndSend, SendMessage, PollTask,
 // WatchTask, GetTask, CancelTask, CheckAuthorization, ReconcileOpen.
 //
-// Each maps its errors to a category of contracts (DESIGN.md principle 6)
-// and returns them as a temporal.ApplicationError whose Type is the category:
-// "transient" errors are retryable, every other category is not, so the
-// workflow sees exactly one handling per category. Logs carry ids and
+// Each maps its errors to a category of contracts (docs/architecture.md,
+// principle 6) and returns them as a temporal.ApplicationError whose Type
+// is the category: "transient" errors are retryable, every other category
+// is not, so the workflow sees exactly one handling per category. Logs carry ids and
 // categories, never message bodies.
 //
 // What travels between the workflow and the activities (their names,

@@ -1,5 +1,5 @@
 // Package workflows holds the Delegation workflow: the state machine that
-// owns one delegated A2A task from start to finish (DESIGN.md, "The flow of
+// owns one delegated A2A task from start to finish (docs/architecture.md, "The flow of
 // one delegation"), and the ReconcileDelegations workflow a Schedule runs.
 // RegisterWorkflows puts both on a worker, activities.Register their
 // activities:
