@@ -224,6 +224,14 @@ func (c *Client) createPushConfig(ctx context.Context, taskID, url, token string
 	return nil
 }
 
+// ArtifactChunk is one streamed TaskArtifactUpdateEvent (A2A 1.0 §4.2.2):
+// an artifact, or a part of one when Append is set.
+type ArtifactChunk struct {
+	Artifact  contracts.Artifact
+	Append    bool
+	LastChunk bool
+}
+
 // StreamEvent is what SubscribeStates yields of one stream event: the
 // state (short form) and status identity of a task snapshot or status
 // update; both empty for an artifact update.
@@ -232,7 +240,7 @@ type StreamEvent struct {
 	StatusKey string
 	// Chunk is an artifact update (A2A 1.0 §4.2.2 TaskArtifactUpdateEvent):
 	// an artifact, or a part of one to append.
-	Chunk *contracts.ArtifactChunk
+	Chunk *ArtifactChunk
 }
 
 // SubscribeStates follows the Task's stream (A2A 1.0 §3.1.6
@@ -259,7 +267,7 @@ func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[S
 				se = StreamEvent{State: snap.State, StatusKey: snap.StatusKey}
 			case *a2a.TaskArtifactUpdateEvent:
 				if e.Artifact != nil && (e.TaskID == "" || string(e.TaskID) == taskID) {
-					se.Chunk = &contracts.ArtifactChunk{Artifact: c.red.artifact(artifactOf(e.Artifact)), Append: e.Append, LastChunk: e.LastChunk}
+					se.Chunk = &ArtifactChunk{Artifact: c.red.artifact(artifactOf(e.Artifact)), Append: e.Append, LastChunk: e.LastChunk}
 				}
 			}
 			if !yield(se, nil) {

@@ -58,11 +58,11 @@ func TestResolveSendWatch(t *testing.T) {
 	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet}
 	env := activityEnv(t, a)
 
-	v, err := env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: base, Skill: "open-claim"})
+	v, err := env.ExecuteActivity(a.ResolveCard, contracts.ResolveCardInput{CardURL: base, Skill: "open-claim"})
 	if err != nil {
 		t.Fatalf("ResolveCard() error = %v", err)
 	}
-	var card ResolvedCard
+	var card contracts.ResolvedCard
 	if err := v.Get(&card); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestResolveSendWatch(t *testing.T) {
 		t.Fatalf("ResolveCard() = %+v", card)
 	}
 
-	v, err = env.ExecuteActivity(a.SendMessage, SendInput{Interface: card.Interface, Message: contracts.OutboundMessage{MessageID: "m-1", Text: "order A-5 lost"}})
+	v, err = env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: card.Interface, Message: contracts.OutboundMessage{MessageID: "m-1", Text: "order A-5 lost"}})
 	if err != nil {
 		t.Fatalf("SendMessage() error = %v", err)
 	}
@@ -82,7 +82,7 @@ func TestResolveSendWatch(t *testing.T) {
 	// WatchTask returns only when the state differs from Since.
 	since := snap.State
 	for since != contracts.TaskStateInputRequired {
-		v, err = env.ExecuteActivity(a.WatchTask, WatchInput{Interface: card.Interface, TaskID: snap.TaskID, Since: since})
+		v, err = env.ExecuteActivity(a.WatchTask, contracts.WatchInput{Interface: card.Interface, TaskID: snap.TaskID, Since: since})
 		if err != nil {
 			t.Fatalf("WatchTask() error = %v", err)
 		}
@@ -94,7 +94,7 @@ func TestResolveSendWatch(t *testing.T) {
 		since = next.State
 	}
 
-	_, err = env.ExecuteActivity(a.WatchTask, WatchInput{Interface: card.Interface, TaskID: "no-such-task", Since: "working"})
+	_, err = env.ExecuteActivity(a.WatchTask, contracts.WatchInput{Interface: card.Interface, TaskID: "no-such-task", Since: "working"})
 	if category(err) != string(contracts.CategoryProtocol) {
 		t.Errorf("WatchTask(unknown task) error = %v, want category protocol", err)
 	}
@@ -105,15 +105,15 @@ func TestResolveCardErrors(t *testing.T) {
 	a := &Activities{Logger: quiet}
 	env := activityEnv(t, a)
 
-	v, err := env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: base, Skill: "refund"})
+	v, err := env.ExecuteActivity(a.ResolveCard, contracts.ResolveCardInput{CardURL: base, Skill: "refund"})
 	if err != nil {
 		t.Fatalf("missing skill: error = %v, want a result with SkillFound false", err)
 	}
-	var card ResolvedCard
+	var card contracts.ResolvedCard
 	if err := v.Get(&card); err != nil || card.SkillFound || !card.Trusted() {
 		t.Errorf("missing skill: %+v, %v", card, err)
 	}
-	_, err = env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: "file:///etc/passwd", Skill: "open-claim"})
+	_, err = env.ExecuteActivity(a.ResolveCard, contracts.ResolveCardInput{CardURL: "file:///etc/passwd", Skill: "open-claim"})
 	var appErr *temporal.ApplicationError
 	if category(err) != string(contracts.CategoryCard) || !errors.As(err, &appErr) || !appErr.NonRetryable() {
 		t.Errorf("bad card URL: error = %v, want non-retryable category card", err)
@@ -122,7 +122,7 @@ func TestResolveCardErrors(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
-	_, err = env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: "http://" + addr, Skill: "open-claim"})
+	_, err = env.ExecuteActivity(a.ResolveCard, contracts.ResolveCardInput{CardURL: "http://" + addr, Skill: "open-claim"})
 	if category(err) != string(contracts.CategoryTransient) {
 		t.Errorf("unreachable card: error = %v, want category transient", err)
 	}
@@ -177,7 +177,7 @@ func TestWatchAssemblesStreamedChunks(t *testing.T) {
 	)
 	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet}
 	env := activityEnv(t, a)
-	v, err := env.ExecuteActivity(a.WatchTask, WatchInput{Interface: contracts.Interface{URL: base, Binding: "JSONRPC", Version: "1.0"},
+	v, err := env.ExecuteActivity(a.WatchTask, contracts.WatchInput{Interface: contracts.Interface{URL: base, Binding: "JSONRPC", Version: "1.0"},
 		TaskID: "t-1", Since: "working", Stream: true})
 	if err != nil {
 		t.Fatalf("WatchTask() error = %v", err)
@@ -206,7 +206,7 @@ func TestContractLowersTheResponseLimit(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a := &Activities{Logger: quiet}
 	env := activityEnv(t, a)
-	_, err := env.ExecuteActivity(a.GetTask, GetTaskInput{Interface: contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
+	_, err := env.ExecuteActivity(a.GetTask, contracts.GetTaskInput{Interface: contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
 		TaskID: "t-1", Limits: contracts.Limits{MaxResponseBytes: 1024}})
 	if category(err) != string(contracts.CategoryProtocol) || !strings.Contains(err.Error(), "1024") {
 		t.Errorf("GetTask over the contract's limit: %v, want protocol naming 1024", err)
@@ -239,7 +239,7 @@ func TestSettleReadThatHangsKeepsTheSend(t *testing.T) {
 	env := activityEnv(t, a)
 	env.SetTestTimeout(20 * time.Second)
 	start := time.Now()
-	v, err := env.ExecuteActivity(a.SendMessage, SendInput{Interface: contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
+	v, err := env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
 		Message: contracts.OutboundMessage{MessageID: "m-1", Text: "hi"}})
 	if err != nil {
 		t.Fatalf("SendMessage: %v", err)
@@ -352,7 +352,7 @@ func TestCommentOnlyStreamIsLetGo(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a := &Activities{PollInitial: 10 * time.Millisecond, PollMax: 50 * time.Millisecond, Logger: quiet, StreamIdle: 300 * time.Millisecond}
 	env := activityEnv(t, a)
-	v, err := env.ExecuteActivity(a.WatchTask, WatchInput{Interface: contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
+	v, err := env.ExecuteActivity(a.WatchTask, contracts.WatchInput{Interface: contracts.Interface{URL: srv.URL, Binding: "JSONRPC", Version: "1.0"},
 		TaskID: "t-1", Since: "working", Stream: true})
 	if err != nil {
 		t.Fatalf("WatchTask() error = %v", err)
@@ -380,15 +380,15 @@ func TestHeartbeatOnlyWhenTheCallIsLong(t *testing.T) {
 	env := activityEnv(t, a)
 	var beats atomic.Int32
 	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
-	v, err := env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: base, Skill: "open-claim"})
+	v, err := env.ExecuteActivity(a.ResolveCard, contracts.ResolveCardInput{CardURL: base, Skill: "open-claim"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var card ResolvedCard
+	var card contracts.ResolvedCard
 	if err := v.Get(&card); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.ExecuteActivity(a.SendMessage, SendInput{Interface: card.Interface, Message: contracts.OutboundMessage{MessageID: "m-hb", Text: "order A-5 lost"}}); err != nil {
+	if _, err := env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: card.Interface, Message: contracts.OutboundMessage{MessageID: "m-hb", Text: "order A-5 lost"}}); err != nil {
 		t.Fatalf("SendMessage() error = %v", err)
 	}
 	if n := beats.Load(); n != 0 {

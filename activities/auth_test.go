@@ -85,11 +85,11 @@ func TestOAuth2AgentThroughTheActivities(t *testing.T) {
 	}
 	a := &Activities{Logger: quiet, Credentials: creds, SettleWindow: -1}
 	env := activityEnv(t, a)
-	v, err := env.ExecuteActivity(a.ResolveCard, ResolveCardInput{CardURL: srv.URL, Skill: claimsagent.SkillID})
+	v, err := env.ExecuteActivity(a.ResolveCard, contracts.ResolveCardInput{CardURL: srv.URL, Skill: claimsagent.SkillID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var card ResolvedCard
+	var card contracts.ResolvedCard
 	if err := v.Get(&card); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestOAuth2AgentThroughTheActivities(t *testing.T) {
 		t.Fatalf("ResolveCard() auth = %+v, want the card's oauth2 scheme", auth)
 	}
 	for _, ref := range []string{"", "claims-ops"} {
-		in := SendInput{Interface: card.Interface, CredentialRef: ref, Message: contracts.OutboundMessage{MessageID: "m-" + ref, Text: "order A-5 lost"}}
+		in := contracts.SendInput{Interface: card.Interface, CredentialRef: ref, Message: contracts.OutboundMessage{MessageID: "m-" + ref, Text: "order A-5 lost"}}
 		v, err = env.ExecuteActivity(a.SendMessage, in)
 		if err != nil {
 			t.Fatalf("SendMessage(credential_ref %q) error = %v", ref, err)
@@ -121,8 +121,8 @@ func TestOAuth2AgentThroughTheActivities(t *testing.T) {
 	if tokenRequests.Load() != 2 || refused.Load() != 0 {
 		t.Errorf("token requests %d, refused calls %d; want 2 and 0", tokenRequests.Load(), refused.Load())
 	}
-	_, err = env.ExecuteActivity(a.SendMessage, SendInput{Interface: card.Interface, CredentialRef: "elsewhere", Message: contracts.OutboundMessage{MessageID: "m-x", Text: "x"}})
-	if category(err) != ErrTypeCredentialRefNotAllowed {
-		t.Errorf("SendMessage(ref bound elsewhere) error = %v, want %s", err, ErrTypeCredentialRefNotAllowed)
+	_, err = env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: card.Interface, CredentialRef: "elsewhere", Message: contracts.OutboundMessage{MessageID: "m-x", Text: "x"}})
+	if category(err) != contracts.ErrTypeCredentialRefNotAllowed {
+		t.Errorf("SendMessage(ref bound elsewhere) error = %v, want %s", err, contracts.ErrTypeCredentialRefNotAllowed)
 	}
 }

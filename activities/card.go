@@ -11,67 +11,20 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// ResolveCardInput names the card and the skill a delegation needs.
-type ResolveCardInput struct {
-	CardURL string `json:"card_url"`
-	Skill   string `json:"skill"`
-	// RequireSignature is the contract's require_signed_card.
-	RequireSignature bool `json:"require_signature,omitempty"`
-}
-
-// ResolvedCard is what the workflow keeps of a resolved card. The
-// workflow decides what a missing skill, a missing interface or an
-// unverified signature means (first resolution or change detection).
-type ResolvedCard struct {
-	Agent contracts.AgentInfo `json:"agent"`
-	// SkillFound reports whether the card offers the skill.
-	SkillFound bool `json:"skill_found"`
-	// Skills are the ids of the skills the card offers, when it does not
-	// offer the contract's (the first 20, each cut to 100 bytes), so the
-	// refusal can name them.
-	Skills []string `json:"skills,omitempty"`
-	// Interface is the selected interface; InterfaceError says why there
-	// is none.
-	Interface      contracts.Interface `json:"interface"`
-	InterfaceError string              `json:"interface_error,omitempty"`
-	Streaming      bool                `json:"streaming"`
-	// PushNotifications is the card's capabilities.pushNotifications (A2A
-	// 1.0 §4.4.3): the agent can push the task's changes.
-	PushNotifications bool `json:"push_notifications,omitempty"`
-	// InputModes are the media types the skill accepts: its inputModes, or
-	// the card's defaultInputModes (A2A 1.0 §4.4.5); empty when undeclared.
-	InputModes []string `json:"input_modes,omitempty"`
-	// Verification is the signature check against the trust store.
-	Verification contracts.CardVerification `json:"verification"`
-	// SignatureRequired is true when the contract or the trust store
-	// requires a verified signature.
-	SignatureRequired bool `json:"signature_required"`
-	// ExtendedCardError says why the authenticated extended card the card
-	// declares was not used (not fetched: no credentials for the agent,
-	// refused, malformed); the public card was used instead.
-	ExtendedCardError string `json:"extended_card_error,omitempty"`
-}
-
-// Trusted reports whether the card may be used: verified, or no signature
-// required.
-func (r ResolvedCard) Trusted() bool {
-	return !r.SignatureRequired || r.Verification.Status == contracts.SigVerified
-}
-
 // ResolveCard fetches the Agent Card through the HTTP guard (or the
 // cache), verifies its signatures against the trust store (A2A 1.0
 // §8.4.3), looks up the skill, and selects the interface (A2A 1.0 §8.3),
 // which must pass the guard. Errors: "transient" (fetch failed, 5xx),
 // "card" (refused by the guard, malformed, too large).
-func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (ResolvedCard, error) {
+func (a *Activities) ResolveCard(ctx context.Context, in contracts.ResolveCardInput) (contracts.ResolvedCard, error) {
 	f := a.fetcher()
 	card, err := f.Fetch(ctx, in.CardURL)
 	if err != nil {
 		var ce *cards.Error
 		if errors.As(err, &ce) && ce.Transient() {
-			return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryTransient, err)
+			return contracts.ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryTransient, err)
 		}
-		return ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard, err)
+		return contracts.ResolvedCard{}, a.fail(ctx, "ResolveCard", contracts.CategoryCard, err)
 	}
 	public := card
 	var extErr error
@@ -80,11 +33,11 @@ func (a *Activities) ResolveCard(ctx context.Context, in ResolveCardInput) (Reso
 		if extErr != nil {
 			var ae *temporal.ApplicationError
 			if errors.As(extErr, &ae) {
-				return ResolvedCard{}, extErr // transient: retried
+				return contracts.ResolvedCard{}, extErr // transient: retried
 			}
 		}
 	}
-	out := ResolvedCard{
+	out := contracts.ResolvedCard{
 		Agent: contracts.AgentInfo{
 			Name: card.Parsed.Name, CardURL: card.URL, CardVersion: card.Parsed.Version, CardDigest: card.Digest,
 			Signature: card.Verification.Label(),

@@ -13,15 +13,6 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// ErrTypeCredentialRef is the ApplicationError type of a send whose
-// credential_ref is not in the worker's credential store (nothing sent).
-const ErrTypeCredentialRef = "credential_ref_unknown"
-
-// ErrTypeCredentialRefNotAllowed is the ApplicationError type of a send
-// whose credential_ref may not be sent to the agent's origin (nothing
-// sent).
-const ErrTypeCredentialRefNotAllowed = "credential_ref_not_allowed"
-
 // refError is a credential_ref that could not be used (nothing sent).
 type refError struct{ err error }
 
@@ -37,9 +28,9 @@ func (a *Activities) callFail(ctx context.Context, op string, err error, lim con
 	if errors.As(err, &re) {
 		a.logger().Warn("credential_ref refused", "activity", op, "workflow_id", workflowID(ctx), "reason", err.Error())
 		if errors.Is(err, a2aclient.ErrRefNotAllowed) {
-			return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCredentialRefNotAllowed, nil)
+			return temporal.NewNonRetryableApplicationError(err.Error(), contracts.ErrTypeCredentialRefNotAllowed, nil)
 		}
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCredentialRef, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), contracts.ErrTypeCredentialRef, nil)
 	}
 	cat := contracts.CategoryProtocol
 	var ce *a2aclient.CallError
@@ -67,14 +58,14 @@ func (a *Activities) failText(ctx context.Context, op string, cat contracts.Cate
 
 // bound applies the contract's limits to a snapshot before it becomes an
 // activity result, that is workflow history: oversize, too deep or surplus
-// artifacts are withheld (contracts.ApplyLimits) and remote text is cut
+// artifacts are withheld (ApplyLimits) and remote text is cut
 // (contracts.CutText). Then the whole is bounded by its encoded size,
 // MaxResultBytes, whatever the agent sent: an activity result over
 // Temporal's payload limit fails the activity, and with it the record of a
 // task the agent created (a send would be sent again).
 func bound(s contracts.TaskSnapshot, l contracts.Limits) contracts.TaskSnapshot {
 	lim := l.WithDefaults()
-	s.Artifacts = contracts.ApplyLimits(s.Artifacts, lim)
+	s.Artifacts = ApplyLimits(s.Artifacts, lim)
 	s.StatusText = contracts.CutText(s.StatusText, lim.MaxTextChars)
 	s.Reply = contracts.CutText(s.Reply, lim.MaxTextChars)
 	s.RawState = contracts.CutText(s.RawState, 256)
@@ -104,7 +95,7 @@ func bound(s contracts.TaskSnapshot, l contracts.Limits) contracts.TaskSnapshot 
 		if size <= MaxResultBytes {
 			return s
 		}
-		w := contracts.Withhold(s.Artifacts[o.i], fmt.Sprintf("%s: the artifact is %d bytes encoded (metadata and parts included); the task's result must fit in %d", contracts.ReasonTooLarge, o.n, MaxResultBytes), o.n)
+		w := Withhold(s.Artifacts[o.i], fmt.Sprintf("%s: the artifact is %d bytes encoded (metadata and parts included); the task's result must fit in %d", contracts.ReasonTooLarge, o.n, MaxResultBytes), o.n)
 		s.Artifacts[o.i] = w
 		size -= o.n - encodedSize(w)
 	}
@@ -120,14 +111,14 @@ func bound(s contracts.TaskSnapshot, l contracts.Limits) contracts.TaskSnapshot 
 	if len(s.Artifacts) > maxListedWhenOver {
 		rest := s.Artifacts[maxListedWhenOver:]
 		s.Artifacts = append(s.Artifacts[:maxListedWhenOver:maxListedWhenOver],
-			contracts.WithheldRest(rest, fmt.Sprintf("%s: the task's result must fit in %d bytes", contracts.ReasonTooLarge, MaxResultBytes)))
+			WithheldRest(rest, fmt.Sprintf("%s: the task's result must fit in %d bytes", contracts.ReasonTooLarge, MaxResultBytes)))
 	}
 	return s
 }
 
 // maxListedWhenOver is how many artifacts a result over MaxResultBytes
 // still lists one by one (each withheld: an id and a name of at most
-// contracts.MaxWithheldIDChars, a size and a sha256).
+// MaxWithheldIDChars, a size and a sha256).
 const maxListedWhenOver = 64
 
 // MaxResultBytes bounds the encoded size of a snapshot an activity

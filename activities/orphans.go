@@ -95,7 +95,7 @@ func (a *Activities) orphan(ctx context.Context, id, runID string) (contracts.Or
 		}
 		return o, true
 	}
-	snap, err := a.GetTask(ctx, GetTaskInput{Interface: st.Interface, TaskID: st.RemoteTaskID, ContextID: st.ContextID})
+	snap, err := a.GetTask(ctx, contracts.GetTaskInput{Interface: st.Interface, TaskID: st.RemoteTaskID, ContextID: st.ContextID})
 	if err != nil {
 		o.Action, o.Error = contracts.OrphanError, contracts.CutText("GetTask: "+err.Error(), 500)
 		return o, true
@@ -104,7 +104,7 @@ func (a *Activities) orphan(ctx context.Context, id, runID string) (contracts.Or
 		o.Action, o.Seen = contracts.OrphanAlreadyEnded, string(snap.State)
 		return o, true
 	}
-	snap, err = a.CancelTask(ctx, CancelInput{Interface: st.Interface, TaskID: st.RemoteTaskID, ContextID: st.ContextID})
+	snap, err = a.CancelTask(ctx, contracts.CancelInput{Interface: st.Interface, TaskID: st.RemoteTaskID, ContextID: st.ContextID})
 	if err != nil {
 		o.Action, o.Error = contracts.OrphanError, contracts.CutText("CancelTask: "+err.Error(), 500)
 		return o, true

@@ -70,20 +70,8 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 	return &p, nil
 }
 
-// AuthorizationInput is what a decision is made about. It is checked again
-// before every outbound message (DESIGN.md principle 1).
-type AuthorizationInput struct {
-	LocalWorkflowID string    `json:"local_workflow_id"`
-	AgentOrigin     string    `json:"agent_origin"`
-	Skill           string    `json:"skill"`
-	Purpose         string    `json:"purpose"`
-	Deadline        time.Time `json:"deadline"`
-	// Round is the message round the decision is for (0: the first send).
-	Round int `json:"round"`
-}
-
 // Decide applies the policy (nil: allow all).
-func (p *Policy) Decide(in AuthorizationInput, now time.Time) (bool, string) {
+func (p *Policy) Decide(in contracts.AuthorizationInput, now time.Time) (bool, string) {
 	if p == nil {
 		return true, ""
 	}
@@ -152,7 +140,7 @@ func (f *PolicyFile) Current() (*Policy, string, error) {
 // is reloaded when it changes), whether the delegation may send its next
 // message. A policy that cannot be read denies (fails closed). It never
 // returns an error for a denial: the decision is data for the workflow.
-func (a *Activities) CheckAuthorization(ctx context.Context, in AuthorizationInput) (contracts.AuthorizationDecision, error) {
+func (a *Activities) CheckAuthorization(ctx context.Context, in contracts.AuthorizationInput) (contracts.AuthorizationDecision, error) {
 	p, version, err := a.Policy.Current()
 	if err != nil {
 		a.logger().Error("policy unreadable: denying", "workflow_id", in.LocalWorkflowID)

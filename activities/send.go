@@ -10,25 +10,13 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// SendInput is one outbound message over the selected interface.
-type SendInput struct {
-	Interface contracts.Interface       `json:"interface"`
-	Message   contracts.OutboundMessage `json:"message"`
-	// CredentialRef names a credential of the worker's store to use for
-	// this call (an answer to AUTH_REQUIRED); the secret never enters
-	// history.
-	CredentialRef string `json:"credential_ref,omitempty"`
-	// Limits bound what the reply may put into history (see bound).
-	Limits contracts.Limits `json:"limits"`
-}
-
 // SendMessage sends one message (A2A 1.0 §3.1.1). The messageId is chosen
 // by the workflow and is the same on every attempt, so a retried send is
 // recognised by an agent that deduplicates (A2A 1.0 §3.3.1). Errors:
 // "transient" (not sent, or refused with 5xx/429: retried), "unknown_outcome"
 // (the request was written and no answer came: not retried),
 // "authorization" (401/403), "protocol".
-func (a *Activities) SendMessage(ctx context.Context, in SendInput) (contracts.TaskSnapshot, error) {
+func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (contracts.TaskSnapshot, error) {
 	c, err := a.dial(ctx, in.Interface, in.CredentialRef, in.Limits)
 	if err != nil {
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)

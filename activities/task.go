@@ -6,18 +6,10 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// GetTaskInput names a task to read once.
-type GetTaskInput struct {
-	Interface contracts.Interface `json:"interface"`
-	TaskID    string              `json:"task_id"`
-	ContextID string              `json:"context_id,omitempty"`
-	Limits    contracts.Limits    `json:"limits"`
-}
-
 // GetTask reads the task once (A2A 1.0 §3.1.3): for adopting a task after
 // an unknown outcome, and for reconciliation. Errors: "transient",
 // "authorization", "protocol" (TaskNotFound).
-func (a *Activities) GetTask(ctx context.Context, in GetTaskInput) (contracts.TaskSnapshot, error) {
+func (a *Activities) GetTask(ctx context.Context, in contracts.GetTaskInput) (contracts.TaskSnapshot, error) {
 	c, err := a.dial(ctx, in.Interface, "", in.Limits)
 	if err != nil {
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
@@ -30,17 +22,10 @@ func (a *Activities) GetTask(ctx context.Context, in GetTaskInput) (contracts.Ta
 	return bound(snap, in.Limits), nil
 }
 
-// CancelInput names the task to cancel.
-type CancelInput struct {
-	Interface contracts.Interface `json:"interface"`
-	TaskID    string              `json:"task_id"`
-	ContextID string              `json:"context_id,omitempty"`
-}
-
 // CancelTask asks the agent to cancel the task (A2A 1.0 §3.1.5) and returns
 // the task as reported. Errors: "protocol" (TaskNotCancelable,
 // TaskNotFound), "authorization", "transient".
-func (a *Activities) CancelTask(ctx context.Context, in CancelInput) (contracts.TaskSnapshot, error) {
+func (a *Activities) CancelTask(ctx context.Context, in contracts.CancelInput) (contracts.TaskSnapshot, error) {
 	c, err := a.dial(ctx, in.Interface, "", contracts.Limits{})
 	if err != nil {
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})

@@ -12,31 +12,6 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// WatchInput names the task to watch and the state last observed.
-type WatchInput struct {
-	Interface contracts.Interface `json:"interface"`
-	TaskID    string              `json:"task_id"`
-	// ContextID is the tracked contextId (empty: not checked).
-	ContextID string `json:"context_id,omitempty"`
-	// Since is the last state the workflow recorded; WatchTask returns only
-	// when the remote state differs from it, or (SinceKey set) when the task
-	// waits for input with a status other than SinceKey: a new question.
-	Since    contracts.TaskState `json:"since"`
-	SinceKey string              `json:"since_key,omitempty"`
-	// Within, when set, bounds the watch to that many seconds: the task is
-	// then returned as it is, changed or not.
-	Within int `json:"within,omitempty"`
-
-	// Stream follows SubscribeToTask (the card declares streaming).
-	Stream bool `json:"stream,omitempty"`
-	// ReadFirst makes PollTask's first attempt read the task (the
-	// workflow has waited an interval already); otherwise the first
-	// attempt reads nothing.
-	ReadFirst bool `json:"read_first,omitempty"`
-	// Limits bound what the result may put into history (see bound).
-	Limits contracts.Limits `json:"limits"`
-}
-
 // WatchTask follows the task until its state differs from in.Since,
 // heartbeating all the while, so that history grows per state change and
 // not per poll. When the card declares streaming (in.Stream) it follows
@@ -46,7 +21,7 @@ type WatchInput struct {
 // 1.0 §3.1.3) with backoff from PollInitial doubling to PollMax. A retry
 // after a worker crash starts the same way. Transient errors are retried
 // inside. Errors: "authorization", "protocol" (for example TaskNotFound).
-func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (contracts.TaskSnapshot, error) {
+func (a *Activities) WatchTask(ctx context.Context, in contracts.WatchInput) (contracts.TaskSnapshot, error) {
 	c, err := a.dial(ctx, in.Interface, "", in.Limits)
 	if err != nil {
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "WatchTask", err, in.Limits)
@@ -69,7 +44,7 @@ func (a *Activities) WatchTask(ctx context.Context, in WatchInput) (contracts.Ta
 	return bound(snap, in.Limits), nil
 }
 
-func (a *Activities) watch(ctx context.Context, c *a2aclient.Client, in WatchInput) (contracts.TaskSnapshot, error) {
+func (a *Activities) watch(ctx context.Context, c *a2aclient.Client, in contracts.WatchInput) (contracts.TaskSnapshot, error) {
 	hb := heartbeat{}
 	if in.Stream {
 		for drops := 0; drops < 3; drops++ {
@@ -112,7 +87,7 @@ func (a *Activities) watch(ctx context.Context, c *a2aclient.Client, in WatchInp
 
 // poll reads the task once; changed reports a state other than in.Since.
 // A transient error counts as no change.
-func (a *Activities) poll(ctx context.Context, c *a2aclient.Client, in WatchInput, hb *heartbeat) (contracts.TaskSnapshot, bool, error) {
+func (a *Activities) poll(ctx context.Context, c *a2aclient.Client, in contracts.WatchInput, hb *heartbeat) (contracts.TaskSnapshot, bool, error) {
 	snap, err := c.GetTask(ctx, in.TaskID, in.ContextID)
 	hb.Polls++
 	defer activity.RecordHeartbeat(ctx, *hb)
@@ -132,32 +107,26 @@ func (a *Activities) poll(ctx context.Context, c *a2aclient.Client, in WatchInpu
 
 // changedFrom reports whether snap differs from what the workflow last
 // recorded (in.Since, in.SinceKey).
-func changedFrom(in WatchInput, snap contracts.TaskSnapshot) bool {
+func changedFrom(in contracts.WatchInput, snap contracts.TaskSnapshot) bool {
 	if snap.State != in.Since {
 		return true
 	}
 	return in.SinceKey != "" && snap.State.Interrupted() && snap.StatusKey != in.SinceKey
 }
 
-// ErrTypeUnchanged is the ApplicationError type of PollTask when the task
-// has not changed: retryable and benign (logged at debug level, not
-// counted as a failure), so that Temporal reads the task again after the
-// retry interval.
-const ErrTypeUnchanged = "task_unchanged"
-
 // PollTask reads the task once (A2A 1.0 §3.1.3) and returns it when it
 // differs from in.Since / in.SinceKey; otherwise it fails with
-// ErrTypeUnchanged. The workflow runs it with a fixed retry interval (the
+// contracts.ErrTypeUnchanged. The workflow runs it with a fixed retry interval (the
 // waiting cadence): Temporal's pattern for infrequent polling, which keeps
 // no worker slot and adds no history between reads. Transient read errors
 // are retried the same way. The first attempt reads nothing, unless
 // in.ReadFirst: the workflow has just read the task. Errors: "authorization", "protocol" (for
 // example TaskNotFound: the agent no longer knows the task).
-func (a *Activities) PollTask(ctx context.Context, in WatchInput) (contracts.TaskSnapshot, error) {
+func (a *Activities) PollTask(ctx context.Context, in contracts.WatchInput) (contracts.TaskSnapshot, error) {
 	if activity.GetInfo(ctx).Attempt <= 1 && !in.ReadFirst {
 		// The workflow has just read the task: the first read is one
 		// interval away.
-		return contracts.TaskSnapshot{}, temporal.NewApplicationErrorWithOptions("the first read is one interval away", ErrTypeUnchanged,
+		return contracts.TaskSnapshot{}, temporal.NewApplicationErrorWithOptions("the first read is one interval away", contracts.ErrTypeUnchanged,
 			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 	}
 	c, err := a.dial(ctx, in.Interface, "", in.Limits)
@@ -176,7 +145,7 @@ func (a *Activities) PollTask(ctx context.Context, in WatchInput) (contracts.Tas
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "PollTask", err, in.Limits)
 	}
 	if !changedFrom(in, snap) {
-		return contracts.TaskSnapshot{}, temporal.NewApplicationErrorWithOptions("the task is still "+string(snap.State), ErrTypeUnchanged,
+		return contracts.TaskSnapshot{}, temporal.NewApplicationErrorWithOptions("the task is still "+string(snap.State), contracts.ErrTypeUnchanged,
 			temporal.ApplicationErrorOptions{Category: temporal.ApplicationErrorCategoryBenign})
 	}
 	return bound(snap, in.Limits), nil
@@ -186,7 +155,7 @@ func (a *Activities) PollTask(ctx context.Context, in WatchInput) (contracts.Tas
 // in.Since shows (then the full task is read again) or the stream ends;
 // after the stream ends the task is read once more, so that a change made
 // while the stream was down is seen.
-func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchInput, hb *heartbeat) (contracts.TaskSnapshot, bool, error) {
+func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in contracts.WatchInput, hb *heartbeat) (contracts.TaskSnapshot, bool, error) {
 	if snap, changed, err := a.poll(ctx, c, in, hb); err != nil || changed {
 		return snap, changed, err
 	}
@@ -194,7 +163,7 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in WatchIn
 	// streams; past it only its size and sha256 are (an agent streaming
 	// without end held it all in the worker's memory: 500 MB in one test).
 	lim := in.Limits.WithDefaults()
-	as := contracts.Assembly{MaxArtifactBytes: lim.MaxArtifactBytes, MaxTotalBytes: lim.MaxTotalBytes}
+	as := Assembly{MaxArtifactBytes: lim.MaxArtifactBytes, MaxTotalBytes: lim.MaxTotalBytes}
 	chunks := 0
 	// A stream that sends nothing (or only comments) must not hold the
 	// activity: it heartbeats all the while (so that a cancel from the
@@ -243,10 +212,10 @@ const maxStreamChunks = 1024
 
 // withStreamed: a task that completed with no artifacts in its own record,
 // while its stream delivered artifact chunks, gets the artifacts assembled
-// from the chunks (contracts.Assembly); a chunk that appended to an
+// from the chunks (Assembly); a chunk that appended to an
 // artifact never started becomes a withheld artifact, rejected with its
 // reason. The task's own record wins when it has artifacts.
-func withStreamed(snap contracts.TaskSnapshot, as *contracts.Assembly) contracts.TaskSnapshot {
+func withStreamed(snap contracts.TaskSnapshot, as *Assembly) contracts.TaskSnapshot {
 	arts := as.Artifacts()
 	if snap.State != contracts.TaskStateCompleted || len(snap.Artifacts) > 0 || (len(arts) == 0 && len(as.Rejected) == 0) {
 		return snap

@@ -8,7 +8,7 @@
 // unknown field, a wrong type or a missing required field is an error that
 // names the field (see FieldError).
 //
-// Principles (../DESIGN.md): remote success is a report, so every artifact is
+// Principles (docs/architecture.md): remote success is a report, so every artifact is
 // checked against allowed_outputs; what fails is kept as a rejection with a
 // reason. write_authority "none" is the only authority a delegation can carry.
 package contracts

@@ -113,7 +113,7 @@ const (
 	StatusCancelUnconfirmed Status = "cancel_unconfirmed"
 )
 
-// Category separates kinds of error (DESIGN.md, principle 6); each has one
+// Category separates kinds of error (docs/architecture.md, principle 6); each has one
 // handling. Part of the public contract.
 type Category string
 

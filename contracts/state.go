@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// State is the authoritative local state of one delegation (DESIGN.md
+// State is the authoritative local state of one delegation (docs/architecture.md,
 // principle 5), returned by Query "state".
 type State struct {
 	LocalWorkflowID string    `json:"local_workflow_id"`
@@ -235,7 +235,8 @@ func (res Resolution) Validate() error {
 	return &FieldError{Field: "action", Rule: fmt.Sprintf(`must be "resend", "adopt" or "abandon", got %q`, res.Action)}
 }
 
-// UnknownOutcome is a send whose outcome is unknown (DESIGN.md principle 4).
+// UnknownOutcome is a send whose outcome is unknown (docs/architecture.md,
+// principle 4).
 type UnknownOutcome struct {
 	Round     int       `json:"round"`
 	MessageID string    `json:"message_id"`

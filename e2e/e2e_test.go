@@ -114,7 +114,8 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		if o.acts != nil {
 			o.acts(a, base)
 		}
-		workflows.Register(w, a, o.workflows)
+		workflows.RegisterWorkflows(w, o.workflows)
+		activities.Register(w, a)
 		if err := w.Start(); err != nil {
 			t.Fatalf("worker.Start() error = %v", err)
 		}
@@ -147,8 +148,9 @@ func (e *env) dialKeys(t *testing.T, keys *codec.Keys) client.Client {
 func (e *env) ownWorker(t *testing.T, c client.Client) worker.Worker {
 	t.Helper()
 	w := worker.New(c, contracts.TaskQueue, worker.Options{})
-	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
-		Temporal: c, Logger: slog.New(slog.DiscardHandler)}, workflows.Options{})
+	workflows.RegisterWorkflows(w, workflows.Options{})
+	activities.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
+		Temporal: c, Logger: slog.New(slog.DiscardHandler)})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

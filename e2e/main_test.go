@@ -34,7 +34,8 @@ func runChildWorker(addr string) {
 		os.Exit(3)
 	}
 	w := worker.New(c, contracts.TaskQueue, worker.Options{})
-	workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond, Logger: quiet}, workflows.Options{})
+	workflows.RegisterWorkflows(w, workflows.Options{})
+	activities.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond, Logger: quiet})
 	_ = w.Run(worker.InterruptCh())
 	os.Exit(0)
 }

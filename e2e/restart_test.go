@@ -49,7 +49,8 @@ func TestRestartOnSameDBCarriesOn(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := worker.New(c, contracts.TaskQueue, worker.Options{})
-		workflows.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond}, workflows.Options{})
+		workflows.RegisterWorkflows(w, workflows.Options{})
+		activities.Register(w, &activities.Activities{PollInitial: 50 * time.Millisecond, PollMax: 500 * time.Millisecond})
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -125,7 +125,7 @@ func (s *DelegationSuite) TestCarryNamesItsRunAndContract() {
 	s.env.SetContinuedExecutionRunID("run-0")
 	reason := "stop"
 	c.Revoked = &reason
-	s.env.OnActivity(acts.CancelTask, nil, nil).Return(snap("canceled"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCancelTask, nil, nil).Return(snap("canceled"), nil).Maybe()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract(), c)
 	s.Equal(contracts.StatusAuthorizationDenied, s.outcome().Status)
 }

@@ -5,7 +5,6 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -53,8 +52,8 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	var snap contracts.TaskSnapshot
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, cancelOptions()), acts.CancelTask,
-		activities.CancelInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID}, &snap).Get(dctx, &snap)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, cancelOptions()), contracts.ActivityCancelTask,
+		contracts.CancelInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID}, &snap).Get(dctx, &snap)
 	if err == nil {
 		r.observe(dctx, snap)
 		if snap.State == contracts.TaskStateCanceled {
@@ -74,8 +73,8 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 	defer wcancel()
 	timer := workflow.NewTimer(wctx, max(until.Sub(workflow.Now(dctx)), 0))
 	for !contracts.TaskState(r.s.A2AState).Terminal() {
-		in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: contracts.TaskState(r.s.A2AState), Limits: r.d.EffectiveLimits()}
-		f := workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(wctx)), acts.WatchTask, in)
+		in := contracts.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: contracts.TaskState(r.s.A2AState), Limits: r.d.EffectiveLimits()}
+		f := workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(wctx)), contracts.ActivityWatchTask, in)
 		var next contracts.TaskSnapshot
 		sel := workflow.NewSelector(wctx)
 		done := false

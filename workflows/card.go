@@ -5,12 +5,11 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
 // adopt makes a resolved card the one the delegation uses.
-func (r *run) adopt(ctx workflow.Context, card activities.ResolvedCard) {
+func (r *run) adopt(ctx workflow.Context, card contracts.ResolvedCard) {
 	r.s.Agent = card.Agent
 	r.s.Signature = card.Verification
 	r.s.Interface = card.Interface
@@ -22,7 +21,7 @@ func (r *run) adopt(ctx workflow.Context, card activities.ResolvedCard) {
 
 // untrustedAfterRediscover: a required signature fails on the card the
 // operator accepted; that ends the delegation, nothing sent.
-func (r *run) untrustedAfterRediscover(card activities.ResolvedCard) error {
+func (r *run) untrustedAfterRediscover(card contracts.ResolvedCard) error {
 	r.s.Signature = card.Verification
 	r.s.Agent.Signature = card.Agent.Signature
 	return &untrustedError{verification: card.Verification}

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -23,14 +22,14 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 	for {
 		prev := r.s.A2AState
 		r.setState(ctx, string(contracts.PhaseSending))
-		var in activities.CheckAndSendInput
-		var res activities.CheckAndSendResult
+		var in contracts.CheckAndSendInput
+		var res contracts.CheckAndSendResult
 		opts := sendOptions()
 		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
 		// Each attempt is built from the state as it is then: a card
 		// adopted by an earlier attempt is the one in use.
 		attempt := func(opts workflow.ActivityOptions) error {
-			in, res = r.checkSendInput(round, text, data, credentialRef), activities.CheckAndSendResult{}
+			in, res = r.checkSendInput(round, text, data, credentialRef), contracts.CheckAndSendResult{}
 			err := r.checkSendActivity(ctx, opts, round, in, &res)
 			r.applyChecks(ctx, in, res)
 			return err
@@ -77,25 +76,25 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 }
 
 // checkSendInput is CheckAndSend's input for round n from the state now.
-func (r *run) checkSendInput(round int, text string, data json.RawMessage, credentialRef string) activities.CheckAndSendInput {
-	in := activities.CheckAndSendInput{
-		Card:         activities.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard},
+func (r *run) checkSendInput(round int, text string, data json.RawMessage, credentialRef string) contracts.CheckAndSendInput {
+	in := contracts.CheckAndSendInput{
+		Card:         contracts.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard},
 		AcceptChange: r.rediscover,
-		Authorization: activities.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, Skill: r.d.Skill,
+		Authorization: contracts.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, Skill: r.d.Skill,
 			Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round},
-		Send: activities.SendInput{Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: contracts.OutboundMessage{
+		Send: contracts.SendInput{Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: contracts.OutboundMessage{
 			MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
 		}},
 	}
 	if r.s.Interface.URL != "" {
-		in.InUse = &activities.CardInUse{Interface: r.s.Interface, Signature: r.s.Signature}
+		in.InUse = &contracts.CardInUse{Interface: r.s.Interface, Signature: r.s.Signature}
 	}
 	return in
 }
 
 // applyChecks records what a CheckAndSend checked: the card (adopted
 // when usable; a change of card is recorded) and the authorization.
-func (r *run) applyChecks(ctx workflow.Context, in activities.CheckAndSendInput, res activities.CheckAndSendResult) {
+func (r *run) applyChecks(ctx workflow.Context, in contracts.CheckAndSendInput, res contracts.CheckAndSendResult) {
 	card := res.Card
 	if card.Agent.CardDigest == "" {
 		return // the card was not resolved
@@ -139,7 +138,7 @@ func offered(skills []string) string {
 	return "; it offers " + strings.Join(q, ", ")
 }
 
-func (r *run) refusal(res activities.CheckAndSendResult) error {
+func (r *run) refusal(res contracts.CheckAndSendResult) error {
 	c := res.Card
 	switch {
 	case !c.Trusted():
@@ -159,8 +158,8 @@ func (r *run) refusal(res activities.CheckAndSendResult) error {
 // checkSendActivity runs CheckAndSend as sendActivity runs SendMessage. A
 // failed one's details (the checks made before the send) are read into
 // out.
-func (r *run) checkSendActivity(ctx workflow.Context, opts workflow.ActivityOptions, round int, in activities.CheckAndSendInput, out *activities.CheckAndSendResult) error {
-	return r.inFlight(ctx, opts, round, in.Send.Message.MessageID, acts.CheckAndSend, in, func(c workflow.Context, f workflow.Future) (contracts.TaskSnapshot, error) {
+func (r *run) checkSendActivity(ctx workflow.Context, opts workflow.ActivityOptions, round int, in contracts.CheckAndSendInput, out *contracts.CheckAndSendResult) error {
+	return r.inFlight(ctx, opts, round, in.Send.Message.MessageID, contracts.ActivityCheckAndSend, in, func(c workflow.Context, f workflow.Future) (contracts.TaskSnapshot, error) {
 		err := f.Get(c, out)
 		var ae *temporal.ApplicationError
 		if errors.As(err, &ae) && ae.HasDetails() {
@@ -175,7 +174,7 @@ func (r *run) checkSendActivity(ctx workflow.Context, opts workflow.ActivityOpti
 
 // extendedSuffix says why the authenticated extended card a card declares
 // was not used, when it was not (its skills are then unknown).
-func extendedSuffix(c activities.ResolvedCard) string {
+func extendedSuffix(c contracts.ResolvedCard) string {
 	if c.ExtendedCardError == "" {
 		return ""
 	}

@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -36,9 +35,9 @@ func (s *DelegationSuite) carryOf() contracts.Carry {
 // triggers continue-as-new is applied in this run, exactly once.
 func (s *DelegationSuite) TestRevokeAtTheContinueAsNewTrigger() {
 	s.lowThreshold()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("submitted")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("submitted")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop now"}) }, time.Minute)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
@@ -56,8 +55,8 @@ func (s *DelegationSuite) TestRevokeAtTheContinueAsNewTrigger() {
 // input; signals still buffered are applied (or recorded) first.
 func (s *DelegationSuite) TestContinueAsNewCarriesStateAndIntents() {
 	s.lowThreshold()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("submitted")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("submitted")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("working"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		// No question is pending: recorded as ignored, carried in the state.
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "too early"})
@@ -81,7 +80,7 @@ func (s *DelegationSuite) TestRunFromCarriedState() {
 	st.InputRounds = 1
 	reason := "carried revoke"
 	s.env.SetContinuedExecutionRunID("run-0")
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.MatchedBy(func(in contracts.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract(), contracts.Carry{State: st, Revoked: &reason})
 	o := s.outcome()
@@ -105,8 +104,8 @@ func (s *DelegationSuite) TestCarriedStateThatDoesNotDecode() {
 // (one activity), so that an agent down for days adds bounded history.
 func (s *DelegationSuite) TestRetriesHandedOverToTemporal() {
 	transientErr := temporal.NewApplicationError("SendMessage: transient (HTTP 503)", "transient")
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(activities.CheckAndSendResult{}, transientErr).Times(WorkflowRetries)
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).After(10*time.Minute).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(contracts.CheckAndSendResult{}, transientErr).Times(WorkflowRetries)
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).After(10*time.Minute).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		if s.NotNil(st.Retrying) {
@@ -142,9 +141,9 @@ func (s *DelegationSuite) TestCarriedStateIsChecked() {
 
 // A storm of reconcile requests while a read hangs keeps the state small.
 func (s *DelegationSuite) TestReconcileStormIsBounded() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		for range 500 {
 			s.env.SignalWorkflow(contracts.SignalReconcile, nil)
@@ -160,10 +159,10 @@ func (s *DelegationSuite) TestReconcileStormIsBounded() {
 // A reconcile read that returns after the task was observed again is not
 // applied: it must not withdraw a newer question.
 func (s *DelegationSuite) TestLateReconcileReadIsSuperseded() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(3*time.Minute).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("working"), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).After(3*time.Minute).Return(question("input-required", "msg:q-1", "photo?"), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("working"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -156,9 +155,6 @@ func (r *run) main(ctx workflow.Context) contracts.Outcome {
 	}
 	return r.follow(ctx, snap)
 }
-
-// acts is used only for its method values: the activity names.
-var acts *activities.Activities
 
 // ErrTypeInvalidContract is the ApplicationError type of a workflow that
 // was started with a contract that does not validate.

@@ -50,9 +50,9 @@ func (s *DelegationSuite) SetupTest() {
 	}, workflowRegisterOptions())
 	// The workflow id is the contract's local_workflow_id (admit).
 	s.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: contract().LocalWorkflowID})
-	s.env.RegisterActivity(&activities.Activities{})
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(activities.WatchInput) bool { return !s.ownPoll })).
-		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Maybe()
+	activities.Register(s.env, &activities.Activities{})
+	s.env.OnActivity(contracts.ActivityPollTask, mock.Anything, mock.MatchedBy(func(contracts.WatchInput) bool { return !s.ownPoll })).
+		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", contracts.ErrTypeUnchanged)).Maybe()
 }
 
 func (s *DelegationSuite) AfterTest(_, _ string) { s.env.AssertExpectations(s.T()) }
@@ -75,21 +75,21 @@ func claim(name string) contracts.Artifact {
 
 // sendIs matches a CheckAndSendInput by round (its messageId) and task id.
 func sendIs(round int, taskID string) any {
-	return mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	return mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Send.Message.MessageID == MessageID("wf-1", "", round) && in.Send.Message.TaskID == taskID
 	})
 }
 
 // round matches a CheckAndSendInput by round (its messageId).
 func round(n int) any {
-	return mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	return mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Send.Message.MessageID == MessageID("wf-1", "", n)
 	})
 }
 
 // claimsCard is the resolved card of the example claims agent.
-func claimsCard() activities.ResolvedCard {
-	return activities.ResolvedCard{
+func claimsCard() contracts.ResolvedCard {
+	return contracts.ResolvedCard{
 		Agent:      contracts.AgentInfo{Name: "Claims Agent", CardURL: "http://agent/.well-known/agent-card.json", CardVersion: "1.0.0", CardDigest: "sha256:00"},
 		Interface:  contracts.Interface{URL: "http://agent/a2a/jsonrpc", Binding: "JSONRPC", Version: "1.0", CardOrigin: "http://agent"},
 		SkillFound: true,
@@ -101,8 +101,8 @@ func allowed() *contracts.AuthorizationDecision {
 }
 
 // sent is a CheckAndSend that sent and got sn back.
-func sent(sn contracts.TaskSnapshot) activities.CheckAndSendResult {
-	return activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed(), Sent: true, Snapshot: sn}
+func sent(sn contracts.TaskSnapshot) contracts.CheckAndSendResult {
+	return contracts.CheckAndSendResult{Card: claimsCard(), Authorization: allowed(), Sent: true, Snapshot: sn}
 }
 
 func (s *DelegationSuite) outcome() contracts.Outcome { return outcomeOf(&s.Suite, s.env) }
@@ -135,10 +135,10 @@ func stateOf(s *suite.Suite, env *testsuite.TestWorkflowEnvironment) contracts.S
 }
 
 func (s *DelegationSuite) TestHappyPathWithoutInput() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("submitted")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "submitted" })).
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("submitted")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.MatchedBy(func(in contracts.WatchInput) bool { return in.Since == "submitted" })).
 		Return(snap("working"), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "working" })).
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.MatchedBy(func(in contracts.WatchInput) bool { return in.Since == "working" })).
 		Return(snap("completed", claim("claim_opened")), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
@@ -161,12 +161,12 @@ func (s *DelegationSuite) TestHappyPathWithoutInput() {
 // expectInputRound scripts: first send → input-required; follow-up with the
 // same task → working → completed.
 func (s *DelegationSuite) expectInputRound(answerText string) {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Send.Message.MessageID == MessageID("wf-1", "", 1) &&
 			in.Send.Message.TaskID == "task-1" && in.Send.Message.ContextID == "ctx-1" && in.Send.Message.Text == answerText
 	})).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 }
 
 func (s *DelegationSuite) TestInputRequiredAnsweredBySignal() {
@@ -237,7 +237,7 @@ func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 }
 
 func (s *DelegationSuite) TestInvalidArtifactKind() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).
 		Return(sent(snap("completed", claim("claim_opened"), claim("refund_issued"))), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusInvalidOutput, o.Status)
@@ -251,8 +251,8 @@ func (s *DelegationSuite) TestInvalidArtifactKind() {
 func (s *DelegationSuite) TestRemoteFailed() {
 	failed := snap("failed")
 	failed.StatusText = "no shipment found"
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(failed, nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).Return(failed, nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusFailed, o.Status)
 	s.Equal(contracts.CategoryRemoteBusiness, o.Error.Category)
@@ -261,15 +261,15 @@ func (s *DelegationSuite) TestRemoteFailed() {
 }
 
 func (s *DelegationSuite) TestRemoteRejected() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("rejected")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("rejected")), nil).Once()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusRejected, s.outcome().Status)
 }
 
 func (s *DelegationSuite) TestCancelCancelsRemoteTask() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(10*time.Minute).Return(snap("completed"), nil).Maybe()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, activities.CancelInput{
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).After(10*time.Minute).Return(snap("completed"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, contracts.CancelInput{
 		Interface: claimsCard().Interface, TaskID: "task-1", ContextID: "ctx-1",
 	}).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
@@ -280,16 +280,16 @@ func (s *DelegationSuite) TestCancelCancelsRemoteTask() {
 }
 
 func (s *DelegationSuite) TestCancelWhileWaitingForInput() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCanceled, s.outcome().Status)
 }
 
 func (s *DelegationSuite) TestDeadlineWhileWaitingForInput() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal(contracts.CategoryDeadline, o.Error.Category)
@@ -297,16 +297,16 @@ func (s *DelegationSuite) TestDeadlineWhileWaitingForInput() {
 }
 
 func (s *DelegationSuite) TestDeadlineWhileWatching() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(2*time.Hour).Return(snap("completed"), nil).Maybe()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).After(2*time.Hour).Return(snap("completed"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusDeadlineExceeded, s.outcome().Status)
 }
 
 func (s *DelegationSuite) TestUnauthorizedSend() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).
-		Return(activities.CheckAndSendResult{}, temporal.NewNonRetryableApplicationError("SendMessage: HTTP 401", string(contracts.CategoryAuthorization), nil)).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).
+		Return(contracts.CheckAndSendResult{}, temporal.NewNonRetryableApplicationError("SendMessage: HTTP 401", string(contracts.CategoryAuthorization), nil)).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Equal(contracts.CategoryAuthorization, o.Error.Category)
@@ -323,8 +323,8 @@ func (s *DelegationSuite) TestInvalidContractFailsWorkflow() {
 }
 
 func (s *DelegationSuite) TestSignalWithoutQuestionIsIgnored() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "unasked"}) }, time.Minute)
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
@@ -358,9 +358,9 @@ func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 	change := `skill "open-claim" is gone`
 	res := sent(snap("input-required"))
 	res.Card = first
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(res, nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(activities.CheckAndSendResult{Card: changed, Change: change, Refused: change}, nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(res, nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(1)).Return(contracts.CheckAndSendResult{Card: changed, Change: change, Refused: change}, nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
@@ -378,11 +378,11 @@ func (s *DelegationSuite) TestCardChangedUntilTheDeadline() {
 // An unsigned card when a signature is required: nothing sent, and the
 // Outcome names the card's signature status.
 func (s *DelegationSuite) TestUntrustedCardSendsNothing() {
-	untrusted := activities.ResolvedCard{SkillFound: true, SignatureRequired: true,
+	untrusted := contracts.ResolvedCard{SkillFound: true, SignatureRequired: true,
 		Agent:        contracts.AgentInfo{Name: "x", Signature: "unsigned", CardDigest: "sha256:0u"},
 		Verification: contracts.CardVerification{Status: contracts.SigUnsigned}}
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool { return in.Card.RequireSignature })).
-		Return(activities.CheckAndSendResult{Card: untrusted, Refused: "card"}, nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool { return in.Card.RequireSignature })).
+		Return(contracts.CheckAndSendResult{Card: untrusted, Refused: "card"}, nil).Once()
 	d := contract()
 	d.RequireSignedCard = true
 	o := s.execute(d)

@@ -1,15 +1,20 @@
 // Package workflows holds the Delegation workflow: the state machine that
-// owns one delegated A2A task from start to finish (DESIGN.md, "The flow of
+// owns one delegated A2A task from start to finish (docs/architecture.md, "The flow of
 // one delegation"), and the ReconcileDelegations workflow a Schedule runs.
-// Register puts both, and the activities, on a worker:
+// RegisterWorkflows puts both on a worker, activities.Register their
+// activities:
 //
 //	w := worker.New(c, contracts.TaskQueue, worker.Options{})
-//	workflows.Register(w, &activities.Activities{Logger: logger}, workflows.Options{})
+//	workflows.RegisterWorkflows(w, workflows.Options{})
+//	activities.Register(w, &activities.Activities{Logger: logger})
 //
 // The workflow never does I/O; every network step is an activity of package
-// activities. What it reads and writes through history (its input, State,
-// the handler names) lives in package contracts; backends start and answer
-// delegations with package client.
+// activities, which this package does not import: it schedules them by
+// their names in contracts (contracts.ActivityCheckAndSend, ...). What it
+// reads and writes through history (its input, State, the handler names,
+// the activities' inputs and results, and the decisions on a resolved
+// card) lives in package contracts; backends start and answer delegations
+// with package client.
 //
 // One file per concern, in the order of the flow: delegation.go (the
 // entry point, the run's fields, the main loop), send.go and checksend.go

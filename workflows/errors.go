@@ -21,7 +21,7 @@ var (
 )
 
 // deniedError: nothing more may be sent, because the policy denied an
-// outbound message (DESIGN.md principle 1) or an operator revoked the
+// outbound message (docs/architecture.md, principle 1) or an operator revoked the
 // delegation (Signal "revoke").
 type deniedError struct {
 	reason  string

@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -19,8 +18,8 @@ func unknownErr() error {
 }
 
 func (s *DelegationSuite) TestUnknownOutcomeAskOperatorThenResend() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(activities.CheckAndSendResult{}, unknownErr()).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(contracts.CheckAndSendResult{}, unknownErr()).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	var rejected error
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
@@ -46,7 +45,7 @@ func (s *DelegationSuite) TestUnknownOutcomeAskOperatorThenResend() {
 func (s *DelegationSuite) TestUnknownOutcomeAutoResendThenAbandon() {
 	d := contract()
 	d.OnUnknownOutcome = contracts.OnUnknownResend
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(activities.CheckAndSendResult{}, unknownErr()).Times(4)
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(contracts.CheckAndSendResult{}, unknownErr()).Times(4)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		s.Require().NotNil(st.Unknown)
@@ -61,12 +60,12 @@ func (s *DelegationSuite) TestUnknownOutcomeAutoResendThenAbandon() {
 func (s *DelegationSuite) TestAdoptChecksTheContext() {
 	// Round 1 (a follow-up) has an unknown outcome; the operator adopts a
 	// task of another context (refused), then the right one.
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(activities.CheckAndSendResult{}, unknownErr()).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(contracts.CheckAndSendResult{}, unknownErr()).Once()
 	other := snap("working")
 	other.ContextID = "ctx-other"
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(other, nil).Once()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(other, nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionAdopt, TaskID: "task-1"})
@@ -84,10 +83,10 @@ func (s *DelegationSuite) TestAdoptChecksTheContext() {
 // The authorization is checked again before the follow-up: denied then,
 // nothing is sent and the remote task is canceled.
 func (s *DelegationSuite) TestDeniedBeforeTheFollowUp() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(activities.CheckAndSendResult{Card: claimsCard(),
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(1)).Return(contracts.CheckAndSendResult{Card: claimsCard(),
 		Authorization: &contracts.AuthorizationDecision{Allowed: false, Reason: "local_workflow_id revoked"}}, nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
@@ -96,8 +95,8 @@ func (s *DelegationSuite) TestDeniedBeforeTheFollowUp() {
 }
 
 func (s *DelegationSuite) TestRevokeSignalWhileWaiting() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "customer withdrew consent"})
 	}, time.Minute)
@@ -107,11 +106,11 @@ func (s *DelegationSuite) TestRevokeSignalWhileWaiting() {
 }
 
 func (s *DelegationSuite) TestCancelUnconfirmedRecordsLateResults() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).
 		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("CancelTask: task cannot be canceled", "protocol", nil)).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Minute)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCancelUnconfirmed, o.Status)
@@ -121,9 +120,9 @@ func (s *DelegationSuite) TestCancelUnconfirmedRecordsLateResults() {
 }
 
 func (s *DelegationSuite) TestAuthRequiredAnsweredWithAReference() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("auth-required")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("auth-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).After(time.Hour).Return(snap("working"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Send.CredentialRef == "claims-prod" && in.Send.Message.TaskID == "task-1"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	var noRef, refForInput error
@@ -141,9 +140,9 @@ func (s *DelegationSuite) TestAuthRequiredAnsweredWithAReference() {
 }
 
 func (s *DelegationSuite) TestReconcileRecordsWhatItSaw() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
@@ -158,8 +157,8 @@ func (s *DelegationSuite) TestReconcileRecordsWhatItSaw() {
 
 func (s *DelegationSuite) TestAuthRequiredResolvedOutOfBand() {
 	s.ownPoll = true
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("auth-required")), nil).Once()
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.Since == "auth-required" })).
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("auth-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityPollTask, mock.Anything, mock.MatchedBy(func(in contracts.WatchInput) bool { return in.Since == "auth-required" })).
 		After(time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
@@ -167,10 +166,10 @@ func (s *DelegationSuite) TestAuthRequiredResolvedOutOfBand() {
 }
 
 func (s *DelegationSuite) TestReconcileSeesTheTaskEndedWhileWaiting() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
 	ended := snap("canceled")
 	ended.StatusText = "canceled at the agent"
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
@@ -191,8 +190,8 @@ func sealedPayload() converter.RawValue {
 // so is an answer, which is not taken. The Go SDK used to drop such a
 // Signal and leave the listener waiting for the next one on that channel.
 func (s *DelegationSuite) TestSealedSignalsAreRefusedByName() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, sealedPayload()) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, sealedPayload()) }, 2*time.Minute)
 	o := s.execute(contract())
@@ -213,8 +212,8 @@ func (s *DelegationSuite) TestSealedSignalsAreRefusedByName() {
 // An answer whose data is [] is refused (the agent's echo of it could not
 // be read: protocol_error after the send).
 func (s *DelegationSuite) TestAnswerWithEmptyListDataIsRefused() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.ProvideInput, map[string]any{"text": "photo", "data": []any{}})
 	}, time.Minute)
@@ -235,8 +234,8 @@ func (s *DelegationSuite) TestPayloadErrorsNameTheirRule() {
 	jsonPayload := func(text string) converter.RawValue {
 		return converter.NewRawValue(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(converter.MetadataEncodingJSON)}, Data: []byte(text)})
 	}
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("input-required")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.SignalTaskUpdate, "working")
 		s.env.SignalWorkflow(contracts.ProvideInput, jsonPayload(`{"text":"a",}`))

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -86,13 +85,13 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 				text = "Credentials provided."
 			}
 			next, err := r.sendRound(ctx, round, text, a.Data, a.CredentialRef)
-			if err != nil && a.CredentialRef != "" && (errorType(err) == activities.ErrTypeCredentialRef || errorType(err) == activities.ErrTypeCredentialRefNotAllowed) {
+			if err != nil && a.CredentialRef != "" && (errorType(err) == contracts.ErrTypeCredentialRef || errorType(err) == contracts.ErrTypeCredentialRefNotAllowed) {
 				// Nothing was sent: the operator named a credential the
 				// worker does not have, or one this agent's origin may not
 				// receive. Ask again, saying so.
 				r.s.InputRounds--
 				reason := "credential_ref " + a.CredentialRef + " is not in the worker's credential store"
-				if errorType(err) == activities.ErrTypeCredentialRefNotAllowed {
+				if errorType(err) == contracts.ErrTypeCredentialRefNotAllowed {
 					reason = "credential_ref " + a.CredentialRef + " refused, nothing sent: " + contracts.Truncate(errorText(err), 500)
 				}
 				r.s.Answers[len(r.s.Answers)-1].Refused = reason
@@ -170,7 +169,7 @@ func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, wit
 	}
 	r.watches++
 	var next contracts.TaskSnapshot
-	in := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming, Within: within}
+	in := contracts.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming, Within: within}
 	if snap.State.Interrupted() {
 		in.SinceKey = snap.StatusKey
 	}
@@ -178,7 +177,7 @@ func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, wit
 	if within == 0 {
 		full = func() bool { return r.floodedWhileWaiting(ctx) }
 	}
-	err := r.activityUnless(ctx, r.watchOptions(ctx), acts.WatchTask, in, &next, full)
+	err := r.activityUnless(ctx, r.watchOptions(ctx), contracts.ActivityWatchTask, in, &next, full)
 	return next, err
 }
 
@@ -220,8 +219,8 @@ func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (co
 		}
 		r.pushed = false
 		var next contracts.TaskSnapshot
-		in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
-		if err := r.activity(ctx, getTaskOptions(), acts.GetTask, in, &next); err != nil {
+		in := contracts.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
+		if err := r.activity(ctx, getTaskOptions(), contracts.ActivityGetTask, in, &next); err != nil {
 			return snap, err
 		}
 		if next.State != snap.State || next.StatusKey != snap.StatusKey {
@@ -265,8 +264,8 @@ func (r *run) endedMeanwhile(ctx workflow.Context, err error) (contracts.TaskSna
 // readTerminal reads the task once; ok when the agent has ended it.
 func (r *run) readTerminal(ctx workflow.Context) (contracts.TaskSnapshot, bool) {
 	var snap contracts.TaskSnapshot
-	in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
-	if r.activity(ctx, getTaskOptions(), acts.GetTask, in, &snap) != nil || !snap.State.Terminal() {
+	in := contracts.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
+	if r.activity(ctx, getTaskOptions(), contracts.ActivityGetTask, in, &snap) != nil || !snap.State.Terminal() {
 		return contracts.TaskSnapshot{}, false
 	}
 	return snap, true

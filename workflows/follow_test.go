@@ -7,7 +7,6 @@ import (
 	sdk "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -23,9 +22,9 @@ func question(state contracts.TaskState, key, text string) contracts.TaskSnapsho
 // not a new question; the workflow watches on and completes in one round.
 func (s *DelegationSuite) TestRepublishedQuestionIsNotANewRound() {
 	q := question("input-required", "msg:q-1", "photo?")
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(q), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(q), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(q), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(q), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.MatchedBy(func(in contracts.WatchInput) bool {
 		return in.Since == "input-required" && in.SinceKey == "msg:q-1"
 	})).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo attached"}) }, time.Minute)
@@ -40,9 +39,9 @@ func (s *DelegationSuite) TestRepublishedQuestionIsNotANewRound() {
 // A question asked after the answer (another status identity) opens a new
 // round.
 func (s *DelegationSuite) TestNewQuestionAfterAnswerOpensARound() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(question("input-required", "msg:q-2", "and the receipt?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(2, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(question("input-required", "msg:q-2", "and the receipt?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(2, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
@@ -61,12 +60,12 @@ func (s *DelegationSuite) TestNewQuestionAfterAnswerOpensARound() {
 // is sent.
 func (s *DelegationSuite) TestAgentEndsTheTaskWhileWaiting() {
 	s.ownPoll = true
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	ended := snap("canceled")
 	ended.StatusText = "the agent gave up waiting"
 	d := contract()
 	d.WaitingPollSeconds = 5
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
+	s.env.OnActivity(contracts.ActivityPollTask, mock.Anything, mock.MatchedBy(func(in contracts.WatchInput) bool {
 		return in.Since == "input-required" && in.SinceKey == "msg:q-1" && in.TaskID == "task-1"
 	})).After(10*time.Minute).Return(ended, nil).Once()
 	o := s.execute(d)
@@ -79,12 +78,12 @@ func (s *DelegationSuite) TestAgentEndsTheTaskWhileWaiting() {
 // A follow-up that fails because the agent had ended the task: the task is
 // read, and its own state and reason stand (not protocol_error).
 func (s *DelegationSuite) TestFollowUpToAnEndedTaskKeepsTheAgentsReason() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).
-		Return(activities.CheckAndSendResult{}, temporal.NewNonRetryableApplicationError("SendMessage: protocol (JSON-RPC error -32004): task is in a terminal state", "protocol", nil)).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(1, "task-1")).
+		Return(contracts.CheckAndSendResult{}, temporal.NewNonRetryableApplicationError("SendMessage: protocol (JSON-RPC error -32004): task is in a terminal state", "protocol", nil)).Once()
 	ended := snap("canceled")
 	ended.StatusText = "closed by the agent"
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(ended, nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
@@ -97,10 +96,10 @@ func (s *DelegationSuite) TestFollowUpToAnEndedTaskKeepsTheAgentsReason() {
 // A reply naming another task id ends protocol_error naming both ids; the
 // tracked id is kept and the remote task is canceled with it.
 func (s *DelegationSuite) TestAnotherTaskIDIsNotAdopted() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).
 		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError(`GetTask: protocol: the reply names taskId "task-9", the delegation tracks taskId "task-1"`, "protocol", nil)).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.MatchedBy(func(in contracts.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusProtocolError, o.Status)
@@ -112,8 +111,8 @@ func (s *DelegationSuite) TestAnotherTaskIDIsNotAdopted() {
 // goes through; meanwhile the state shows the last error.
 func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 	transientErr := temporal.NewApplicationError("SendMessage: transient (HTTP 503): agent overloaded", "transient")
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(activities.CheckAndSendResult{}, transientErr).Times(3)
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(contracts.CheckAndSendResult{}, transientErr).Times(3)
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
 		if s.NotNil(st.Retrying) {
@@ -139,8 +138,8 @@ func (s *DelegationSuite) TestTransientSendIsRetriedShowingTheLastError() {
 // A transient failure never ends a delegation as protocol_error: it is
 // retried to the deadline, which names the last error.
 func (s *DelegationSuite) TestTransientFailureUntilTheDeadline() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).
-		Return(activities.CheckAndSendResult{}, temporal.NewApplicationError("SendMessage: transient: connection refused", "transient"))
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).
+		Return(contracts.CheckAndSendResult{}, temporal.NewApplicationError("SendMessage: transient: connection refused", "transient"))
 	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Contains(o.Error.Message, "connection refused")
@@ -150,9 +149,9 @@ func (s *DelegationSuite) TestTransientFailureUntilTheDeadline() {
 // fetched): CheckAndSend is retried with backoff (not ended after seconds
 // as protocol_error).
 func (s *DelegationSuite) TestCardFetchRetriedWhileTransient() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).
-		Return(activities.CheckAndSendResult{}, temporal.NewApplicationError("ResolveCard: connection refused", "transient")).Times(6)
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).
+		Return(contracts.CheckAndSendResult{}, temporal.NewApplicationError("ResolveCard: connection refused", "transient")).Times(6)
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
 	s.Equal(7, s.state().Sends[0].Attempts)
@@ -163,12 +162,12 @@ func (s *DelegationSuite) TestCardFetchRetriedWhileTransient() {
 // change it is asked again (a new round), never left waiting unseen.
 func (s *DelegationSuite) TestSameQuestionWithoutIdentityIsAskedAgain() {
 	weak := question("input-required", contracts.StatusKeyOf("input-required", "", "", "photo?", nil), "photo?")
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(weak), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(weak), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(weak), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(weak), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.MatchedBy(func(in contracts.WatchInput) bool {
 		return in.Within == int(StaleWindow/time.Second)
 	})).Return(weak, nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(2, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(2, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
@@ -186,10 +185,10 @@ func (s *DelegationSuite) TestSameQuestionWithoutIdentityIsAskedAgain() {
 // completed the task: the task is read before trying again, and the
 // agent's result stands (not retried to the deadline).
 func (s *DelegationSuite) TestFollowUpRefusedTransientlyAfterTheTaskEnded() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).
-		Return(activities.CheckAndSendResult{}, temporal.NewApplicationError("SendMessage: transient (JSON-RPC error -32603): task t-1 is already completed", "transient")).Once()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(1, "task-1")).
+		Return(contracts.CheckAndSendResult{}, temporal.NewApplicationError("SendMessage: transient (JSON-RPC error -32603): task t-1 is already completed", "transient")).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
@@ -200,8 +199,8 @@ func (s *DelegationSuite) TestFollowUpRefusedTransientlyAfterTheTaskEnded() {
 // let finish, the task it created is recorded and canceled, and the
 // Outcome names it (the agent's task is not orphaned).
 func (s *DelegationSuite) TestCancelDuringTheSendCancelsTheTaskItCreated() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.MatchedBy(func(in activities.CancelInput) bool { return in.TaskID == "task-1" })).
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.MatchedBy(func(in contracts.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
 	o := s.execute(contract())
@@ -215,7 +214,7 @@ func (s *DelegationSuite) TestCancelDuringTheSendCancelsTheTaskItCreated() {
 // of a send the agent had in fact taken and completed.
 func (s *DelegationSuite) TestCancelDuringASendWhoseOutcomeIsUnknown() {
 	unknown := temporal.NewNonRetryableApplicationError("SendMessage: timed out after the request was written", string(contracts.CategoryUnknownOutcome), nil)
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(activities.CheckAndSendResult{}, unknown).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(contracts.CheckAndSendResult{}, unknown).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
@@ -233,7 +232,7 @@ func (s *DelegationSuite) TestCancelDuringASendWhoseOutcomeIsUnknown() {
 func (s *DelegationSuite) TestDeadlineWithASendThatNeverFinishes() {
 	d := contract()
 	d.Deadline = t0.Add(time.Minute)
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).After(time.Hour).Return(sent(snap("working")), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).After(time.Hour).Return(sent(snap("working")), nil).Maybe()
 	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Contains(o.Error.Message, MessageID("wf-1", "", 0))
@@ -248,10 +247,10 @@ func (s *DelegationSuite) TestWaitingReadGivesUpBeforeTheDeadline() {
 	d := contract()
 	d.Deadline = t0.Add(2 * time.Minute)
 	d.WaitingPollSeconds = 30 // the first read comes before the deadline
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).
-		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("the first read is one interval away", activities.ErrTypeUnchanged, nil)).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityPollTask, mock.Anything, mock.Anything).
+		Return(contracts.TaskSnapshot{}, temporal.NewNonRetryableApplicationError("the first read is one interval away", contracts.ErrTypeUnchanged, nil)).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status, "%+v", o.Error)
 }

@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -78,7 +77,7 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 	var watch, wake workflow.Future
 	wctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
-	pollIn := activities.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
+	pollIn := contracts.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
 	// One timer: the first read or the deadline, whichever comes first. An
 	// answer before it costs no read and no activity. (AUTH_REQUIRED too
 	// may be resolved out of band, A2A 1.0 §7.6.2: the reads see it.)
@@ -115,14 +114,14 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 			r.arm(ctx)
 			in := pollIn
 			in.ReadFirst = true
-			watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), acts.PollTask, in)
+			watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), contracts.ActivityPollTask, in)
 			continue
 		}
 		if r.pending == nil && r.interrupt() == nil && r.reconciled == nil && watch != nil {
 			// The waiting read gave up without a change (its retries
 			// reached the deadline before the next interval): wait on
 			// without it; the deadline is the listener's.
-			if err := watch.Get(ctx, nil); errorType(err) == activities.ErrTypeUnchanged || isTimeout(err) {
+			if err := watch.Get(ctx, nil); errorType(err) == contracts.ErrTypeUnchanged || isTimeout(err) {
 				watch = nil
 				continue
 			}

@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -15,14 +14,14 @@ import (
 // accept) and records no change again.
 func (s *DelegationSuite) TestCardChangeRecordedPerRetry() {
 	moved, change := s.cardMovesBeforeRound1()
-	acc := activities.CheckAndSendResult{Card: moved, Change: change, Authorization: allowed()}
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	acc := contracts.CheckAndSendResult{Card: moved, Change: change, Authorization: allowed()}
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Authorization.Round == 1 && in.AcceptChange
-	})).Return(activities.CheckAndSendResult{}, temporal.NewApplicationErrorWithOptions("503", string(contracts.CategoryTransient),
+	})).Return(contracts.CheckAndSendResult{}, temporal.NewApplicationErrorWithOptions("503", string(contracts.CategoryTransient),
 		temporal.ApplicationErrorOptions{Details: []any{acc}})).Once()
 	res := sent(snap("completed", claim("claim_opened")))
 	res.Card = moved
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Authorization.Round == 1 && !in.AcceptChange && in.InUse != nil && in.InUse.Interface.URL == moved.Interface.URL
 	})).Return(res, nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)

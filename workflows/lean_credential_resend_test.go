@@ -6,18 +6,17 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
 func (s *DelegationSuite) TestCredentialRefAskedAgain() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("auth-required", "msg:q-1", "login")), nil).Once()
-	details := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("auth-required", "msg:q-1", "login")), nil).Once()
+	details := contracts.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Send.CredentialRef == "bad"
-	})).Return(activities.CheckAndSendResult{}, temporal.NewApplicationErrorWithOptions("no such ref", activities.ErrTypeCredentialRef,
+	})).Return(contracts.CheckAndSendResult{}, temporal.NewApplicationErrorWithOptions("no such ref", contracts.ErrTypeCredentialRef,
 		temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{details}})).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Send.CredentialRef == "good"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{CredentialRef: "bad"}) }, time.Minute)
@@ -40,12 +39,12 @@ func (s *DelegationSuite) TestCredentialRefAskedAgain() {
 
 // A revoke delivered before a resolve-unknown resend: nothing is resent.
 func (s *DelegationSuite) TestRevokeWithResendSendsNothing() {
-	details := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
+	details := contracts.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(contracts.CheckAndSendResult{},
 		temporal.NewApplicationErrorWithOptions("cut off", string(contracts.CategoryUnknownOutcome),
 			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{details}})).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("working")), nil).Maybe()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(snap("working")), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop"})
 		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionResend})

@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -16,8 +15,8 @@ import (
 // ends deadline_exceeded in state "ended" (not a bad contract).
 func (s *DelegationSuite) TestDeadlinePassedAtStartSendsNothing() {
 	s.env.SetStartTime(t0.Add(2 * time.Hour)) // contract deadline is t0+1h
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Maybe()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("working")), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.env.AssertNotCalled(s.T(), "CheckAndSend", mock.Anything, mock.Anything)
@@ -29,9 +28,9 @@ func (s *DelegationSuite) TestDeadlinePassedAtStartSendsNothing() {
 // A revoke delivered before an answer is acted on: "nothing more is
 // sent": CheckAndSend is not scheduled after a stop.
 func (s *DelegationSuite) TestRevokeWithAnswerSendsNothing() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(sent(snap("working")), nil).Maybe()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(1)).Return(sent(snap("working")), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop"})
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
@@ -47,10 +46,10 @@ func (s *DelegationSuite) TestRevokeWithAnswerSendsNothing() {
 // Transient send failure then success: one authorization record per round
 // and decision, however many attempts checked it.
 func (s *DelegationSuite) TestAuthorizationsPerAttempt() {
-	res := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
+	res := contracts.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(contracts.CheckAndSendResult{},
 		temporal.NewApplicationErrorWithOptions("503", string(contracts.CategoryTransient), temporal.ApplicationErrorOptions{Details: []any{res}})).Times(2)
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Len(s.state().Authorizations, 1)
@@ -60,8 +59,8 @@ func (s *DelegationSuite) TestAuthorizationsPerAttempt() {
 // does not list it among the unknown signals ("never applied"), which
 // contradicted the cancel that then used it.
 func (s *DelegationSuite) TestCancelReasonIsNotAnUnknownSignal() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.SignalCancelReason, map[string]string{"reason": "customer called"})
 		s.env.SignalWorkflow("provide_input", map[string]string{"text": "typo'd name"})
@@ -81,8 +80,8 @@ func (s *DelegationSuite) TestCancelReasonIsNotAnUnknownSignal() {
 // canceled after a revoke) is refused: the Update said accepted, and the
 // answer was recorded nowhere and never sent.
 func (s *DelegationSuite) TestAnswerWhileStoppingIsRefused() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("canceled"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).After(time.Minute).Return(snap("canceled"), nil).Maybe()
 	var refused error
 	accepted := false
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop"}) }, time.Minute)

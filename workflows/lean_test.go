@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -14,20 +13,20 @@ import (
 // (round 1, no change accepted yet), a card whose interface moved: the
 // send is refused, waiting for "rediscover". It returns that card and the
 // change.
-func (s *DelegationSuite) cardMovesBeforeRound1() (activities.ResolvedCard, string) {
+func (s *DelegationSuite) cardMovesBeforeRound1() (contracts.ResolvedCard, string) {
 	moved := claimsCard()
 	moved.Agent.CardDigest = "sha256:11"
 	moved.Interface.URL = "http://agent/v2/jsonrpc"
 	change := "interface changed"
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Authorization.Round == 1 && !in.AcceptChange
-	})).Return(activities.CheckAndSendResult{Card: moved, Change: change, Refused: change}, nil).Once()
+	})).Return(contracts.CheckAndSendResult{Card: moved, Change: change, Refused: change}, nil).Once()
 	return moved, change
 }
 
 func (s *DelegationSuite) TestPlainDelegationIsOneActivity() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.InUse == nil && in.Card.Skill == "open-claim" && in.Authorization.Round == 0 && in.Send.Message.Text == "lost parcel A-1001"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	o := s.execute(contract())
@@ -49,12 +48,12 @@ func (s *DelegationSuite) TestPlainDelegationIsOneActivity() {
 // goes out on the card in use, and PollTask never runs.
 func (s *DelegationSuite) TestAnswerBeforeTheFirstReadCostsNoRead() {
 	s.ownPoll = true
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Send.Message.MessageID == MessageID("wf-1", "", 1) && in.InUse != nil &&
 			in.InUse.Interface.URL == "http://agent/a2a/jsonrpc" && in.Send.Message.TaskID == "task-1" && in.Send.Message.Text == "photo.jpg"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
+	s.env.OnActivity(contracts.ActivityPollTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo.jpg", AnsweredBy: "ops"})
 	}, 4*time.Minute)
@@ -68,8 +67,8 @@ func (s *DelegationSuite) TestAnswerBeforeTheFirstReadCostsNoRead() {
 // delegation with the agent's state.
 func (s *DelegationSuite) TestFirstReadAfterTheWaitingInterval() {
 	s.ownPoll = true
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.MatchedBy(func(in activities.WatchInput) bool { return in.ReadFirst && in.SinceKey == "msg:q-1" })).
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityPollTask, mock.Anything, mock.MatchedBy(func(in contracts.WatchInput) bool { return in.ReadFirst && in.SinceKey == "msg:q-1" })).
 		Return(snap("failed"), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusFailed, o.Status)
@@ -80,10 +79,10 @@ func (s *DelegationSuite) TestFirstReadAfterTheWaitingInterval() {
 // deadline has its own timer from then on.
 func (s *DelegationSuite) TestDeadlineAfterTheFirstRead() {
 	s.ownPoll = true
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).
-		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", activities.ErrTypeUnchanged)).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityPollTask, mock.Anything, mock.Anything).
+		After(72*time.Hour).Return(contracts.TaskSnapshot{}, temporal.NewApplicationError("unchanged", contracts.ErrTypeUnchanged)).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal(t0.Add(time.Hour), s.env.Now().UTC())
@@ -94,9 +93,9 @@ func (s *DelegationSuite) TestDeadlineBeforeTheFirstRead() {
 	s.ownPoll = true
 	d := contract()
 	d.Deadline = t0.Add(2 * time.Minute)
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityPollTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal(t0.Add(2*time.Minute), s.env.Now().UTC())
@@ -108,8 +107,8 @@ func (s *DelegationSuite) TestDeadlineBeforeTheFirstRead() {
 func (s *DelegationSuite) TestCloseDeadlineIsArmedBeforeTheSend() {
 	d := contract()
 	d.Deadline = t0.Add(30 * time.Second)
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).After(40*time.Second).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).After(40*time.Second).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
 	s.Equal("task-1", o.RemoteTaskID)
@@ -123,19 +122,19 @@ func (s *DelegationSuite) TestRefusedFirstSends() {
 	noSkill := claimsCard()
 	noSkill.SkillFound = false
 	for name, tc := range map[string]struct {
-		res  activities.CheckAndSendResult
+		res  contracts.CheckAndSendResult
 		want contracts.Status
 		msg  string
 	}{
-		"untrusted": {activities.CheckAndSendResult{Card: untrusted, Refused: "card"}, contracts.StatusCardUntrusted, "verified card signature is required"},
-		"no skill":  {activities.CheckAndSendResult{Card: noSkill, Refused: "card"}, contracts.StatusProtocolError, `offers no skill "open-claim"`},
-		"modes":     {activities.CheckAndSendResult{Card: claimsCard(), Refused: "input modes: text/plain is not accepted"}, contracts.StatusProtocolError, "text/plain"},
-		"denied": {activities.CheckAndSendResult{Card: claimsCard(), Authorization: &contracts.AuthorizationDecision{Reason: "skill not allowed"}},
+		"untrusted": {contracts.CheckAndSendResult{Card: untrusted, Refused: "card"}, contracts.StatusCardUntrusted, "verified card signature is required"},
+		"no skill":  {contracts.CheckAndSendResult{Card: noSkill, Refused: "card"}, contracts.StatusProtocolError, `offers no skill "open-claim"`},
+		"modes":     {contracts.CheckAndSendResult{Card: claimsCard(), Refused: "input modes: text/plain is not accepted"}, contracts.StatusProtocolError, "text/plain"},
+		"denied": {contracts.CheckAndSendResult{Card: claimsCard(), Authorization: &contracts.AuthorizationDecision{Reason: "skill not allowed"}},
 			contracts.StatusAuthorizationDenied, "skill not allowed"},
 	} {
 		s.Run(name, func() {
 			s.SetupTest()
-			s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(tc.res, nil).Once()
+			s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(tc.res, nil).Once()
 			s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 			o := s.outcome()
 			s.Equal(tc.want, o.Status)
@@ -152,7 +151,7 @@ func (s *DelegationSuite) TestCardChangeBeforeAFollowUpWaitsForRediscover() {
 	moved, change := s.cardMovesBeforeRound1()
 	res := sent(snap("completed", claim("claim_opened")))
 	res.Card, res.Change = moved, change
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.MatchedBy(func(in activities.CheckAndSendInput) bool {
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Authorization.Round == 1 && in.AcceptChange
 	})).Return(res, nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
@@ -173,8 +172,8 @@ func (s *DelegationSuite) TestCardChangeBeforeAFollowUpWaitsForRediscover() {
 // went to (the error's details): the operator's abandon then cancels
 // nothing it cannot reach, and the interface is known.
 func (s *DelegationSuite) TestUnknownOutcomeKeepsTheCard() {
-	details := activities.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
+	details := contracts.CheckAndSendResult{Card: claimsCard(), Authorization: allowed()}
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(contracts.CheckAndSendResult{},
 		temporal.NewApplicationErrorWithOptions("the reply was cut off", string(contracts.CategoryUnknownOutcome),
 			temporal.ApplicationErrorOptions{NonRetryable: true, Details: []any{details}})).Once()
 	s.env.RegisterDelayedCallback(func() {
@@ -191,9 +190,9 @@ func (s *DelegationSuite) TestUnknownOutcomeKeepsTheCard() {
 // During a rolling deploy an older worker may take CheckAndSend and not
 // know it: that is retried (another worker will), not a protocol error.
 func (s *DelegationSuite) TestUnknownActivityOnAnOlderWorkerIsRetried() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(activities.CheckAndSendResult{},
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(contracts.CheckAndSendResult{},
 		temporal.NewApplicationError("unable to find activityType=CheckAndSend", "ActivityNotRegisteredError")).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	s.Equal(contracts.StatusCompleted, s.outcome().Status)
 }

@@ -7,7 +7,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -16,9 +15,9 @@ import (
 // agent's result stands, and the answer is recorded as unconfirmed, not
 // as "not taken" (the agent may well have taken it: it completed).
 func (s *DelegationSuite) TestFollowUpTimedOutAndTheTaskCompleted() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(activities.CheckAndSendResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)).Once()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(1)).Return(contracts.CheckAndSendResult{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)

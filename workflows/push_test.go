@@ -17,9 +17,9 @@ func (s *DelegationSuite) pushedWork() contracts.Delegation {
 	s.ownPoll = true
 	working := snap("working")
 	working.PushConfigured = true
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(working), nil).Once()
-	s.env.OnActivity(acts.PollTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(working), nil).Once()
+	s.env.OnActivity(contracts.ActivityPollTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).Return(contracts.TaskSnapshot{}, nil).Never()
 	d := contract()
 	d.WaitingPollSeconds = 3600
 	return d
@@ -35,7 +35,7 @@ func (s *DelegationSuite) push(after time.Duration, taskID, state string) {
 // the send and the push; the push makes one read (GetTask), which ends it.
 func (s *DelegationSuite) TestPushFollowsATenMinuteTaskWithoutPolling() {
 	d := s.pushedWork()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.push(10*time.Minute, "task-1", "TASK_STATE_COMPLETED")
 	o := s.execute(d)
 	s.Equal(contracts.StatusCompleted, o.Status)
@@ -51,8 +51,8 @@ func (s *DelegationSuite) TestPushFollowsATenMinuteTaskWithoutPolling() {
 // recorded and ignored without a read, the second costs one read.
 func (s *DelegationSuite) TestForgedAndReplayedPushesChangeNothing() {
 	d := s.pushedWork()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("working"), nil).Twice()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("working"), nil).Twice()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.push(2*time.Minute, "someone-elses-task", "TASK_STATE_COMPLETED")
 	s.push(3*time.Minute, "task-1", "TASK_STATE_COMPLETED")
 	s.push(3*time.Minute+time.Second, "task-1", "TASK_STATE_COMPLETED")
@@ -73,8 +73,8 @@ func (s *DelegationSuite) TestForgedAndReplayedPushesChangeNothing() {
 func (s *DelegationSuite) TestNoPushFallsBackToTheWaitingCadence() {
 	d := s.pushedWork()
 	d.WaitingPollSeconds = 1200
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("working"), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	o := s.execute(d)
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(t0.Add(40*time.Minute), s.env.Now().UTC(), "read at 20 and 40 minutes")
@@ -83,8 +83,8 @@ func (s *DelegationSuite) TestNoPushFallsBackToTheWaitingCadence() {
 // A delegation that does not follow its task by push (the card declares
 // no pushNotifications) ignores a task-update and records it.
 func (s *DelegationSuite) TestPushIgnoredWithoutPush() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(snap("working")), nil).Once()
-	s.env.OnActivity(acts.WatchTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).After(5*time.Minute).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.push(time.Minute, "task-1", "TASK_STATE_COMPLETED")
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
@@ -99,7 +99,7 @@ func (s *DelegationSuite) TestPushIgnoredWithoutPush() {
 // limits.
 func (s *DelegationSuite) TestFullHistoryWhileWaitingContinuesAsNew() {
 	s.opts.WaitingHistoryEvents = -1 // the test environment reports a length of 0
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 	var can *workflow.ContinueAsNewError
 	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "want continue-as-new, got %v", s.env.GetWorkflowError())
@@ -115,8 +115,8 @@ func (s *DelegationSuite) TestFullHistoryWhileWaitingContinuesAsNew() {
 // agent's artifacts as late results: cancel_unconfirmed, not canceled
 // with the claim lost.
 func (s *DelegationSuite) TestCancelAfterTheTaskCompletedKeepsItsArtifacts() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).After(30*time.Second).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(1)).After(30*time.Second).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() { s.env.CancelWorkflow() }, time.Minute+10*time.Second)
 	s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
@@ -130,7 +130,7 @@ func (s *DelegationSuite) TestCancelAfterTheTaskCompletedKeepsItsArtifacts() {
 // A Signal sent under a name the delegation has no handler for (a typo
 // in the UI's form) is shown in the state, never applied.
 func (s *DelegationSuite) TestUnknownSignalNamesShown() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow("provide_input", contracts.Answer{Text: "photo"}) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		st := s.state()
@@ -138,7 +138,7 @@ func (s *DelegationSuite) TestUnknownSignalNamesShown() {
 		s.NotNil(st.Question, "not applied")
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"})
 	}, 2*time.Minute)
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, round(1)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(1)).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCompleted, o.Status)
 	s.Equal(1, o.InputRounds)
@@ -149,7 +149,7 @@ func (s *DelegationSuite) TestUnknownSignalNamesShown() {
 // lost push does not leave it waiting an hour.
 func (s *DelegationSuite) TestReconcileMovesAPushedDelegationOn() {
 	d := s.pushedWork()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
 	s.env.RegisterDelayedCallback(func() {
 		s.Equal("working", s.state().A2AState)
 		s.env.SignalWorkflow(contracts.SignalReconcile, nil)
@@ -165,7 +165,7 @@ func (s *DelegationSuite) TestReconcileMovesAPushedDelegationOn() {
 func (s *DelegationSuite) TestPushFloodContinuesAsNew() {
 	d := s.pushedWork()
 	s.opts.WaitingHistoryEvents = -1 // the test environment reports a length of 0
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("working"), nil).Never()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("working"), nil).Never()
 	s.env.ExecuteWorkflow(contracts.WorkflowType, d)
 	var can *workflow.ContinueAsNewError
 	s.Require().True(errors.As(s.env.GetWorkflowError(), &can), "want continue-as-new, got %v", s.env.GetWorkflowError())

@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -23,11 +22,11 @@ func ReconcileDelegations(ctx workflow.Context, in contracts.ReconcileInput) (co
 	})
 	report := contracts.ReconcileReport{Signaled: []string{}, Orphans: []contracts.Orphan{}}
 	if !in.OrphansOnly {
-		if err := workflow.ExecuteActivity(ctx, acts.ReconcileOpen, in).Get(ctx, &report.Signaled); err != nil {
+		if err := workflow.ExecuteActivity(ctx, contracts.ActivityReconcileOpen, in).Get(ctx, &report.Signaled); err != nil {
 			return report, err
 		}
 	}
-	err := workflow.ExecuteActivity(ctx, acts.CancelOrphans, in).Get(ctx, &report.Orphans)
+	err := workflow.ExecuteActivity(ctx, contracts.ActivityCancelOrphans, in).Get(ctx, &report.Orphans)
 	return report, err
 }
 
@@ -42,7 +41,7 @@ func (r *run) reconcile(ctx workflow.Context) {
 	}
 	var snap contracts.TaskSnapshot
 	actx := workflow.WithActivityOptions(ctx, getTaskOptions())
-	err := workflow.ExecuteActivity(actx, acts.GetTask, activities.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
+	err := workflow.ExecuteActivity(actx, contracts.ActivityGetTask, contracts.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}).Get(ctx, &snap)
 	if err != nil {
 		switch {
 		case temporal.IsCanceledError(err) || ctx.Err() != nil:

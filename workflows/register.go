@@ -5,7 +5,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -45,27 +44,12 @@ func (o Options) continueAsNewEvents() int {
 	return o.ContinueAsNewEvents
 }
 
-// Register registers the Delegation workflow (configured by o), the
-// ReconcileDelegations workflow and their activities on a worker.
-func Register(r worker.Registry, a *activities.Activities, o Options) {
-	RegisterWorkflows(r, o)
-	RegisterActivities(r, a)
-}
-
-// RegisterActivities registers the activities the workflows call, by their
-// method names, and no other method of a: CheckAndSend, PollTask,
-// WatchTask, GetTask, CancelTask, ReconcileOpen and CancelOrphans. (ResolveCard,
-// CheckAuthorization and SendMessage run inside CheckAndSend; the
-// workflow schedules none of them.)
-func RegisterActivities(r worker.ActivityRegistry, a *activities.Activities) {
-	for _, fn := range []any{a.CheckAndSend, a.PollTask, a.WatchTask, a.GetTask, a.CancelTask, a.ReconcileOpen, a.CancelOrphans} {
-		r.RegisterActivity(fn)
-	}
-}
-
-// RegisterWorkflows registers the workflows alone (configured by o): for a
+// RegisterWorkflows registers the Delegation workflow (configured by o)
+// and the ReconcileDelegations workflow. A worker registers their
+// activities with activities.Register (this package does not import
+// package activities: it schedules them by their names in contracts); a
 // worker.WorkflowReplayer, or a test environment that mocks the
-// activities.
+// activities, registers the workflows alone.
 func RegisterWorkflows(r worker.WorkflowRegistry, o Options) {
 	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, input, carried converter.RawValue) (contracts.Outcome, error) {
 		return delegation(ctx, input, carried, o)

@@ -29,9 +29,9 @@ func (s *DelegationSuite) TestBadSignalPayloadsNeverDisarmRevoke() {
 		for name, payload := range badPayloads {
 			s.Run(fmt.Sprintf("%s/%s", signal, name), func() {
 				s.SetupTest()
-				s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-				s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
-				s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
+				s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+				s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
+				s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Maybe()
 				s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(signal, payload) }, time.Minute)
 				if signal != contracts.SignalRevoke {
 					s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalRevoke, map[string]string{"reason": "stop"}) }, 2*time.Minute)
@@ -63,8 +63,8 @@ func (s *DelegationSuite) TestBadSignalPayloadsNeverDisarmTheDeadline() {
 	for name, payload := range badPayloads {
 		s.Run(name, func() {
 			s.SetupTest()
-			s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-			s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+			s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+			s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 			s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, payload) }, time.Minute)
 			s.env.ExecuteWorkflow(contracts.WorkflowType, contract())
 			o := s.outcome()
@@ -76,8 +76,8 @@ func (s *DelegationSuite) TestBadSignalPayloadsNeverDisarmTheDeadline() {
 
 // After a bad payload, a good answer is still taken.
 func (s *DelegationSuite) TestGoodAnswerAfterABadOne() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, "photo attached: box.jpg") }, time.Minute)
 	s.env.RegisterDelayedCallback(func() {
 		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo attached: box.jpg", AnsweredBy: "alice"})
@@ -93,9 +93,9 @@ func (s *DelegationSuite) TestGoodAnswerAfterABadOne() {
 // A reconcile read that hangs (an agent whose GetTask never answers) runs
 // beside the listener: an answer and the deadline are still handled.
 func (s *DelegationSuite) TestSlowReconcileHoldsNothing() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(1, "task-1")).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, 90*time.Second)
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "photo"}) }, 2*time.Minute)
@@ -107,9 +107,9 @@ func (s *DelegationSuite) TestSlowReconcileHoldsNothing() {
 
 // The same with no answer: the deadline ends the delegation on time.
 func (s *DelegationSuite) TestSlowReconcileDoesNotHoldTheDeadline() {
-	s.env.OnActivity(acts.CheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
-	s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
-	s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(sent(question("input-required", "msg:q-1", "photo?")), nil).Once()
+	s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).After(3*time.Hour).Return(question("input-required", "msg:q-1", "photo?"), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalReconcile, nil) }, time.Minute)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)
@@ -135,9 +135,9 @@ func (s *DelegationSuite) TestCancelReasonShown() {
 	} {
 		s.Run(name, func() {
 			s.SetupTest()
-			s.env.OnActivity(acts.CheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
-			s.env.OnActivity(acts.GetTask, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Maybe()
-			s.env.OnActivity(acts.CancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
+			s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).Return(sent(snap("input-required")), nil).Once()
+			s.env.OnActivity(contracts.ActivityGetTask, mock.Anything, mock.Anything).Return(snap("input-required"), nil).Maybe()
+			s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 			for _, p := range tc.payloads {
 				s.env.RegisterDelayedCallback(func() { s.env.SignalWorkflow(contracts.SignalCancelReason, p) }, time.Minute)
 			}

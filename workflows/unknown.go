@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -68,8 +67,8 @@ func (r *run) adoptTask(ctx workflow.Context, taskID string) (contracts.TaskSnap
 		return contracts.TaskSnapshot{}, fmt.Errorf("task %q is not this delegation's task %q", taskID, r.s.RemoteTaskID)
 	}
 	var snap contracts.TaskSnapshot
-	in := activities.GetTaskInput{Interface: r.s.Interface, TaskID: taskID, Limits: r.d.EffectiveLimits()}
-	if err := r.activity(ctx, getTaskOptions(), acts.GetTask, in, &snap); err != nil {
+	in := contracts.GetTaskInput{Interface: r.s.Interface, TaskID: taskID, Limits: r.d.EffectiveLimits()}
+	if err := r.activity(ctx, getTaskOptions(), contracts.ActivityGetTask, in, &snap); err != nil {
 		if r.interrupt() != nil || temporal.IsCanceledError(err) {
 			return contracts.TaskSnapshot{}, err
 		}

@@ -154,8 +154,9 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 		// OpenID Connect discovery documents go through the card guard.
 		creds.Fetcher = fetcher
 	}
-	workflows.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
-		Fetcher: fetcher, Policy: pf, Credentials: creds, Temporal: c, Push: pushTo}, workflows.Options{})
+	workflows.RegisterWorkflows(w, workflows.Options{})
+	activities.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
+		Fetcher: fetcher, Policy: pf, Credentials: creds, Temporal: c, Push: pushTo})
 	if err := w.Start(); err != nil {
 		return temporalErr(fmt.Errorf("starting the worker: %w", err))
 	}

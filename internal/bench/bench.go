@@ -241,7 +241,8 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 	}
 	defer c.Close()
 	w := worker.New(c, contracts.TaskQueue, WorkerOptions())
-	workflows.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet, Temporal: c}, workflows.Options{})
+	workflows.RegisterWorkflows(w, workflows.Options{})
+	activities.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet, Temporal: c})
 	w.RegisterWorkflowWithOptions(Trivial, workflow.RegisterOptions{Name: "BenchTrivial"})
 	w.RegisterActivity(Noop)
 	if err := w.Start(); err != nil {

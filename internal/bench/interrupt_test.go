@@ -105,7 +105,8 @@ func runChildWorker() {
 		os.Exit(3)
 	}
 	w := worker.New(c, contracts.TaskQueue, worker.Options{})
-	workflows.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet}, workflows.Options{})
+	workflows.RegisterWorkflows(w, workflows.Options{})
+	activities.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet})
 	_ = w.Run(worker.InterruptCh())
 	os.Exit(0)
 }

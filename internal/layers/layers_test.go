@@ -21,7 +21,7 @@ var allowed = map[string][]string{
 	"a2aclient":            {"cards", "contracts"},
 	"activities":           {"a2aclient", "cards", "client", "contracts", "push"},
 	"push":                 {"client", "codec", "contracts"},
-	"workflows":            {"activities", "contracts"},
+	"workflows":            {"contracts"},
 	"client":               {"codec", "contracts"},
 	"codec":                {},
 	"internal/claimsagent": {"cards"},
@@ -82,7 +82,7 @@ func TestImportsPointDown(t *testing.T) {
 		for _, imp := range imports(t, filepath.Join(r, room)) {
 			rel, mine := strings.CutPrefix(imp, module)
 			if mine && !slices.Contains(ok, rel) {
-				t.Errorf("%s imports %s: not allowed (DESIGN.md, Rooms; allowed: %v)", room, rel, ok)
+				t.Errorf("%s imports %s: not allowed (docs/architecture.md, Rooms; allowed: %v)", room, rel, ok)
 			}
 		}
 	}
@@ -122,33 +122,89 @@ func TestEveryRoomHasARule(t *testing.T) {
 func TestForbiddenDependencies(t *testing.T) {
 	r := root(t)
 	for room, bad := range forbidden {
-		seen := map[string]bool{}
-		var walk func(pkg string, via []string)
-		walk = func(pkg string, via []string) {
-			if seen[pkg] {
-				return
-			}
-			seen[pkg] = true
+		deps := dependencies(t, r, module+room)
+		for pkg, via := range deps {
 			for _, b := range bad {
 				if pkg == b || strings.HasPrefix(pkg, b+"/") {
 					t.Errorf("%s depends on %s (via %s)", room, pkg, strings.Join(via, " → "))
-					return
 				}
-			}
-			p, err := build.Import(pkg, r, 0)
-			if err != nil {
-				return // the standard library's internals, cgo-only packages
-			}
-			for _, imp := range p.Imports {
-				if imp == "C" {
-					continue
-				}
-				walk(imp, append(slices.Clip(via), imp))
 			}
 		}
-		walk(module+room, []string{room})
-		if len(seen) < 2 {
+		if len(deps) < 2 {
 			t.Errorf("%s: found no imports; is the walk broken?", room)
 		}
 	}
+}
+
+// TestWorkflowsDependOnTheSDKAndContracts: the workflow's package
+// reaches, of this module, contracts alone (it schedules its activities
+// by their names in contracts, and reads their inputs and results from
+// there), and nothing of the A2A stack (a2a-go, jwx) even indirectly, so
+// that editing an activity or a client helper cannot change what a
+// recorded history decides. The Temporal SDK, and gRPC under it, are
+// expected.
+func TestWorkflowsDependOnTheSDKAndContracts(t *testing.T) {
+	deps := dependencies(t, root(t), module+"workflows")
+	if len(deps) < 2 {
+		t.Fatal("workflows: found no imports; is the walk broken?")
+	}
+	if _, ok := deps[module+"contracts"]; !ok {
+		t.Error("workflows does not reach contracts; is the walk broken?")
+	}
+	if _, ok := deps["go.temporal.io/sdk/workflow"]; !ok {
+		t.Error("workflows does not reach go.temporal.io/sdk/workflow; is the walk broken?")
+	}
+	for pkg, via := range deps {
+		path := strings.Join(via, " → ")
+		if rel, mine := strings.CutPrefix(pkg, module); mine && rel != "workflows" && rel != "contracts" {
+			t.Errorf("workflows depends on %s (via %s): of this module it may reach contracts alone", rel, path)
+		}
+		for _, b := range []string{"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"} {
+			if pkg == b || strings.HasPrefix(pkg, b+"/") {
+				t.Errorf("workflows depends on %s (via %s)", pkg, path)
+			}
+		}
+	}
+}
+
+// dependencies walks pkg's imports transitively (non-test files, through
+// this module's packages and the module cache, as go/build finds them)
+// and returns each package reached with the import path that reached it
+// first.
+func dependencies(t *testing.T, r, pkg string) map[string][]string {
+	t.Helper()
+	seen := map[string][]string{}
+	var walk func(pkg string, via []string)
+	walk = func(pkg string, via []string) {
+		if _, ok := seen[pkg]; ok {
+			return
+		}
+		seen[pkg] = via
+		for _, imp := range importsOf(pkg, r) {
+			if imp == "C" {
+				continue
+			}
+			walk(imp, append(slices.Clip(via), imp))
+		}
+	}
+	walk(pkg, []string{strings.TrimPrefix(pkg, module)})
+	return seen
+}
+
+// importCache keeps each package's imports across the walks (go/build is
+// slow, and the rooms share most of their dependencies).
+var importCache = map[string][]string{}
+
+// importsOf is pkg's non-test imports, or none when go/build cannot find
+// it (the standard library's internals, cgo-only packages).
+func importsOf(pkg, r string) []string {
+	if imps, ok := importCache[pkg]; ok {
+		return imps
+	}
+	var imps []string
+	if p, err := build.Import(pkg, r, 0); err == nil {
+		imps = p.Imports
+	}
+	importCache[pkg] = imps
+	return imps
 }
