@@ -10,9 +10,10 @@ import (
 
 // interrupt returns the reason the delegation must stop now, if any.
 func (r *run) interrupt() error {
+	if reason, ok := r.box.isRevoked(); ok {
+		return &deniedError{reason: reason, revoked: true}
+	}
 	switch {
-	case r.revoked != nil:
-		return &deniedError{reason: *r.revoked, revoked: true}
 	case r.deadlineHit:
 		return errDeadline
 	case r.deadlineTimer != nil && r.deadlineTimer.IsReady():

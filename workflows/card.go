@@ -32,16 +32,16 @@ func (r *run) untrustedAfterRediscover(card contracts.ResolvedCard) error {
 // "rediscover" (nil), the deadline (*cardChangedError) or another stop. The
 // caller restores its state after.
 func (r *run) awaitRediscover(ctx workflow.Context, newDigest, what string) error {
-	r.rediscover = false
+	r.box.dropRediscover()
 	change := contracts.CardChange{OldDigest: r.s.Agent.CardDigest, NewDigest: newDigest, What: what}
 	r.setState(ctx, string(contracts.PhaseCardChanged))
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, &change, r.wfID))
 	r.arm(ctx)
-	if err := workflow.Await(ctx, func() bool { return r.rediscover || r.interrupt() != nil }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return r.box.rediscoverAccepted() || r.interrupt() != nil }); err != nil {
 		return err
 	}
-	if !r.rediscover {
+	if !r.box.rediscoverAccepted() {
 		if errors.Is(r.interrupt(), errDeadline) {
 			return &cardChangedError{change: change}
 		}

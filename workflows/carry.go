@@ -72,9 +72,7 @@ func (r *run) resume(ctx workflow.Context, c *contracts.Carry) {
 	if c.Revoked != nil {
 		r.applyRevoke(ctx, *c.Revoked)
 	}
-	r.pending, r.pendingVia = c.Pending, c.PendingVia
-	r.resolution, r.rediscover = c.Resolution, c.Rediscover
-	r.pushed = c.Pushed
+	r.box.restore(c)
 	if c.Reconcile {
 		r.onReconcile(ctx, converter.RawValue{})
 	}

@@ -65,7 +65,7 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 			return contracts.TaskSnapshot{}, r.refusal(res)
 		}
 		// A follow-up on a card that changed in a way that matters.
-		if r.rediscover && !res.Card.Trusted() {
+		if r.box.rediscoverAccepted() && !res.Card.Trusted() {
 			return contracts.TaskSnapshot{}, r.untrustedAfterRediscover(res.Card)
 		}
 		if err := r.awaitRediscover(ctx, res.Card.Agent.CardDigest, res.Change); err != nil {
@@ -79,7 +79,7 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 func (r *run) checkSendInput(round int, text string, data json.RawMessage, credentialRef string) contracts.CheckAndSendInput {
 	in := contracts.CheckAndSendInput{
 		Card:         contracts.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard},
-		AcceptChange: r.rediscover,
+		AcceptChange: r.box.rediscoverAccepted(),
 		Authorization: contracts.AuthorizationInput{LocalWorkflowID: r.d.LocalWorkflowID, Skill: r.d.Skill,
 			Purpose: r.d.Purpose, Deadline: r.d.Deadline, Round: round},
 		Send: contracts.SendInput{Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: contracts.OutboundMessage{
@@ -111,7 +111,7 @@ func (r *run) applyChecks(ctx workflow.Context, in contracts.CheckAndSendInput, 
 		}
 		if res.Refused == "" {
 			r.adopt(ctx, card)
-			r.rediscover = false
+			r.box.dropRediscover()
 		}
 	}
 	if a := res.Authorization; a != nil {

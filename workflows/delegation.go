@@ -85,9 +85,8 @@ func delegation(ctx workflow.Context, input converter.RawValue, carried converte
 		r.flushSA(ctx)
 		// Handlers may still be running (an update being accepted).
 		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-		c := contracts.Carry{State: *r.s, Revoked: r.revoked, Pending: r.pending, PendingVia: r.pendingVia,
-			Resolution: r.resolution, Rediscover: r.rediscover, Reconcile: r.reconcileAsked || r.reconciling, Pushed: r.pushed,
-			FromRunID: info.WorkflowExecution.RunID, ContractDigest: contractDigest(d)}
+		c := contracts.Carry{State: *r.s, FromRunID: info.WorkflowExecution.RunID, ContractDigest: contractDigest(d)}
+		r.box.carry(&c)
 		trimCarry(&c)
 		return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, d, c)
 	}
@@ -102,31 +101,24 @@ func delegation(ctx workflow.Context, input converter.RawValue, carried converte
 }
 
 type run struct {
-	o              Options
-	flush          workflow.Channel
-	flushed        bool
-	observations   int
-	sig            signals
-	reconcileAsked bool
-	// pushed: a push for the task arrived and was not acted on yet.
-	pushed        bool
-	reconciling   bool
-	reconciled    *contracts.TaskSnapshot
+	o            Options
+	flush        workflow.Channel
+	flushed      bool
+	observations int
+	sig          signals
+	// box: what the listener, the Update handlers and the reconcile
+	// reads hand to the main coroutine.
+	box           inbox
 	saPending     []temporal.SearchAttributeUpdate
 	watches       int
 	carried       bool
 	continueAsNew bool
-	resolution    *contracts.Resolution
-	revoked       *string
-	rediscover    bool
 	d             contracts.Delegation
 	s             *contracts.State
 	wfID          string
 	firstRunID    string
 	deadlineHit   bool
 	deadlineTimer workflow.Future
-	pending       *contracts.Answer
-	pendingVia    string
 	// sendEndedUnknown: State.SendInFlight is a send that ended, after the
 	// stop, with its outcome unknown (not one still running).
 	sendEndedUnknown bool

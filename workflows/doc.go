@@ -26,7 +26,8 @@
 // unknown), cancel.go (the deadline timer, stops, canceling the remote
 // task, late results), outcome.go (the Outcome of every ending),
 // handlers.go and payloads.go (Signals, Updates, and what typed input is
-// refused), details.go (the UI's current details), carry.go
+// refused), inbox.go (what the listener and the handlers hand to the main
+// coroutine), details.go (the UI's current details), carry.go
 // (continue-as-new), activity.go (running activities and their options),
 // errors.go, versions.go (the versioning rule and the registry of changes:
 // docs/versioning.md), register.go, reconcile.go.

@@ -189,7 +189,7 @@ func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, wit
 // moves it on at once, and a run flooded by pushes continues as new.
 func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, error) {
 	r.flushSA(ctx) // list and reconcile --state see where it stands
-	r.reconciled = nil
+	r.box.dropReconciled()
 	for {
 		r.watches++
 		r.arm(ctx)
@@ -197,7 +197,7 @@ func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (co
 		timer := workflow.NewTimer(tctx, r.d.WaitingPoll())
 		full := func() bool { return r.floodedWhileWaiting(ctx) }
 		err := workflow.Await(ctx, func() bool {
-			return r.pushed || timer.IsReady() || r.interrupt() != nil || full() || r.reconciled != nil
+			return r.box.hasPush() || timer.IsReady() || r.interrupt() != nil || full() || r.box.hasReconciled()
 		})
 		fired := timer.IsReady() // before cancel(), which settles the timer
 		if !fired {
@@ -209,15 +209,14 @@ func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (co
 		if err := r.interrupt(); err != nil {
 			return snap, err
 		}
-		if rec := r.reconciled; rec != nil {
+		if r.box.hasReconciled() {
 			// A reconcile read the task and saw it changed.
-			r.reconciled = nil
-			return *rec, nil
+			return r.box.takeReconciled(), nil
 		}
 		if full() {
 			return snap, errHistoryFull
 		}
-		r.pushed = false
+		r.box.dropPush()
 		var next contracts.TaskSnapshot
 		in := contracts.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
 		if err := r.activity(ctx, getTaskOptions(), contracts.ActivityGetTask, in, &next); err != nil {

@@ -21,7 +21,7 @@ func (r *run) registerFaultHandlers(ctx workflow.Context) error {
 			if err := decodePayload(raw, &res, true); err != nil {
 				return "", err
 			}
-			r.resolution = &res
+			r.box.putResolution(res)
 			return res.Action, nil
 		},
 		workflow.UpdateHandlerOptions{
@@ -37,7 +37,7 @@ func (r *run) registerFaultHandlers(ctx workflow.Context) error {
 				if r.s.Unknown == nil {
 					return fmt.Errorf("no send with an unknown outcome is pending (state %q)", r.s.A2AState)
 				}
-				if r.resolution != nil {
+				if r.box.hasResolution() {
 					return errors.New("this unknown outcome was already resolved")
 				}
 				return nil
@@ -129,7 +129,7 @@ func (r *run) drainSignals(ctx workflow.Context) {
 	drain(r.sig.rediscover, r.onRediscover)
 	drain(r.sig.resolve, r.onResolve)
 	drain(r.sig.revoke, r.onRevoke)
-	drain(r.sig.reconcile, func(workflow.Context, converter.RawValue) { r.reconcileAsked = true })
+	drain(r.sig.reconcile, func(workflow.Context, converter.RawValue) { r.box.askReconcile() })
 	drain(r.sig.taskUpdate, r.onTaskUpdate)
 }
 
@@ -148,7 +148,7 @@ func (r *run) onTaskUpdate(g workflow.Context, raw converter.RawValue) {
 	case u.TaskID != r.s.RemoteTaskID:
 		r.ignore(g, contracts.SignalTaskUpdate, fmt.Errorf("a push for task %q; this delegation follows %q", contracts.Truncate(u.TaskID, 200), r.s.RemoteTaskID), raw)
 	default:
-		r.pushed = true
+		r.box.offerPush()
 		r.s.Pushes++
 	}
 }
@@ -164,12 +164,12 @@ func (r *run) onInput(g workflow.Context, raw converter.RawValue) {
 		r.ignore(g, contracts.ProvideInput, err, raw)
 		return
 	}
-	r.pending, r.pendingVia = &a, "signal"
+	r.box.offerAnswer(a, "signal")
 }
 
 func (r *run) onRediscover(g workflow.Context, raw converter.RawValue) {
 	if r.s.A2AState == string(contracts.PhaseCardChanged) {
-		r.rediscover = true
+		r.box.acceptRediscover()
 		return
 	}
 	r.ignore(g, contracts.SignalRediscover, fmt.Errorf("no card change is pending (state %q)", r.s.A2AState), raw)
@@ -188,9 +188,7 @@ func (r *run) onResolve(g workflow.Context, raw converter.RawValue) {
 		r.ignore(g, contracts.ResolveUnknown, err, raw)
 		return
 	}
-	if r.resolution == nil {
-		r.resolution = &res
-	}
+	r.box.offerResolution(res)
 }
 
 // readCancelReason takes the reason of the cancel being handled from
@@ -229,7 +227,7 @@ func (r *run) onRevoke(g workflow.Context, raw converter.RawValue) {
 }
 
 func (r *run) applyRevoke(g workflow.Context, reason string) {
-	if r.revoked != nil {
+	if _, ok := r.box.isRevoked(); ok {
 		return
 	}
 	reason = strings.TrimSpace(reason)
@@ -237,7 +235,7 @@ func (r *run) applyRevoke(g workflow.Context, reason string) {
 		reason = "revoked by an operator"
 	}
 	reason = contracts.Truncate(reason, 1000)
-	r.revoked = &reason
+	r.box.revoke(reason)
 	r.s.Authorizations = append(r.s.Authorizations, contracts.AuthorizationRecord{
 		AuthorizationDecision: contracts.AuthorizationDecision{Allowed: false, Reason: "Signal revoke: " + reason, Policy: "signal"},
 		Round:                 r.s.InputRounds, At: workflow.Now(g)})
@@ -247,13 +245,12 @@ func (r *run) applyRevoke(g workflow.Context, reason string) {
 // agent must not hold the deadline or a revoke. Reads asked for while one
 // runs are folded into it.
 func (r *run) onReconcile(g workflow.Context, _ converter.RawValue) {
-	if r.reconciling {
+	if !r.box.startReconcile() {
 		r.addReconciliation(contracts.Reconciliation{At: workflow.Now(g), Before: r.s.A2AState, Error: "a read is already running; this request was folded into it"})
 		return
 	}
-	r.reconciling = true
 	workflow.Go(g, func(rc workflow.Context) {
-		defer func() { r.reconciling = false }()
+		defer r.box.endReconcile()
 		r.reconcile(rc)
 	})
 }

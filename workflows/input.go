@@ -23,7 +23,7 @@ func (r *run) registerInput(ctx workflow.Context) error {
 			if err := decodePayload(raw, &a, true); err != nil {
 				return contracts.ProvideInputResult{}, err
 			}
-			r.pending, r.pendingVia = &a, "update"
+			r.box.offerAnswer(a, "update")
 			return contracts.ProvideInputResult{Round: r.s.Question.Round}, nil
 		},
 		workflow.UpdateHandlerOptions{
@@ -52,7 +52,7 @@ func (r *run) checkAnswer(a contracts.Answer) error {
 	if q == nil {
 		return fmt.Errorf("no question is pending (remote state %q)", r.s.A2AState)
 	}
-	if r.pending != nil {
+	if r.box.hasAnswer() {
 		return errors.New("an answer for this question was already given")
 	}
 	if q.State == contracts.TaskStateAuthRequired && a.CredentialRef == "" {
@@ -71,7 +71,7 @@ func (r *run) checkAnswer(a contracts.Answer) error {
 func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.Answer, string, *contracts.TaskSnapshot, error) {
 	r.s.Question = &contracts.Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData,
 		Since: workflow.Now(ctx), Key: snap.StatusKey}
-	r.pending = nil
+	r.box.dropAnswer()
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))
 	var watch, wake workflow.Future
@@ -86,28 +86,28 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 	} else {
 		wake = workflow.NewTimer(wctx, every)
 	}
-	r.reconciled = nil
-	moved := func() bool { return (watch != nil && watch.IsReady()) || r.reconciled != nil }
+	r.box.dropReconciled()
+	moved := func() bool { return (watch != nil && watch.IsReady()) || r.box.hasReconciled() }
 	// pushDue: a push arrived and no read is running: read now, as when the
 	// first read is due.
-	pushDue := func() bool { return r.pushed && watch == nil }
+	pushDue := func() bool { return r.box.hasPush() && watch == nil }
 	// full: the run's history is full of signals: hand the question over
 	// to a new run.
 	full := func() bool { return r.floodedWhileWaiting(ctx) }
 	for {
 		if watch != nil {
-			r.pushed = false // a read is running: it will see the change
+			r.box.dropPush() // a read is running: it will see the change
 		}
 		if err := workflow.Await(ctx, func() bool {
-			return r.pending != nil || r.interrupt() != nil || moved() || (wake != nil && wake.IsReady()) || pushDue() || full()
+			return r.box.hasAnswer() || r.interrupt() != nil || moved() || (wake != nil && wake.IsReady()) || pushDue() || full()
 		}); err != nil {
 			return contracts.Answer{}, "", nil, err
 		}
-		if full() && r.pending == nil && r.interrupt() == nil && !moved() {
+		if full() && !r.box.hasAnswer() && r.interrupt() == nil && !moved() {
 			return contracts.Answer{}, "", nil, errHistoryFull
 		}
-		if ((wake != nil && wake.IsReady()) || pushDue()) && r.pending == nil && r.interrupt() == nil && !moved() {
-			r.pushed = false
+		if ((wake != nil && wake.IsReady()) || pushDue()) && !r.box.hasAnswer() && r.interrupt() == nil && !moved() {
+			r.box.dropPush()
 			// The first read is due: from now on the task is read at the
 			// waiting cadence, and the deadline has its own timer.
 			wake = nil
@@ -117,7 +117,7 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 			watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), contracts.ActivityPollTask, in)
 			continue
 		}
-		if r.pending == nil && r.interrupt() == nil && r.reconciled == nil && watch != nil {
+		if !r.box.hasAnswer() && r.interrupt() == nil && !r.box.hasReconciled() && watch != nil {
 			// The waiting read gave up without a change (its retries
 			// reached the deadline before the next interval): wait on
 			// without it; the deadline is the listener's.
@@ -128,29 +128,26 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 		}
 		break
 	}
-	if r.pending != nil && !moved() {
-		a, via := *r.pending, r.pendingVia
-		r.pending = nil
+	if r.box.hasAnswer() && !moved() {
+		a, via := r.box.takeAnswer()
 		return a, via, nil, nil
 	}
 	if !moved() {
 		return contracts.Answer{}, "", nil, r.interrupt()
 	}
 	var next contracts.TaskSnapshot
-	if r.reconciled != nil {
-		next = *r.reconciled
-		r.reconciled = nil
+	if r.box.hasReconciled() {
+		next = r.box.takeReconciled()
 	} else if err := watch.Get(ctx, &next); err != nil {
 		return contracts.Answer{}, "", nil, err
 	}
 	r.watches++
-	if r.pending != nil {
+	if r.box.hasAnswer() {
 		// The task moved before the answer went out: it is not sent.
-		a := *r.pending
+		a, via := r.box.takeAnswer()
 		r.s.Answers = append(r.s.Answers, contracts.AnswerRecord{Round: r.s.Question.Round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
-			Via: r.pendingVia, At: workflow.Now(ctx), QuestionState: snap.State, QuestionKey: snap.StatusKey,
+			Via: via, At: workflow.Now(ctx), QuestionState: snap.State, QuestionKey: snap.StatusKey,
 			Refused: "not sent: the remote task moved to " + string(next.State) + " before the answer went out"})
-		r.pending = nil
 	}
 	r.s.Question = nil
 	return contracts.Answer{}, "", &next, nil

@@ -63,7 +63,7 @@ func (r *run) reconcile(ctx workflow.Context) {
 			// The task moved on while we waited for an operator, or for a
 			// push that did not come (it was canceled, completed or failed
 			// remotely): go on from there.
-			r.reconciled = &snap
+			r.box.offerReconciled(snap)
 		}
 	}
 	r.addReconciliation(rec)

@@ -41,21 +41,21 @@ func (r *run) resolveUnknown(ctx workflow.Context, round int, msgID, cause strin
 // askUnknown waits for an operator's resolution.
 func (r *run) askUnknown(ctx workflow.Context, round int, msgID, errText string, autoResends int) (contracts.Resolution, error) {
 	r.s.Unknown = &contracts.UnknownOutcome{Round: round, MessageID: msgID, Since: workflow.Now(ctx), Error: contracts.Truncate(errText, 1000), AutoResends: autoResends}
-	r.resolution = nil
+	r.box.dropResolution()
 	r.setState(ctx, string(contracts.PhaseUnknownOutcome))
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, unknownDetails(r.s, r.wfID))
 	r.arm(ctx)
-	if err := workflow.Await(ctx, func() bool { return r.resolution != nil || r.interrupt() != nil }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return r.box.hasResolution() || r.interrupt() != nil }); err != nil {
 		return contracts.Resolution{}, err
 	}
-	if r.resolution == nil {
+	if !r.box.hasResolution() {
 		return contracts.Resolution{}, r.interrupt()
 	}
-	res := *r.resolution
+	res := r.box.takeResolution()
 	r.s.Unknown.Resolution = &res
 	r.s.UnknownHistory = append(r.s.UnknownHistory, *r.s.Unknown)
-	r.s.Unknown, r.resolution = nil, nil
+	r.s.Unknown = nil
 	return res, nil
 }
 
