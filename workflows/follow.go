@@ -18,20 +18,7 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 	askedAgain := false
 	for {
 		if snap.State.Interrupted() && !askedAgain && r.stale(snap) {
-			// The agent republished the task as it stood when we answered
-			// (a2a-js does so before it handles a follow-up): not a new
-			// question. Keep watching for the next status. A status with
-			// no message id and no timestamp cannot tell a republished
-			// question from the same one asked again: it is watched for
-			// StaleWindow at most, then taken as asked again.
-			r.s.StaleReplies++
-			s := snap
-			r.s.LastSnapshot = &s
-			within := 0
-			if contracts.WeakStatusKey(snap.StatusKey) {
-				within = int(StaleWindow / time.Second)
-			}
-			next, err := r.watchWithin(ctx, snap, within)
+			next, err := r.skipRepublished(ctx, snap)
 			if err != nil {
 				return r.failed(ctx, err)
 			}
@@ -40,115 +27,180 @@ func (r *run) follow(ctx workflow.Context, snap contracts.TaskSnapshot) contract
 			continue
 		}
 		askedAgain = false
-		if snap.State.Interrupted() && r.shouldContinueAsNew(ctx) {
-			// An agent whose question keeps changing must not grow one
-			// run's history without bound. The question is observed and
-			// shown by the next run, so that the state never says
-			// input-required while no question is pending.
-			s := snap
-			r.s.LastSnapshot = &s
-			return contracts.Outcome{}
+		next, out, done := r.step(ctx, snap)
+		if done {
+			return out
 		}
-		r.observe(ctx, snap)
-		switch {
-		case snap.State == contracts.TaskStateMessage:
-			return r.outcome(contracts.StatusInvalidOutput, &contracts.ErrorInfo{Category: contracts.CategoryInvalidOutput,
-				Message: "the agent replied with a Message and created no Task: there is no artifact to validate"})
-		case snap.State.Terminal():
-			return r.finish(snap)
-		case snap.State.Interrupted():
-			a, via, moved, err := r.waitForAnswer(ctx, snap)
-			if errors.Is(err, errHistoryFull) {
-				if r.continueNow(ctx) {
-					s := snap
-					r.s.LastSnapshot = &s
-					r.s.Question = nil
-					return contracts.Outcome{}
-				}
-				continue // a stop arrived meanwhile: handled on the next turn
-			}
-			if err != nil {
-				return r.failed(ctx, err)
-			}
-			if moved != nil {
-				snap = *moved
-				continue
-			}
-			r.s.InputRounds++
-			round := r.s.InputRounds
-			r.s.Answers = append(r.s.Answers, contracts.AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
-				Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round),
-				QuestionState: snap.State, QuestionKey: snap.StatusKey})
-			r.s.Question = nil
-			text := a.Text
-			if strings.TrimSpace(text) == "" && len(a.Data) == 0 {
-				text = "Credentials provided."
-			}
-			next, err := r.sendRound(ctx, round, text, a.Data, a.CredentialRef)
-			if err != nil && a.CredentialRef != "" && (errorType(err) == contracts.ErrTypeCredentialRef || errorType(err) == contracts.ErrTypeCredentialRefNotAllowed) {
-				// Nothing was sent: the operator named a credential the
-				// worker does not have, or one this agent's origin may not
-				// receive. Ask again, saying so.
-				r.s.InputRounds--
-				reason := "credential_ref " + a.CredentialRef + " is not in the worker's credential store"
-				if errorType(err) == contracts.ErrTypeCredentialRefNotAllowed {
-					reason = "credential_ref " + a.CredentialRef + " refused, nothing sent: " + contracts.Truncate(errorText(err), 500)
-				}
-				r.s.Answers[len(r.s.Answers)-1].Refused = reason
-				r.observe(ctx, snap)
-				continue
-			}
-			if err != nil {
-				if ended, ok := r.endedMeanwhile(ctx, err); ok {
-					// The follow-up failed because the agent had ended the
-					// task: the agent's own state and reason stand.
-					why := contracts.Truncate(errorText(err), 500)
-					if deliveryUnknown(err) {
-						// It may have reached the agent before it
-						// failed: the agent may have taken the answer.
-						r.s.Answers[len(r.s.Answers)-1].Unconfirmed = "the follow-up failed without a reply (" + why + ") and the task is " + string(ended.State) + ": whether the agent took this answer is not known; the agent's own state stands"
-					} else {
-						r.s.Answers[len(r.s.Answers)-1].Refused = "the follow-up failed (" + why + ") and the task is " + string(ended.State) + ": the agent's own state stands"
-					}
-					snap = ended
-					continue
-				}
-				// The delegation stopped with this answer taken: say
-				// whether it went (it was recorded as if it had).
-				last := &r.s.Answers[len(r.s.Answers)-1]
-				switch {
-				case r.stoppedBeforeSend:
-					last.Refused = "not sent: the delegation stopped before the answer went out (" + contracts.Truncate(errorText(err), 300) + ")"
-				case r.s.SendInFlight == last.MessageID:
-					last.Unconfirmed = "the delegation stopped while the answer was being sent: whether the agent took it is not known"
-				}
-				return r.failed(ctx, err)
-			}
-			snap = next
-		default:
-			if r.shouldContinueAsNew(ctx) {
-				return contracts.Outcome{}
-			}
-			if err := r.interrupt(); err != nil {
-				return r.failed(ctx, err)
-			}
-			next, err := r.watch(ctx, snap)
-			if errors.Is(err, errHistoryFull) {
-				// Signals filled the run while it watched: the next run
-				// watches on.
-				if r.continueNow(ctx) {
-					s := snap
-					r.s.LastSnapshot = &s
-					return contracts.Outcome{}
-				}
-				continue
-			}
-			if err != nil {
-				return r.failed(ctx, err)
-			}
-			snap = next
-		}
+		snap = next
 	}
+}
+
+// skipRepublished watches past a question the last answer already
+// answered (stale).
+func (r *run) skipRepublished(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, error) {
+	// The agent republished the task as it stood when we answered (a2a-js
+	// does so before it handles a follow-up): not a new question. Keep
+	// watching for the next status. A status with no message id and no
+	// timestamp cannot tell a republished question from the same one asked
+	// again: it is watched for StaleWindow at most, then taken as asked
+	// again.
+	r.s.StaleReplies++
+	r.keepSnapshot(snap)
+	within := 0
+	if contracts.WeakStatusKey(snap.StatusKey) {
+		within = int(StaleWindow / time.Second)
+	}
+	return r.watchWithin(ctx, snap, within)
+}
+
+// keepSnapshot makes snap the last snapshot without observing it (the next
+// run, or the next turn, does).
+func (r *run) keepSnapshot(snap contracts.TaskSnapshot) {
+	s := snap
+	r.s.LastSnapshot = &s
+}
+
+// step observes snap and takes the delegation one step on from it: to the
+// Outcome (done), to a new run (done, r.continueAsNew set), or to the
+// next snapshot.
+func (r *run) step(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, contracts.Outcome, bool) {
+	if snap.State.Interrupted() && r.shouldContinueAsNew(ctx) {
+		// An agent whose question keeps changing must not grow one
+		// run's history without bound. The question is observed and
+		// shown by the next run, so that the state never says
+		// input-required while no question is pending.
+		r.keepSnapshot(snap)
+		return snap, contracts.Outcome{}, true
+	}
+	r.observe(ctx, snap)
+	switch {
+	case snap.State == contracts.TaskStateMessage:
+		return snap, r.outcome(contracts.StatusInvalidOutput, &contracts.ErrorInfo{Category: contracts.CategoryInvalidOutput,
+			Message: "the agent replied with a Message and created no Task: there is no artifact to validate"}), true
+	case snap.State.Terminal():
+		return snap, r.finish(snap), true
+	case snap.State.Interrupted():
+		return r.round(ctx, snap)
+	default:
+		return r.watchOn(ctx, snap)
+	}
+}
+
+// round is one input round on snap's question: ask, wait for the answer,
+// send it, and go on from what the send returns.
+func (r *run) round(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, contracts.Outcome, bool) {
+	r.ask(ctx, snap)
+	got, err := r.waitForAnswer(ctx, snap)
+	if errors.Is(err, errHistoryFull) {
+		if r.continueNow(ctx) {
+			r.keepSnapshot(snap)
+			r.s.Question = nil
+			return snap, contracts.Outcome{}, true
+		}
+		return snap, contracts.Outcome{}, false // a stop arrived meanwhile: handled on the next turn
+	}
+	if err != nil {
+		return snap, r.failed(ctx, err), true
+	}
+	if got.moved != nil {
+		return *got.moved, contracts.Outcome{}, false
+	}
+	return r.answer(ctx, snap, got.answer, got.via)
+}
+
+// answer sends a, an operator's answer to snap's question, as the next
+// round, and goes on from the task as the send left it.
+func (r *run) answer(ctx workflow.Context, snap contracts.TaskSnapshot, a contracts.Answer, via string) (contracts.TaskSnapshot, contracts.Outcome, bool) {
+	r.s.InputRounds++
+	round := r.s.InputRounds
+	r.s.Answers = append(r.s.Answers, contracts.AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
+		Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round),
+		QuestionState: snap.State, QuestionKey: snap.StatusKey})
+	r.s.Question = nil
+	text := a.Text
+	if strings.TrimSpace(text) == "" && len(a.Data) == 0 {
+		text = "Credentials provided."
+	}
+	next, err := r.sendRound(ctx, round, text, a.Data, a.CredentialRef)
+	switch {
+	case err == nil:
+		return next, contracts.Outcome{}, false
+	case a.CredentialRef != "" && (errorType(err) == contracts.ErrTypeCredentialRef || errorType(err) == contracts.ErrTypeCredentialRefNotAllowed):
+		r.credentialRefused(ctx, snap, a, err)
+		return snap, contracts.Outcome{}, false
+	}
+	if ended, ok := r.endedMeanwhile(ctx, err); ok {
+		r.answerEnded(ended, err)
+		return ended, contracts.Outcome{}, false
+	}
+	r.answerStopped(err)
+	return snap, r.failed(ctx, err), true
+}
+
+// credentialRefused takes back the round of an answer whose credential
+// the worker refused, and asks snap's question again.
+func (r *run) credentialRefused(ctx workflow.Context, snap contracts.TaskSnapshot, a contracts.Answer, err error) {
+	// Nothing was sent: the operator named a credential the worker does
+	// not have, or one this agent's origin may not receive. Ask again,
+	// saying so.
+	r.s.InputRounds--
+	reason := "credential_ref " + a.CredentialRef + " is not in the worker's credential store"
+	if errorType(err) == contracts.ErrTypeCredentialRefNotAllowed {
+		reason = "credential_ref " + a.CredentialRef + " refused, nothing sent: " + contracts.Truncate(errorText(err), 500)
+	}
+	r.s.Answers[len(r.s.Answers)-1].Refused = reason
+	r.observe(ctx, snap)
+}
+
+// answerEnded records that the last answer's follow-up failed because the
+// agent had ended the task: the agent's own state and reason stand.
+func (r *run) answerEnded(ended contracts.TaskSnapshot, err error) {
+	why := contracts.Truncate(errorText(err), 500)
+	last := &r.s.Answers[len(r.s.Answers)-1]
+	if deliveryUnknown(err) {
+		// It may have reached the agent before it failed: the agent
+		// may have taken the answer.
+		last.Unconfirmed = "the follow-up failed without a reply (" + why + ") and the task is " + string(ended.State) + ": whether the agent took this answer is not known; the agent's own state stands"
+	} else {
+		last.Refused = "the follow-up failed (" + why + ") and the task is " + string(ended.State) + ": the agent's own state stands"
+	}
+}
+
+// answerStopped records, when the delegation stopped with the last answer
+// taken, whether it went (it was recorded as if it had).
+func (r *run) answerStopped(err error) {
+	last := &r.s.Answers[len(r.s.Answers)-1]
+	switch {
+	case r.stoppedBeforeSend:
+		last.Refused = "not sent: the delegation stopped before the answer went out (" + contracts.Truncate(errorText(err), 300) + ")"
+	case r.s.SendInFlight == last.MessageID:
+		last.Unconfirmed = "the delegation stopped while the answer was being sent: whether the agent took it is not known"
+	}
+}
+
+// watchOn watches a task that works until it changes; a run whose history
+// is full hands it over to a new run.
+func (r *run) watchOn(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, contracts.Outcome, bool) {
+	if r.shouldContinueAsNew(ctx) {
+		return snap, contracts.Outcome{}, true
+	}
+	if err := r.interrupt(); err != nil {
+		return snap, r.failed(ctx, err), true
+	}
+	next, err := r.watch(ctx, snap)
+	if errors.Is(err, errHistoryFull) {
+		// Signals filled the run while it watched: the next run
+		// watches on.
+		if r.continueNow(ctx) {
+			r.keepSnapshot(snap)
+			return snap, contracts.Outcome{}, true
+		}
+		return snap, contracts.Outcome{}, false
+	}
+	if err != nil {
+		return snap, r.failed(ctx, err), true
+	}
+	return next, contracts.Outcome{}, false
 }
 
 // StaleWindow is how long a republished question whose status has no

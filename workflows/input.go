@@ -64,82 +64,145 @@ func (r *run) checkAnswer(a contracts.Answer) error {
 	return contracts.CheckInputModes(r.s.InputModes, contracts.MessageModes(a.Text, a.Data))
 }
 
-// waitForAnswer shows the question and waits for an operator's answer,
-// the deadline, or cancellation, while it follows the remote task at the
-// waiting cadence: a task the agent ended (or moved on) meanwhile comes
-// back as moved, and an answer not yet sent is then recorded as refused.
-func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.Answer, string, *contracts.TaskSnapshot, error) {
+// answered is how a wait for an answer ended: an operator's answer (and
+// how it came, "signal" or "update"), or, when the task moved on before an
+// answer went out, the task as it is now.
+type answered struct {
+	answer contracts.Answer
+	via    string
+	moved  *contracts.TaskSnapshot
+}
+
+// ask shows snap's question (State.Question, the UI's current details)
+// and opens it to answers: one given to an earlier question is forgotten.
+func (r *run) ask(ctx workflow.Context, snap contracts.TaskSnapshot) {
 	r.s.Question = &contracts.Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData,
 		Since: workflow.Now(ctx), Key: snap.StatusKey}
 	r.box.dropAnswer()
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))
-	var watch, wake workflow.Future
+}
+
+// waitForAnswer waits for an operator's answer to the question asked
+// (ask), the deadline, or cancellation, while it follows the remote task at
+// the waiting cadence: a task the agent ended (or moved on) meanwhile
+// comes back as moved, and an answer not yet sent is then recorded as
+// refused. The timer and the read it started end with it.
+func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (answered, error) {
 	wctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
-	pollIn := contracts.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}
+	w := r.startWaiting(ctx, wctx, snap)
+	if err := r.awaitAnswer(ctx, w); err != nil {
+		return answered{}, err
+	}
+	return r.answerOrMove(ctx, snap, w)
+}
+
+// waiting is one wait for an answer: the timer of the first read, then the
+// read that runs at the waiting cadence (PollTask), both started in ctx,
+// which ends with the wait.
+type waiting struct {
+	ctx         workflow.Context
+	poll        contracts.WatchInput
+	wake, watch workflow.Future
+}
+
+// woke reports whether the first read is due.
+func (w *waiting) woke() bool { return w.wake != nil && w.wake.IsReady() }
+
+// startWaiting starts the wait for an answer to snap's question, in wctx.
+func (r *run) startWaiting(ctx, wctx workflow.Context, snap contracts.TaskSnapshot) *waiting {
+	w := &waiting{ctx: wctx, poll: contracts.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID,
+		Since: snap.State, SinceKey: snap.StatusKey, Limits: r.d.EffectiveLimits()}}
 	// One timer: the first read or the deadline, whichever comes first. An
 	// answer before it costs no read and no activity. (AUTH_REQUIRED too
 	// may be resolved out of band, A2A 1.0 §7.6.2: the reads see it.)
 	if every := r.d.WaitingPoll(); r.deadlineTimer == nil && r.d.Deadline.Sub(workflow.Now(ctx)) <= every {
 		r.arm(ctx)
 	} else {
-		wake = workflow.NewTimer(wctx, every)
+		w.wake = workflow.NewTimer(wctx, every)
 	}
 	r.box.dropReconciled()
-	moved := func() bool { return (watch != nil && watch.IsReady()) || r.box.hasReconciled() }
-	// pushDue: a push arrived and no read is running: read now, as when the
-	// first read is due.
-	pushDue := func() bool { return r.box.hasPush() && watch == nil }
-	// full: the run's history is full of signals: hand the question over
-	// to a new run.
+	return w
+}
+
+// moved reports whether the task moved on during w: the read ended (it saw
+// a change, or failed), or a reconcile saw the task changed.
+func (r *run) moved(w *waiting) bool {
+	return (w.watch != nil && w.watch.IsReady()) || r.box.hasReconciled()
+}
+
+// pushDue: a push arrived and no read is running: read now, as when the
+// first read is due.
+func (r *run) pushDue(w *waiting) bool { return r.box.hasPush() && w.watch == nil }
+
+// awaitAnswer blocks until an answer, a stop or a moved task ends w, or
+// signals fill the run's history (errHistoryFull: the question is handed
+// over to a new run). Meanwhile it starts the read when it is due, and
+// waits on without a read that gave up.
+func (r *run) awaitAnswer(ctx workflow.Context, w *waiting) error {
 	full := func() bool { return r.floodedWhileWaiting(ctx) }
 	for {
-		if watch != nil {
+		if w.watch != nil {
 			r.box.dropPush() // a read is running: it will see the change
 		}
 		if err := workflow.Await(ctx, func() bool {
-			return r.box.hasAnswer() || r.interrupt() != nil || moved() || (wake != nil && wake.IsReady()) || pushDue() || full()
+			return r.box.hasAnswer() || r.interrupt() != nil || r.moved(w) || w.woke() || r.pushDue(w) || full()
 		}); err != nil {
-			return contracts.Answer{}, "", nil, err
+			return err
 		}
-		if full() && !r.box.hasAnswer() && r.interrupt() == nil && !moved() {
-			return contracts.Answer{}, "", nil, errHistoryFull
+		if full() && !r.box.hasAnswer() && r.interrupt() == nil && !r.moved(w) {
+			return errHistoryFull
 		}
-		if ((wake != nil && wake.IsReady()) || pushDue()) && !r.box.hasAnswer() && r.interrupt() == nil && !moved() {
-			r.box.dropPush()
-			// The first read is due: from now on the task is read at the
-			// waiting cadence, and the deadline has its own timer.
-			wake = nil
-			r.arm(ctx)
-			in := pollIn
-			in.ReadFirst = true
-			watch = workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.waitingOptions(ctx)), contracts.ActivityPollTask, in)
+		if (w.woke() || r.pushDue(w)) && !r.box.hasAnswer() && r.interrupt() == nil && !r.moved(w) {
+			r.startReading(ctx, w)
 			continue
 		}
-		if !r.box.hasAnswer() && r.interrupt() == nil && !r.box.hasReconciled() && watch != nil {
+		if !r.box.hasAnswer() && r.interrupt() == nil && !r.box.hasReconciled() && w.watch != nil && readGaveUp(ctx, w) {
 			// The waiting read gave up without a change (its retries
 			// reached the deadline before the next interval): wait on
 			// without it; the deadline is the listener's.
-			if err := watch.Get(ctx, nil); errorType(err) == contracts.ErrTypeUnchanged || isTimeout(err) {
-				watch = nil
-				continue
-			}
+			w.watch = nil
+			continue
 		}
-		break
+		return nil
 	}
-	if r.box.hasAnswer() && !moved() {
+}
+
+// startReading starts the read of w: the first read is due (or a push
+// came first), so from now on the task is read at the waiting cadence, and
+// the deadline has its own timer.
+func (r *run) startReading(ctx workflow.Context, w *waiting) {
+	r.box.dropPush()
+	w.wake = nil
+	r.arm(ctx)
+	in := w.poll
+	in.ReadFirst = true
+	w.watch = workflow.ExecuteActivity(workflow.WithActivityOptions(w.ctx, r.waitingOptions(ctx)), contracts.ActivityPollTask, in)
+}
+
+// readGaveUp reports whether the ended read of w gave up without a change.
+func readGaveUp(ctx workflow.Context, w *waiting) bool {
+	err := w.watch.Get(ctx, nil)
+	return errorType(err) == contracts.ErrTypeUnchanged || isTimeout(err)
+}
+
+// answerOrMove takes what ended w: the answer, the stop, or the task as it
+// moved on; an answer given meanwhile to the question of snap is then
+// recorded as not sent.
+func (r *run) answerOrMove(ctx workflow.Context, snap contracts.TaskSnapshot, w *waiting) (answered, error) {
+	if r.box.hasAnswer() && !r.moved(w) {
 		a, via := r.box.takeAnswer()
-		return a, via, nil, nil
+		return answered{answer: a, via: via}, nil
 	}
-	if !moved() {
-		return contracts.Answer{}, "", nil, r.interrupt()
+	if !r.moved(w) {
+		return answered{}, r.interrupt()
 	}
 	var next contracts.TaskSnapshot
 	if r.box.hasReconciled() {
 		next = r.box.takeReconciled()
-	} else if err := watch.Get(ctx, &next); err != nil {
-		return contracts.Answer{}, "", nil, err
+	} else if err := w.watch.Get(ctx, &next); err != nil {
+		return answered{}, err
 	}
 	r.watches++
 	if r.box.hasAnswer() {
@@ -150,7 +213,7 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 			Refused: "not sent: the remote task moved to " + string(next.State) + " before the answer went out"})
 	}
 	r.s.Question = nil
-	return contracts.Answer{}, "", &next, nil
+	return answered{moved: &next}, nil
 }
 
 // waitingOptions run PollTask at the contract's waiting cadence: each
