@@ -126,19 +126,9 @@ func (r *run) retrying(ctx workflow.Context, op string, call, handover func() er
 	for attempt := 1; ; attempt++ {
 		var err error
 		if attempt > WorkflowRetries && handover != nil {
-			r.arm(ctx)
-			r.s.Retrying.HandedOver = true
-			r.details(ctx)
-			r.flushSA(ctx)
-			err = handover()
-			if err != nil && transient(err) && r.interrupt() == nil && ctx.Err() == nil {
-				// Temporal retried until its schedule-to-close (the
-				// deadline): wait for the deadline itself; a transient
-				// failure never ends a delegation otherwise.
-				if werr := workflow.Await(ctx, func() bool { return r.interrupt() != nil }); werr != nil {
-					return attempt, werr
-				}
-				return attempt, r.interrupt()
+			var waited bool
+			if waited, err = r.handOver(ctx, handover); waited {
+				return attempt, err
 			}
 		} else {
 			err = call()
@@ -167,6 +157,28 @@ func (r *run) retrying(ctx workflow.Context, op string, call, handover func() er
 		}
 		wait = min(wait*2, 30*time.Second)
 	}
+}
+
+// handOver runs handover, the one activity that Temporal retries until the
+// deadline, once the workflow's own retries are spent. waited: it failed
+// transiently all the same, the deadline (or another stop) was waited for,
+// and err is that stop.
+func (r *run) handOver(ctx workflow.Context, handover func() error) (waited bool, err error) {
+	r.arm(ctx)
+	r.s.Retrying.HandedOver = true
+	r.details(ctx)
+	r.flushSA(ctx)
+	err = handover()
+	if err == nil || !transient(err) || r.interrupt() != nil || ctx.Err() != nil {
+		return false, err
+	}
+	// Temporal retried until its schedule-to-close (the deadline): wait for
+	// the deadline itself; a transient failure never ends a delegation
+	// otherwise.
+	if werr := workflow.Await(ctx, func() bool { return r.interrupt() != nil }); werr != nil {
+		return true, werr
+	}
+	return true, r.interrupt()
 }
 
 // WorkflowRetries is how many attempts retrying makes itself before it
