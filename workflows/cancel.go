@@ -66,6 +66,13 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 	if window <= 0 {
 		return false
 	}
+	return r.watchLate(dctx, window)
+}
+
+// watchLate watches the task whose cancel the agent did not confirm, in
+// the disconnected dctx, for window at most (never past the deadline),
+// recording late results; it returns whether the task ended canceled.
+func (r *run) watchLate(dctx workflow.Context, window time.Duration) bool {
 	until := workflow.Now(dctx).Add(window)
 	if r.d.Deadline.Before(until) {
 		until = r.d.Deadline

@@ -38,30 +38,14 @@ func delegation(ctx workflow.Context, input converter.RawValue, carried converte
 		s:    &contracts.State{LocalWorkflowID: info.WorkflowExecution.ID, StartedAt: workflow.Now(ctx), Transitions: []contracts.Transition{}},
 		wfID: info.WorkflowExecution.ID, firstRunID: info.FirstRunID,
 	}
-	if err := workflow.SetQueryHandlerWithOptions(ctx, contracts.QueryState, func() (*contracts.State, error) {
-		// A copy: a query never changes the workflow's own state.
-		s := *r.s
-		// cancel-reason waits in its channel until a cancel reads it: a
-		// name the workflow knows, not an unknown one.
-		s.UnknownSignals = slices.DeleteFunc(workflow.GetUnhandledSignalNames(ctx), func(n string) bool { return n == contracts.SignalCancelReason })
-		if len(s.UnknownSignals) == 0 {
-			s.UnknownSignals = nil
-		}
-		return &s, nil
-	},
-		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."}); err != nil {
+	if err := r.registerState(ctx); err != nil {
 		return contracts.Outcome{}, err
 	}
 	// The workflow is its own boundary (admit): nothing runs on an input
 	// it refuses.
 	d, carry, err := admit(ctx, input, carried)
 	if err != nil {
-		typ, what := ErrTypeInvalidContract, "invalid contract: "
-		if errors.Is(err, errCarry) || !errors.Is(err, contracts.ErrInvalidContract) {
-			typ, what = ErrTypeCarriedState, ""
-		}
-		r.s.Failure = what + err.Error()
-		return contracts.Outcome{}, temporal.NewNonRetryableApplicationError(err.Error(), typ, nil)
+		return contracts.Outcome{}, r.refuse(err)
 	}
 	r.d = d
 	r.s.Purpose, r.s.Skill, r.s.AgentCardURL, r.s.Deadline = d.Purpose, d.Skill, d.AgentCardURL, d.Deadline
@@ -82,14 +66,53 @@ func delegation(ctx workflow.Context, input converter.RawValue, carried converte
 	}
 	out := r.main(ctx)
 	if r.continueAsNew {
-		r.flushSA(ctx)
-		// Handlers may still be running (an update being accepted).
-		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-		c := contracts.Carry{State: *r.s, FromRunID: info.WorkflowExecution.RunID, ContractDigest: contractDigest(d)}
-		r.box.carry(&c)
-		trimCarry(&c)
-		return contracts.Outcome{}, workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, d, c)
+		return contracts.Outcome{}, r.handOverRun(ctx, info.WorkflowExecution.RunID)
 	}
+	r.end(ctx, out)
+	return out, nil
+}
+
+// registerState registers Query "state".
+func (r *run) registerState(ctx workflow.Context) error {
+	return workflow.SetQueryHandlerWithOptions(ctx, contracts.QueryState, func() (*contracts.State, error) {
+		// A copy: a query never changes the workflow's own state.
+		s := *r.s
+		// cancel-reason waits in its channel until a cancel reads it: a
+		// name the workflow knows, not an unknown one.
+		s.UnknownSignals = slices.DeleteFunc(workflow.GetUnhandledSignalNames(ctx), func(n string) bool { return n == contracts.SignalCancelReason })
+		if len(s.UnknownSignals) == 0 {
+			s.UnknownSignals = nil
+		}
+		return &s, nil
+	},
+		workflow.QueryHandlerOptions{Description: "The whole local state of the delegation as JSON."})
+}
+
+// refuse records why admit refused the run's input and returns the
+// non-retryable error that ends the run.
+func (r *run) refuse(err error) error {
+	typ, what := ErrTypeInvalidContract, "invalid contract: "
+	if errors.Is(err, errCarry) || !errors.Is(err, contracts.ErrInvalidContract) {
+		typ, what = ErrTypeCarriedState, ""
+	}
+	r.s.Failure = what + err.Error()
+	return temporal.NewNonRetryableApplicationError(err.Error(), typ, nil)
+}
+
+// handOverRun returns the continue-as-new error that hands the state and
+// the inbox (contracts.Carry) of this run, runID, to the next one.
+func (r *run) handOverRun(ctx workflow.Context, runID string) error {
+	r.flushSA(ctx)
+	// Handlers may still be running (an update being accepted).
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	c := contracts.Carry{State: *r.s, FromRunID: runID, ContractDigest: contractDigest(r.d)}
+	r.box.carry(&c)
+	trimCarry(&c)
+	return workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, r.d, c)
+}
+
+// end records the Outcome out of a run that ends the delegation.
+func (r *run) end(ctx workflow.Context, out contracts.Outcome) {
 	if !contracts.TaskState(r.s.A2AState).Terminal() {
 		r.setState(ctx, string(contracts.PhaseEnded))
 	}
@@ -97,7 +120,6 @@ func delegation(ctx workflow.Context, input converter.RawValue, carried converte
 	r.s.Outcome = &out
 	r.s.Question = nil
 	workflow.SetCurrentDetails(ctx, finishedDetails(out))
-	return out, nil
 }
 
 type run struct {

@@ -20,10 +20,7 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 	var untrusted *untrustedError
 	switch {
 	case errors.Is(err, errDeadline):
-		msg := "deadline " + r.d.Deadline.UTC().Format(time.RFC3339) + " reached in state " + r.s.A2AState
-		if rt := r.s.Retrying; rt != nil {
-			msg += fmt.Sprintf(" while retrying %s (%d attempts; last error: %s)", rt.Op, rt.Attempts, rt.LastError)
-		}
+		msg := r.deadlineMessage()
 		r.afterCancel(ctx, 0)
 		return r.outcome(contracts.StatusDeadlineExceeded, &contracts.ErrorInfo{Category: contracts.CategoryDeadline, Message: msg})
 	case errors.As(err, &changed):
@@ -50,25 +47,46 @@ func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
 		return r.outcome(contracts.StatusUnknownOutcome, &contracts.ErrorInfo{Category: contracts.CategoryUnknownOutcome,
 			Message: fmt.Sprintf("abandoned by an operator after the unknown outcome of round %d (messageId %s): %s", last.Round, last.MessageID, last.Error)})
 	case temporal.IsCanceledError(err) || ctx.Err() != nil:
-		r.readCancelReason(ctx)
-		state := r.s.A2AState
-		why := ""
-		if r.s.CancelReason != "" {
-			why = " (reason: " + r.s.CancelReason + ")"
-		}
-		if r.afterCancel(ctx, LateResultWindow) {
-			return r.outcome(contracts.StatusCanceled, &contracts.ErrorInfo{Category: contracts.CategoryCanceled,
-				Message: "the delegation was canceled locally in state " + state + why})
-		}
-		msg := fmt.Sprintf("canceled locally in state %s%s; the agent did not confirm (last remote state %s)", state, why, r.s.A2AState)
-		if r.s.CancelError != "" {
-			msg += ": " + r.s.CancelError
-		}
-		if len(r.s.LateResults) > 0 {
-			msg += fmt.Sprintf("; %d late result(s) recorded, not turned into outputs", len(r.s.LateResults))
-		}
-		return r.outcome(contracts.StatusCancelUnconfirmed, &contracts.ErrorInfo{Category: contracts.CategoryCanceled, Message: msg})
+		return r.canceled(ctx)
 	}
+	return r.otherFailure(ctx, err)
+}
+
+// deadlineMessage says where the deadline found the delegation.
+func (r *run) deadlineMessage() string {
+	msg := "deadline " + r.d.Deadline.UTC().Format(time.RFC3339) + " reached in state " + r.s.A2AState
+	if rt := r.s.Retrying; rt != nil {
+		msg += fmt.Sprintf(" while retrying %s (%d attempts; last error: %s)", rt.Op, rt.Attempts, rt.LastError)
+	}
+	return msg
+}
+
+// canceled is the Outcome of a delegation canceled locally: the agent is
+// asked to cancel its task, and late results are watched for.
+func (r *run) canceled(ctx workflow.Context) contracts.Outcome {
+	r.readCancelReason(ctx)
+	state := r.s.A2AState
+	why := ""
+	if r.s.CancelReason != "" {
+		why = " (reason: " + r.s.CancelReason + ")"
+	}
+	if r.afterCancel(ctx, LateResultWindow) {
+		return r.outcome(contracts.StatusCanceled, &contracts.ErrorInfo{Category: contracts.CategoryCanceled,
+			Message: "the delegation was canceled locally in state " + state + why})
+	}
+	msg := fmt.Sprintf("canceled locally in state %s%s; the agent did not confirm (last remote state %s)", state, why, r.s.A2AState)
+	if r.s.CancelError != "" {
+		msg += ": " + r.s.CancelError
+	}
+	if len(r.s.LateResults) > 0 {
+		msg += fmt.Sprintf("; %d late result(s) recorded, not turned into outputs", len(r.s.LateResults))
+	}
+	return r.outcome(contracts.StatusCancelUnconfirmed, &contracts.ErrorInfo{Category: contracts.CategoryCanceled, Message: msg})
+}
+
+// otherFailure is the Outcome of any other error: its type is its
+// category (protocol_error when it has none).
+func (r *run) otherFailure(ctx workflow.Context, err error) contracts.Outcome {
 	cat, msg := contracts.CategoryProtocol, errorText(err)
 	if t := errorType(err); t != "" {
 		cat = contracts.Category(t)
