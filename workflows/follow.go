@@ -53,8 +53,9 @@ func (r *run) skipRepublished(ctx workflow.Context, snap contracts.TaskSnapshot)
 	return r.watchWithin(ctx, snap, within)
 }
 
-// keepSnapshot makes snap the last snapshot without observing it (the next
-// run, or the next turn, does).
+// keepSnapshot makes snap the last snapshot without observing it (no
+// transition, no search attribute): a republished question, or one the
+// next run observes.
 func (r *run) keepSnapshot(snap contracts.TaskSnapshot) {
 	s := snap
 	r.s.LastSnapshot = &s
@@ -63,7 +64,7 @@ func (r *run) keepSnapshot(snap contracts.TaskSnapshot) {
 // step observes snap and takes the delegation one step on from it: to the
 // Outcome (done), to a new run (done, r.continueAsNew set), or to the
 // next snapshot.
-func (r *run) step(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, contracts.Outcome, bool) {
+func (r *run) step(ctx workflow.Context, snap contracts.TaskSnapshot) (next contracts.TaskSnapshot, out contracts.Outcome, done bool) {
 	if snap.State.Interrupted() && r.shouldContinueAsNew(ctx) {
 		// An agent whose question keeps changing must not grow one
 		// run's history without bound. The question is observed and
@@ -88,7 +89,7 @@ func (r *run) step(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts
 
 // round is one input round on snap's question: ask, wait for the answer,
 // send it, and go on from what the send returns.
-func (r *run) round(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, contracts.Outcome, bool) {
+func (r *run) round(ctx workflow.Context, snap contracts.TaskSnapshot) (next contracts.TaskSnapshot, out contracts.Outcome, done bool) {
 	r.ask(ctx, snap)
 	got, err := r.waitForAnswer(ctx, snap)
 	if errors.Is(err, errHistoryFull) {
@@ -110,7 +111,7 @@ func (r *run) round(ctx workflow.Context, snap contracts.TaskSnapshot) (contract
 
 // answer sends a, an operator's answer to snap's question, as the next
 // round, and goes on from the task as the send left it.
-func (r *run) answer(ctx workflow.Context, snap contracts.TaskSnapshot, a contracts.Answer, via string) (contracts.TaskSnapshot, contracts.Outcome, bool) {
+func (r *run) answer(ctx workflow.Context, snap contracts.TaskSnapshot, a contracts.Answer, via string) (next contracts.TaskSnapshot, out contracts.Outcome, done bool) {
 	r.s.InputRounds++
 	round := r.s.InputRounds
 	r.s.Answers = append(r.s.Answers, contracts.AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
@@ -180,7 +181,7 @@ func (r *run) answerStopped(err error) {
 
 // watchOn watches a task that works until it changes; a run whose history
 // is full hands it over to a new run.
-func (r *run) watchOn(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, contracts.Outcome, bool) {
+func (r *run) watchOn(ctx workflow.Context, snap contracts.TaskSnapshot) (next contracts.TaskSnapshot, out contracts.Outcome, done bool) {
 	if r.shouldContinueAsNew(ctx) {
 		return snap, contracts.Outcome{}, true
 	}
