@@ -21,8 +21,9 @@
 // (one round as one CheckAndSend activity: the card, the authorization and
 // the send; unknown outcomes; retries), card.go (adopt the card, card
 // changes, rediscover), follow.go
-// (watch the remote task, republished questions), input.go (wait for and
-// check an operator's answer), unknown.go (a send whose outcome is
+// (the loop over the remote task's snapshots: a step per snapshot, an
+// input round (ask, wait, answer), watching, republished questions),
+// input.go (show a question, wait for and check an operator's answer), unknown.go (a send whose outcome is
 // unknown), cancel.go (the deadline timer, stops, canceling the remote
 // task, late results), outcome.go (the Outcome of every ending),
 // handlers.go and payloads.go (Signals, Updates, and what typed input is
