@@ -13,9 +13,10 @@ import (
 
 // CancelOrphans is the reconcile sweep for delegations killed from
 // outside. A run that was terminated (by an operator, or replaced by a
-// start with the conflict policy TERMINATE_EXISTING) never ran its
-// CancelTask: the agent's task may go on working with nobody following
-// it. CancelOrphans lists the Delegation runs terminated within
+// start with the conflict policy TERMINATE_EXISTING) or timed out (a
+// timeout the workflow could not refuse) never ran its CancelTask: the
+// agent's task may go on working with nobody following it. CancelOrphans
+// lists the Delegation runs terminated or timed out, with a remote task, within
 // in.OrphanWindow (default contracts.DefaultOrphanWindow; at most
 // contracts.MaxOrphansPerSweep), asks each for its last State (Query
 // "state": a closed run still answers from its history), and for each
@@ -37,8 +38,11 @@ func (a *Activities) CancelOrphans(ctx context.Context, in contracts.ReconcileIn
 	if window <= 0 {
 		window = contracts.DefaultOrphanWindow
 	}
-	query := fmt.Sprintf(`WorkflowType = %q AND ExecutionStatus = "Terminated" AND CloseTime > %q`,
-		contracts.WorkflowType, time.Now().Add(-window).UTC().Format(time.RFC3339Nano))
+	// Only runs that recorded a remote task (the workflow's own search
+	// attribute; a refused run unsets what a starter set), so that runs
+	// that never sent cannot crowd the real orphans out of a sweep.
+	query := fmt.Sprintf(`WorkflowType = %q AND (ExecutionStatus = "Terminated" OR ExecutionStatus = "TimedOut") AND CloseTime > %q AND %s IS NOT NULL`,
+		contracts.WorkflowType, time.Now().Add(-window).UTC().Format(time.RFC3339Nano), contracts.SearchAttributeA2ARemoteTaskID)
 	out := []contracts.Orphan{}
 	var token []byte
 	read := 0

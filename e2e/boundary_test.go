@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -85,6 +86,33 @@ func TestDirectStartProbes(t *testing.T) {
 	t.Run("workflow id", func(t *testing.T) {
 		refused(t, start(t, "probe-other-id", contractJSON("probe-the-contract-id", nil)), "invalid_contract",
 			`"probe-the-contract-id" is not the workflow id "probe-other-id"`)
+	})
+
+	// A cron schedule: each tick sent round 0 again, and from the second
+	// tick a made-up carry was taken (the run had a previous run).
+	t.Run("cron", func(t *testing.T) {
+		id := "probe-cron"
+		run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: contracts.TaskQueue, CronSchedule: "@every 2s"},
+			contracts.WorkflowType, contractJSON(id, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = e.c.TerminateWorkflow(context.Background(), id, "", "end of the cron probe") }()
+		messages := e.agent.MessageCount()
+		iter := e.c.GetWorkflowHistory(ctx, id, run.GetRunID(), true, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A cron run's failure closes it as continued as new (the next
+		// tick), with the failure attached.
+		f := ev.GetWorkflowExecutionContinuedAsNewEventAttributes().GetFailure()
+		if f.GetApplicationFailureInfo().GetType() != "invalid_contract" || !f.GetApplicationFailureInfo().GetNonRetryable() || !strings.Contains(f.GetMessage(), "(cron schedule)") {
+			t.Errorf("the cron run closed with %v, want invalid_contract naming the cron schedule", ev)
+		}
+		if n := e.agent.MessageCount(); n != messages {
+			t.Errorf("the agent got %d message(s) from the cron runs", n-messages)
+		}
 	})
 
 	// A made-up carry (workflow input 2) naming another delegation's

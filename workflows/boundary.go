@@ -30,11 +30,16 @@ import (
 //     a deadline, not a bad contract);
 //   - the workflow id must be the contract's local_workflow_id (status,
 //     answer and cancel find a delegation by it);
+//   - a delegation runs once, for as long as its deadline: a cron schedule
+//     (each tick would send round 0 again) and an execution or run timeout
+//     shorter than the deadline (the run would be killed with its remote
+//     task working, and a retry would start it over) are refused;
 //   - workflow input 2, the carry (contracts.Carry), is accepted only on a
 //     run that continues a run of this delegation (continue-as-new: the
-//     run's ContinuedExecutionRunID, the carry's FromRunID when it names
-//     one, and the same contract): a carry made up by a caller naming
-//     another delegation's remote task would answer that task.
+//     run's ContinuedExecutionRunID is the carry's FromRunID, which no
+//     caller can know before the run exists, and the contract is the
+//     same): a carry made up by a caller naming another delegation's
+//     remote task would answer that task.
 //
 // Errors are non-retryable ApplicationErrors of type ErrTypeInvalidContract
 // or ErrTypeCarriedState.
@@ -53,6 +58,9 @@ func admit(ctx workflow.Context, input, carried converter.RawValue) (contracts.D
 	if err := d.Validate(now); err != nil {
 		return contracts.Delegation{}, nil, err
 	}
+	if err := runsOnce(info, d, now); err != nil {
+		return contracts.Delegation{}, nil, err
+	}
 	if id := info.WorkflowExecution.ID; id != d.LocalWorkflowID {
 		return contracts.Delegation{}, nil, &contracts.FieldError{Field: "local_workflow_id",
 			Rule: fmt.Sprintf("%q is not the workflow id %q: start the workflow with the id local_workflow_id (status, answer and cancel find a delegation by it)",
@@ -68,6 +76,22 @@ func admit(ctx workflow.Context, input, carried converter.RawValue) (contracts.D
 		}
 	}
 	return d, carry, nil
+}
+
+// runsOnce refuses what would run a delegation more than once or cut it
+// short: a cron schedule, or a workflow execution or run timeout that ends
+// before the deadline (now is the workflow's clock).
+func runsOnce(info *workflow.Info, d contracts.Delegation, now time.Time) error {
+	left := d.Deadline.Sub(now)
+	switch {
+	case info.CronSchedule != "":
+		return &contracts.FieldError{Field: "(cron schedule)", Rule: fmt.Sprintf("%q: a delegation runs once (each run would send its first message again); start it without a cron schedule, and let a Schedule of yours start new delegations with new ids", contracts.CutText(info.CronSchedule, 100))}
+	case info.WorkflowExecutionTimeout > 0 && info.WorkflowExecutionTimeout < left:
+		return &contracts.FieldError{Field: "(workflow execution timeout)", Rule: fmt.Sprintf("%s ends before the deadline (%s from now): the delegation would be killed with its remote task working; start it without one (the deadline bounds the delegation)", info.WorkflowExecutionTimeout, left.Round(time.Second))}
+	case info.WorkflowRunTimeout > 0 && info.WorkflowRunTimeout < left:
+		return &contracts.FieldError{Field: "(workflow run timeout)", Rule: fmt.Sprintf("%s ends before the deadline (%s from now): the delegation would be killed with its remote task working; start it without one (the deadline bounds the delegation)", info.WorkflowRunTimeout, left.Round(time.Second))}
+	}
+	return nil
 }
 
 // decodeContract reads workflow input 1. Errors are *contracts.FieldError.
@@ -104,9 +128,11 @@ func continues(info *workflow.Info, d contracts.Delegation, c *contracts.Carry) 
 	switch {
 	case prev == "":
 		return bad("a carry is accepted only by a run that continues a run of this delegation (continue-as-new); this run was started anew: start a delegation with the contract alone")
-	case c.FromRunID != "" && c.FromRunID != prev:
+	case c.FromRunID != prev:
+		// A caller cannot know the id of a run before it exists: only the
+		// run that continued as new can name it.
 		return bad(fmt.Sprintf("it was handed over by run %q, this run continues run %q", contracts.CutText(c.FromRunID, 100), prev))
-	case c.ContractDigest != "" && c.ContractDigest != contractDigest(d):
+	case c.ContractDigest != contractDigest(d):
 		return bad("it was handed over by a run of another contract")
 	case c.State.LocalWorkflowID != d.LocalWorkflowID || c.State.AgentCardURL != d.AgentCardURL || c.State.Skill != d.Skill:
 		return bad(fmt.Sprintf("its state is of delegation %q (%s, skill %q), the contract is %q (%s, skill %q)",

@@ -98,15 +98,21 @@ func (s *DelegationSuite) TestWorkflowIDMustBeLocalWorkflowID() {
 func (s *DelegationSuite) TestMadeUpCarryIsRefused() {
 	other := carriedState()
 	other.LocalWorkflowID, other.RemoteTaskID = "other-delegation", "their-task"
+	digest := contractDigest(contract())
 	for name, tc := range map[string]struct {
 		prevRun string
 		carry   contracts.Carry
 		want    string
 	}{
-		"on a fresh start":      {"", contracts.Carry{State: carriedState()}, "started anew"},
-		"of another delegation": {"run-0", contracts.Carry{State: other}, `delegation "other-delegation"`},
-		"from another run":      {"run-0", contracts.Carry{State: carriedState(), FromRunID: "run-9"}, `handed over by run "run-9"`},
-		"of another contract":   {"run-0", contracts.Carry{State: carriedState(), ContractDigest: "00"}, "another contract"},
+		"on a fresh start":      {"", contracts.Carry{State: carriedState(), FromRunID: "run-0", ContractDigest: digest}, "started anew"},
+		"of another delegation": {"run-0", contracts.Carry{State: other, FromRunID: "run-0", ContractDigest: digest}, `delegation "other-delegation"`},
+		"from another run":      {"run-0", contracts.Carry{State: carriedState(), FromRunID: "run-9", ContractDigest: digest}, `handed over by run "run-9"`},
+		// A caller cannot know the next run's id: a carry it made names
+		// none (a cron schedule or a retry gave its next run a previous
+		// run to continue).
+		"naming no run":       {"run-0", contracts.Carry{State: carriedState(), ContractDigest: digest}, `handed over by run ""`},
+		"of another contract": {"run-0", contracts.Carry{State: carriedState(), FromRunID: "run-0", ContractDigest: "00"}, "another contract"},
+		"naming no contract":  {"run-0", contracts.Carry{State: carriedState(), FromRunID: "run-0"}, "another contract"},
 	} {
 		s.Run(name, func() {
 			s.SetupTest()
@@ -114,6 +120,27 @@ func (s *DelegationSuite) TestMadeUpCarryIsRefused() {
 				s.env.SetContinuedExecutionRunID(tc.prevRun)
 			}
 			s.refused(ErrTypeCarriedState, []string{tc.want}, contract(), tc.carry)
+		})
+	}
+}
+
+// A delegation runs for as long as its deadline: a run or execution
+// timeout shorter than the deadline killed the run with its remote task
+// working (and a retry started it over). The cron schedule is refused
+// too: e2e TestDirectStartProbes.
+func (s *DelegationSuite) TestRunsOnce() {
+	for name, tc := range map[string]struct {
+		opts client.StartWorkflowOptions
+		want string
+	}{
+		"execution timeout": {client.StartWorkflowOptions{WorkflowExecutionTimeout: time.Minute}, "(workflow execution timeout): 1m0s ends before the deadline"},
+		"run timeout":       {client.StartWorkflowOptions{WorkflowRunTimeout: time.Minute}, "(workflow run timeout): 1m0s ends before the deadline"},
+	} {
+		s.Run(name, func() {
+			s.SetupTest()
+			tc.opts.ID = contract().LocalWorkflowID
+			s.env.SetStartWorkflowOptions(tc.opts)
+			s.refused(ErrTypeInvalidContract, []string{tc.want}, contract())
 		})
 	}
 }

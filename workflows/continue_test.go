@@ -82,7 +82,7 @@ func (s *DelegationSuite) TestRunFromCarriedState() {
 	s.env.SetContinuedExecutionRunID("run-0")
 	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.MatchedBy(func(in contracts.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
-	s.env.ExecuteWorkflow(contracts.WorkflowType, contract(), contracts.Carry{State: st, Revoked: &reason})
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract(), contracts.Carry{State: st, Revoked: &reason, FromRunID: "run-0", ContractDigest: contractDigest(contract())})
 	o := s.outcome()
 	s.Equal(contracts.StatusAuthorizationDenied, o.Status)
 	s.Contains(o.Error.Message, "carried revoke")
@@ -200,4 +200,24 @@ func carriedState() contracts.State {
 	last := snap("working")
 	return contracts.State{LocalWorkflowID: c.LocalWorkflowID, AgentCardURL: c.AgentCardURL, Skill: c.Skill, Purpose: c.Purpose,
 		RemoteTaskID: "task-1", ContextID: "ctx-1", A2AState: "working", LastSnapshot: &last}
+}
+
+// An answer the previous run accepted (the Update said so) and handed
+// over before it continued as new at the question is sent by the next
+// run. Before, the next run asked the question again and dropped it.
+func (s *DelegationSuite) TestCarriedAnswerIsSent() {
+	st := carriedState()
+	q := snap("input-required")
+	st.LastSnapshot, st.A2AState = &q, "input-required"
+	s.env.SetContinuedExecutionRunID("run-0")
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
+		return in.Send.Message.Text == "carried answer" && in.Send.Message.TaskID == "task-1" && in.Send.Message.MessageID == MessageID("wf-1", "", 1)
+	})).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityWatchTask, mock.Anything, mock.Anything).Return(snap("completed", claim("claim_opened")), nil).Once()
+	s.env.ExecuteWorkflow(contracts.WorkflowType, contract(), contracts.Carry{State: st, FromRunID: "run-0", ContractDigest: contractDigest(contract()),
+		Pending: &contracts.Answer{Text: "carried answer", AnsweredBy: "alice"}, PendingVia: "update"})
+	o := s.outcome()
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.Equal(1, o.InputRounds)
+	s.Equal("alice", s.state().Answers[0].AnsweredBy)
 }

@@ -45,7 +45,7 @@ func delegation(ctx workflow.Context, input converter.RawValue, carried converte
 	// it refuses.
 	d, carry, err := admit(ctx, input, carried)
 	if err != nil {
-		return contracts.Outcome{}, r.refuse(err)
+		return contracts.Outcome{}, r.refuse(ctx, err)
 	}
 	r.d = d
 	r.s.Purpose, r.s.Skill, r.s.AgentCardURL, r.s.Deadline = d.Purpose, d.Skill, d.AgentCardURL, d.Deadline
@@ -90,14 +90,24 @@ func (r *run) registerState(ctx workflow.Context) error {
 
 // refuse records why admit refused the run's input and returns the
 // non-retryable error that ends the run.
-func (r *run) refuse(err error) error {
+func (r *run) refuse(ctx workflow.Context, err error) error {
 	typ, what := ErrTypeInvalidContract, "invalid contract: "
 	if errors.Is(err, errCarry) || !errors.Is(err, contracts.ErrInvalidContract) {
 		typ, what = ErrTypeCarriedState, ""
 	}
-	r.s.Failure = what + err.Error()
-	return temporal.NewNonRetryableApplicationError(err.Error(), typ, nil)
+	// Bounded: a contract with thousands of wrong fields made a failure
+	// over Temporal's limit, and the server terminated the run instead.
+	msg := contracts.CutText(err.Error(), maxRefusalBytes)
+	r.s.Failure = what + msg
+	// The search attributes a starter set are not the delegation's: a
+	// refused run says it ended, and names no remote task (list and the
+	// orphan sweep read them).
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AState.ValueSet(string(contracts.PhaseEnded)), SearchA2ARemoteTaskID.ValueUnset())
+	return temporal.NewNonRetryableApplicationError(msg, typ, nil)
 }
+
+// maxRefusalBytes bounds the message of a refused input.
+const maxRefusalBytes = 8 << 10
 
 // handOverRun returns the continue-as-new error that hands the state and
 // the inbox (contracts.Carry) of this run, runID, to the next one.

@@ -14,6 +14,9 @@ type inbox struct {
 	// taken; via is how it came ("signal" or "update").
 	answer *contracts.Answer
 	via    string
+	// answerCarried: answer was handed over by the previous run, for the
+	// question this run asks again first.
+	answerCarried bool
 	// resolution is an operator's resolution of an unknown outcome.
 	resolution *contracts.Resolution
 	// rediscover: an operator accepted the agent's new card.
@@ -48,6 +51,16 @@ func (b *inbox) takeAnswer() (contracts.Answer, string) {
 
 // dropAnswer forgets an answer not taken (a new question is shown).
 func (b *inbox) dropAnswer() { b.answer = nil }
+
+// dropAnswerOfAnotherQuestion drops an answer before a question is asked,
+// unless it is the one the previous run accepted for this same question
+// and handed over (restore): the operator was told it was accepted.
+func (b *inbox) dropAnswerOfAnotherQuestion() {
+	if !b.answerCarried {
+		b.answer = nil
+	}
+	b.answerCarried = false
+}
 
 // offerResolution hands over a resolution from Signal "resolve-unknown":
 // the first one stands.
@@ -158,6 +171,7 @@ func (b *inbox) carry(c *contracts.Carry) {
 // reconcile request, which resume applies.
 func (b *inbox) restore(c *contracts.Carry) {
 	b.answer, b.via = c.Pending, c.PendingVia
+	b.answerCarried = c.Pending != nil
 	b.resolution, b.rediscover = c.Resolution, c.Rediscover
 	b.pushed = c.Pushed
 }

@@ -78,7 +78,7 @@ type answered struct {
 func (r *run) ask(ctx workflow.Context, snap contracts.TaskSnapshot) {
 	r.s.Question = &contracts.Question{Round: r.s.InputRounds + 1, State: snap.State, Text: snap.StatusText, Data: snap.StatusData,
 		Since: workflow.Now(ctx), Key: snap.StatusKey}
-	r.box.dropAnswer()
+	r.box.dropAnswerOfAnotherQuestion()
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, questionDetails(r.d, r.s, r.wfID))
 }

@@ -138,7 +138,9 @@ func printState(w io.Writer, s contracts.State, given string) {
 	}
 	row("remote task", s.RemoteTaskID)
 	row("context", s.ContextID)
-	row("deadline", s.Deadline.UTC().Format(time.RFC3339))
+	if !s.Deadline.IsZero() { // a run that refused its input has none
+		row("deadline", s.Deadline.UTC().Format(time.RFC3339))
+	}
 	row("input rounds", fmt.Sprint(s.InputRounds))
 	if s.Agent.Signature != "" {
 		row("card signature", s.Agent.Signature+reasonSuffix(s.Signature.Reason))
