@@ -88,6 +88,29 @@ func TestDirectStartProbes(t *testing.T) {
 			`"probe-the-contract-id" is not the workflow id "probe-other-id"`)
 	})
 
+	// Search attributes a starter set on a refused run (a lie in list and
+	// in the orphan sweep's query) are replaced by the run's own.
+	t.Run("starter's search attributes", func(t *testing.T) {
+		id := "probe-liar"
+		run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: contracts.TaskQueue,
+			TypedSearchAttributes: temporal.NewSearchAttributes(
+				temporal.NewSearchAttributeKeyKeyword(contracts.SearchAttributeA2AState).ValueSet("completed"),
+				temporal.NewSearchAttributeKeyKeyword(contracts.SearchAttributeA2ARemoteTaskID).ValueSet("someone-elses-task"))},
+			contracts.WorkflowType, contractJSON(id, func(m map[string]any) { m["SKILL"] = "x" }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused(t, run.Get(ctx, nil), "invalid_contract", "SKILL")
+		d, err := e.c.DescribeWorkflowExecution(ctx, id, run.GetRunID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+		if _, has := f[contracts.SearchAttributeA2ARemoteTaskID]; has || !strings.Contains(string(f[contracts.SearchAttributeA2AState].GetData()), `"ended"`) {
+			t.Errorf("search attributes of the refused run: %v, want A2AState ended and no remote task", f)
+		}
+	})
+
 	// A cron schedule: each tick sent round 0 again, and from the second
 	// tick a made-up carry was taken (the run had a previous run).
 	t.Run("cron", func(t *testing.T) {
