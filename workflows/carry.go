@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,9 +49,19 @@ func carriedInput(raw converter.RawValue) (*contracts.Carry, error) {
 		if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
 			return nil, fmt.Errorf("carried state: payload encoding %q, want %s", enc, converter.MetadataEncodingJSON)
 		}
+		// Strict: an unknown field or data after the object is refused (a
+		// carry is written by the run this one continues, with this
+		// code's fields; encoding/json, which reads the state's embedded
+		// records).
 		var c contracts.Carry
-		if err := json.Unmarshal(p.GetData(), &c); err != nil {
-			return nil, fmt.Errorf("carried state (workflow input 2) does not decode: %w", err)
+		dec := json.NewDecoder(bytes.NewReader(p.GetData()))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(&c)
+		if err == nil && dec.More() {
+			err = errors.New("data after the object")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("carried state (workflow input 2) does not decode: %s", contracts.CutText(err.Error(), 500))
 		}
 		switch {
 		case c.State.LastSnapshot == nil:

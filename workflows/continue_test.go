@@ -221,3 +221,11 @@ func (s *DelegationSuite) TestCarriedAnswerIsSent() {
 	s.Equal(1, o.InputRounds)
 	s.Equal("alice", s.state().Answers[0].AnsweredBy)
 }
+
+// The carry is decoded strictly too: a field it does not have is refused
+// (it was dropped), as data after it.
+func (s *DelegationSuite) TestCarryWithAnUnknownFieldIsRefused() {
+	s.env.SetContinuedExecutionRunID("run-0")
+	s.refused(ErrTypeCarriedState, []string{"does not decode", "smuggled"}, contract(),
+		map[string]any{"state": carriedState(), "from_run_id": "run-0", "contract_digest": contractDigest(contract()), "smuggled": true})
+}
