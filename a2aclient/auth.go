@@ -66,13 +66,11 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache := t.spec.tokens.forOrigin(origin)
-	tok, gen, err := cache.token()
+	tok, m, err := t.spec.token(origin, t.red)
 	if err != nil {
 		return nil, err
 	}
-	t.red.add(tok.AccessToken)
-	r.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	r.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := t.base.RoundTrip(r)
 	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) ||
 		(req.Body != nil && req.Body != http.NoBody && req.GetBody == nil) {
@@ -81,12 +79,10 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Refused: once more with a fresh token.
 	_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
 	resp.Body.Close()
-	tok, _, err = cache.refresh(gen)
-	if err != nil {
+	if tok, err = m.refresh(t.red); err != nil {
 		return nil, err
 	}
-	t.red.add(tok.AccessToken)
-	r, err = t.prepare(req, tok.AccessToken)
+	r, err = t.prepare(req, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +115,56 @@ func (t *authTransport) prepare(req *http.Request, token string) (*http.Request,
 		u.RawQuery = q.Encode()
 		r.URL = &u
 	case "cookie":
-		c := &http.Cookie{Name: t.spec.scheme.Param, Value: key}
-		if err := c.Valid(); err != nil {
-			return nil, authErrorf(contracts.CategoryAuthorization,
-				"the API key cannot go in cookie %q (RFC 6265 §4.1.1 cookie-octets, no space, comma, semicolon, quote or backslash)", t.spec.scheme.Param)
+		c, err := t.spec.keyCookie()
+		if err != nil {
+			return nil, err
 		}
 		r.AddCookie(c)
 	}
 	return r, nil
+}
+
+// minted is the token a call carries: the cache it came from and its
+// generation, so that a refused call refreshes the token it used.
+type minted struct {
+	cache *tokenCache
+	gen   int
+}
+
+// token returns the bearer token for a call to an agent on origin (cached,
+// or minted now), registered with red before it is sent. The spec mints
+// tokens (tokens != nil).
+func (s authSpec) token(origin string, red *redactor) (string, minted, error) {
+	m := minted{cache: s.tokens.forOrigin(origin)}
+	tok, gen, err := m.cache.token()
+	if err != nil {
+		return "", m, err
+	}
+	m.gen = gen
+	red.add(tok.AccessToken)
+	return tok.AccessToken, m, nil
+}
+
+// refresh drops the refused token and returns a fresh one, registered
+// with red.
+func (m minted) refresh(red *redactor) (string, error) {
+	tok, _, err := m.cache.refresh(m.gen)
+	if err != nil {
+		return "", err
+	}
+	red.add(tok.AccessToken)
+	return tok.AccessToken, nil
+}
+
+// keyCookie is the cookie the API key of a cookie scheme goes in (A2A 1.0
+// §4.5.2). Errors: a key a cookie cannot hold (AuthError).
+func (s authSpec) keyCookie() (*http.Cookie, error) {
+	c := &http.Cookie{Name: s.scheme.Param, Value: s.secret.APIKey}
+	if err := c.Valid(); err != nil {
+		return nil, authErrorf(contracts.CategoryAuthorization,
+			"the API key cannot go in cookie %q (RFC 6265 §4.1.1 cookie-octets, no space, comma, semicolon, quote or backslash)", s.scheme.Param)
+	}
+	return c, nil
 }
 
 // check compares the card's token endpoint or issuer with the store's: a

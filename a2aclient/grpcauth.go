@@ -2,7 +2,6 @@ package a2aclient
 
 import (
 	"context"
-	"net/http"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -30,51 +29,47 @@ type grpcAuth struct {
 	origin string // the interface's origin: the token cache's key
 }
 
-// outgoing returns ctx with the credential's metadata; token "" takes the
-// cached (or a newly minted) token, with its generation.
-func (g *grpcAuth) outgoing(ctx context.Context, token string) (context.Context, *tokenCache, int, error) {
+// outgoing returns ctx with the credential's metadata: token, or (when
+// "") the cached or a newly minted token, with what a refresh needs.
+func (g *grpcAuth) outgoing(ctx context.Context, token string) (context.Context, *minted, error) {
 	if err := g.spec.check(); err != nil {
-		return ctx, nil, 0, err
+		return ctx, nil, err
 	}
-	var cache *tokenCache
-	gen := 0
+	var m *minted
 	if g.spec.tokens != nil {
-		cache = g.spec.tokens.forOrigin(g.origin)
 		if token == "" {
-			tok, n, err := cache.token()
+			tok, mt, err := g.spec.token(g.origin, g.red)
 			if err != nil {
-				return ctx, nil, 0, err
+				return ctx, nil, err
 			}
-			token, gen = tok.AccessToken, n
+			token, m = tok, &mt
 		}
-		g.red.add(token)
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
 	}
-	if key := g.spec.secret.APIKey; key != "" && g.spec.scheme.Kind == "api_key" {
+	if g.spec.secret.APIKey != "" && g.spec.scheme.Kind == "api_key" {
 		switch g.spec.scheme.In {
 		case "query":
-			return ctx, nil, 0, authErrorf(contracts.CategoryAuthorization,
+			return ctx, nil, authErrorf(contracts.CategoryAuthorization,
 				"the card's API key scheme %q puts the key in query parameter %q, which the gRPC binding (A2A 1.0 §10) cannot carry: nothing was sent",
 				g.spec.scheme.Name, g.spec.scheme.Param)
 		case "cookie":
-			c := &http.Cookie{Name: g.spec.scheme.Param, Value: key}
-			if err := c.Valid(); err != nil {
-				return ctx, nil, 0, authErrorf(contracts.CategoryAuthorization,
-					"the API key cannot go in cookie %q (RFC 6265 §4.1.1 cookie-octets, no space, comma, semicolon, quote or backslash)", g.spec.scheme.Param)
+			c, err := g.spec.keyCookie()
+			if err != nil {
+				return ctx, nil, err
 			}
 			ctx = metadata.AppendToOutgoingContext(ctx, "cookie", c.String())
 		}
 	}
-	return ctx, cache, gen, nil
+	return ctx, m, nil
 }
 
 func (g *grpcAuth) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	out, cache, gen, err := g.outgoing(ctx, "")
+	out, m, err := g.outgoing(ctx, "")
 	if err != nil {
 		return err
 	}
 	err = invoker(out, method, req, reply, cc, opts...)
-	if cache == nil {
+	if m == nil {
 		return err
 	}
 	if c := status.Code(err); c != codes.Unauthenticated && c != codes.PermissionDenied {
@@ -87,19 +82,18 @@ func (g *grpcAuth) unary(ctx context.Context, method string, req, reply any, cc 
 		rec.written, rec.grpcHeader, rec.grpcTrailer, rec.grpcFailed = false, false, false, false
 		rec.mu.Unlock()
 	}
-	tok, _, rerr := cache.refresh(gen)
-	if rerr != nil {
-		return rerr
+	tok, err := m.refresh(g.red)
+	if err != nil {
+		return err
 	}
-	out, _, _, rerr = g.outgoing(ctx, tok.AccessToken)
-	if rerr != nil {
-		return rerr
+	if out, _, err = g.outgoing(ctx, tok); err != nil {
+		return err
 	}
 	return invoker(out, method, req, reply, cc, opts...)
 }
 
 func (g *grpcAuth) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	out, _, _, err := g.outgoing(ctx, "")
+	out, _, err := g.outgoing(ctx, "")
 	if err != nil {
 		return nil, err
 	}
