@@ -129,9 +129,7 @@ removes it.`,
 					printJSON(cmd.OutOrStdout(), out)
 					return nil
 				}
-				sctx, cancel := context.WithTimeout(ctx, wait+30*time.Second)
-				defer cancel()
-				id, report, err := dclient.SweepOrphans(sctx, c, in)
+				id, report, err := runSweep(ctx, c, in, wait)
 				res := map[string]any{"reconciled": out, "orphan_sweep": id, "orphans": report.Orphans}
 				if err != nil {
 					res["orphan_sweep_error"] = err.Error()
@@ -161,11 +159,17 @@ removes it.`,
 	return cmd
 }
 
+// runSweep runs the orphan sweep on a worker (client.SweepOrphans),
+// waiting at most wait and 30 s for its report.
+func runSweep(ctx context.Context, c client.Client, in contracts.ReconcileInput, wait time.Duration) (string, contracts.ReconcileReport, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait+30*time.Second)
+	defer cancel()
+	return dclient.SweepOrphans(ctx, c, in)
+}
+
 // sweepOrphans runs the orphan sweep on a worker and prints what it did.
 func sweepOrphans(cmd *cobra.Command, c client.Client, in contracts.ReconcileInput, wait time.Duration) error {
-	ctx, cancel := context.WithTimeout(cmd.Context(), wait+30*time.Second)
-	defer cancel()
-	id, report, err := dclient.SweepOrphans(ctx, c, in)
+	id, report, err := runSweep(cmd.Context(), c, in, wait)
 	w := cmd.OutOrStdout()
 	if err != nil {
 		fmt.Fprintf(w, "orphan sweep %s: %v (is a worker running? the Schedule runs it too)\n", id, err)
