@@ -132,18 +132,3 @@ func encodedSize(v any) int {
 	}
 	return len(b)
 }
-
-// largestArtifact is the index of the largest artifact not yet withheld,
-// or -1.
-func largestArtifact(arts []contracts.Artifact) int {
-	best, size := -1, 0
-	for i, a := range arts {
-		if a.Withheld != "" {
-			continue
-		}
-		if n := encodedSize(a); n > size {
-			best, size = i, n
-		}
-	}
-	return best
-}
