@@ -51,9 +51,10 @@ bench-postgres: build
 
 # The tests that need PostgreSQL, on a temporary server (Debian's postgresql):
 # the production path (Temporal on PostgreSQL with mTLS on its frontend, two
-# `delegate worker` processes, one killed), the server and the bench on it.
+# `delegate worker` processes, one killed), the server and the bench on it,
+# and the Temporal part of docker-compose.yml without Docker (deploy).
 test-postgres:
-	./scripts/with-postgres.sh DELEGATE_REQUIRE_POSTGRES=1 $(GO) test -count=1 -timeout 20m -run Postgres ./internal/devserver ./internal/bench ./e2e
+	./scripts/with-postgres.sh DELEGATE_REQUIRE_POSTGRES=1 $(GO) test -count=1 -timeout 20m -run Postgres ./internal/devserver ./internal/bench ./e2e ./deploy
 
 # The operator's flow in the Temporal UI, in headless Chromium (Debian's
 # chromium package; playwright-core from npm, no browser download).

@@ -272,7 +272,7 @@ func TestComposeSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"temporal:temporal visibility:temporal_visibility", `schema="postgresql/v12/${store%%:*}"`,
+	for _, want := range []string{`"temporal:${DBNAME:-temporal}" "visibility:${VISIBILITY_DBNAME:-temporal_visibility}"`, `schema="postgresql/v12/${store%%:*}"`,
 		`temporal-sql-tool --db "$db" create`, `temporal-sql-tool --db "$db" setup-schema -v 0.0`, `temporal-sql-tool --db "$db" update-schema --schema-name "$schema"`} {
 		if !strings.Contains(string(script), want) {
 			t.Errorf("deploy/temporal/setup-schema.sh lacks %q", want)

@@ -8,11 +8,13 @@
 # applies only the versions after the one recorded, so running it again
 # after an upgrade of the image updates the schema.
 #
-# Environment (temporal-sql-tool's own): SQL_PLUGIN (postgres12), SQL_HOST,
-# SQL_PORT, SQL_USER, SQL_PASSWORD.
+# Environment: temporal-sql-tool's own, SQL_PLUGIN (postgres12), SQL_HOST,
+# SQL_PORT, SQL_USER, SQL_PASSWORD; and the server's names of the two
+# databases, DBNAME (default temporal) and VISIBILITY_DBNAME (default
+# temporal_visibility).
 set -eu
 
-for store in temporal:temporal visibility:temporal_visibility; do
+for store in "temporal:${DBNAME:-temporal}" "visibility:${VISIBILITY_DBNAME:-temporal_visibility}"; do
 	schema="postgresql/v12/${store%%:*}"
 	db="${store#*:}"
 	temporal-sql-tool --db "$db" create
