@@ -3,11 +3,16 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-interop test-browser test-postgres lint bench bench-postgres clean record-histories
+.PHONY: build build-worker run test test-interop test-browser test-postgres lint bench bench-postgres clean record-histories
 
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
 	$(GO) build -o $(BIN)/claims-agent ./cmd/claims-agent
+
+# The worker build: the CLI without the embedded Temporal server, the UI and
+# the bench (docs/deployment.md, "The worker image"; the Dockerfile's).
+build-worker:
+	$(GO) build -tags worker -o $(BIN)/delegate-worker ./cmd/delegate
 
 # Embedded Temporal (SQLite) + UI + worker, the claims agent, and the sample
 # delegation; serves until Ctrl-C.
