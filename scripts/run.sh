@@ -78,12 +78,10 @@ for i in $(seq 1 300); do
   sleep 0.2
 done
 
-# The sample contract, with a fresh id, the local agent's card and a deadline one hour from now.
+# The sample contract, with a fresh id and the local agent's card (its deadline_in, an hour, is resolved by start).
 id="lost-parcel-$(date +%Y%m%d-%H%M%S)"
-deadline=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
 sed -e "s/\"local_workflow_id\": \"[^\"]*\"/\"local_workflow_id\": \"${id}\"/" \
     -e "s#\"agent_card_url\": \"[^\"]*\"#\"agent_card_url\": \"http://${AGENT_ADDR}/.well-known/agent-card.json\"#" \
-    -e "s/\"deadline\": \"[^\"]*\"/\"deadline\": \"${deadline}\"/" \
     contracts/examples/lost-parcel.json > .delegate/lost-parcel.json
 ./bin/delegate start --contract .delegate/lost-parcel.json >/dev/null
 

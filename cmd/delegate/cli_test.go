@@ -244,3 +244,32 @@ func TestIDWithCharactersNoIDHas(t *testing.T) {
 		}
 	}
 }
+
+// A relative deadline is checked before any server is dialed: a file with
+// both deadline and deadline_in, a deadline_in that is not positive or
+// too far, and a --deadline-in the same.
+func TestStartDeadlineInRefused(t *testing.T) {
+	contract := func(deadline string) string {
+		return writeFile(t, "c.json", `{"local_workflow_id": "x", "agent_card_url": "http://127.0.0.1:9/.well-known/agent-card.json",
+ "skill": "open-claim", "purpose": "p", "message": {"text": "hi"}, "allowed_outputs": ["claim_opened"],
+ `+deadline+`, "write_authority": "none"}`)
+	}
+	noServer := []string{"--address", "127.0.0.1:1"}
+	both := contract(`"deadline": "2099-01-01T00:00:00Z", "deadline_in": "1h"`)
+	wantExit(t, exitUsage, []string{"deadline, deadline_in: both given: give exactly one"}, append([]string{"start", "--contract", both}, noServer...)...)
+	for in, rule := range map[string]string{`"0s"`: "must be more than 0", `"-1h"`: "must be more than 0", `"9000h"`: "more than 366 days", `"1 day"`: "not a Go duration"} {
+		wantExit(t, exitUsage, []string{"deadline_in: ", rule}, append([]string{"start", "--contract", contract(`"deadline_in": ` + in)}, noServer...)...)
+	}
+	ok := contract(`"deadline_in": "1h"`)
+	for in, rule := range map[string]string{"0s": "must be more than 0", "-1h": "must be more than 0", "9000h": "more than 366 days"} {
+		wantExit(t, exitUsage, []string{"--deadline-in: ", rule}, append([]string{"start", "--contract", ok, "--deadline-in", in}, noServer...)...)
+	}
+	// The flag does not excuse a file with both.
+	wantExit(t, exitUsage, []string{"deadline, deadline_in: both given"}, append([]string{"start", "--contract", both, "--deadline-in", "1h"}, noServer...)...)
+	// A past absolute deadline is overridden by the flag: it gets as far
+	// as dialing the server.
+	past := contract(`"deadline": "2020-01-01T00:00:00Z"`)
+	if _, stderr, code := cli(t, append([]string{"start", "--contract", past, "--deadline-in", "1h"}, noServer...)...); code == exitUsage {
+		t.Errorf("--deadline-in over a past deadline: usage error %s", stderr)
+	}
+}
