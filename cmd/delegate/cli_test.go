@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,7 @@ func TestCleanEscapesFormatCharacters(t *testing.T) {
 		"A-1001 \u202edetelpmoc\u202c":         `A-1001 \u202edetelpmoc\u202c`,
 		"zero\u200bwidth":                      `zero\u200bwidth`,
 		"\x1b[2Jcleared":                       `\x1b[2Jcleared`,
+		"say \"hi\"\n\xff":                     `say "hi"\n\xff`,
 		"isolate \u2066x\u2069 and ok ünïcode": `isolate \u2066x\u2069 and ok ünïcode`,
 	} {
 		if got := clean(in); got != want {
@@ -271,5 +273,29 @@ func TestStartDeadlineInRefused(t *testing.T) {
 	past := contract(`"deadline": "2020-01-01T00:00:00Z"`)
 	if _, stderr, code := cli(t, append([]string{"start", "--contract", past, "--deadline-in", "1h"}, noServer...)...); code == exitUsage {
 		t.Errorf("--deadline-in over a past deadline: usage error %s", stderr)
+	}
+}
+
+// status prints a failure as its text: several lines stay lines (indented
+// under the value, so that none reads as a row of its own), quotes and
+// backslashes stay as they are. It printed `\n` and `\"` (the whole value
+// quoted as soon as it held a newline).
+func TestStatusPrintsFailureText(t *testing.T) {
+	var out bytes.Buffer
+	printState(&out, contracts.State{LocalWorkflowID: "x",
+		Failure: "invalid contract: write_authority: only \"none\" is accepted\ndeadline_in: a backend must send \"deadline\" (C:\\path)"}, "")
+	got := out.String()
+	want := regexp.MustCompile(`\nfailure: +invalid contract: write_authority: only "none" is accepted\n +deadline_in: a backend must send "deadline" \(C:\\path\)\n`)
+	if !want.MatchString(got) {
+		t.Errorf("status prints\n%s\nwant it to match %s", got, want)
+	}
+	if strings.Contains(got, `\n`) || strings.Contains(got, `\"`) {
+		t.Errorf("status prints escapes:\n%s", got)
+	}
+	// Remote text cannot make a line of its own look like a row.
+	out.Reset()
+	printState(&out, contracts.State{LocalWorkflowID: "x", Failure: "a\nstatus:    completed\r\x1b[2J"}, "")
+	if got := out.String(); !regexp.MustCompile(`\nfailure: +a\n +status: +completed\\r\\x1b\[2J\n`).MatchString(got) {
+		t.Errorf("status prints\n%q", got)
 	}
 }
