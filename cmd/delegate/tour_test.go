@@ -95,6 +95,22 @@ func TestReadmeTour(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// delegate dev names the ports it listens on besides --port, and none
+	// is next to it (it took --port+1 to +7 unannounced). The frontend
+	// may answer before the line is printed.
+	for until := time.Now().Add(30 * time.Second); !strings.Contains(devOut.String(), "Internal ports") && time.Now().Before(until); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m := regexp.MustCompile(`Internal ports  ((?:\d+ ){6}\d+) on 127\.0\.0\.1 `).FindStringSubmatch(devOut.String()); m == nil {
+		t.Errorf("delegate dev does not print its internal ports:\n%s", devOut.String())
+	} else {
+		for _, f := range strings.Fields(m[1]) {
+			if p, _ := strconv.Atoi(f); p > port && p <= port+7 {
+				t.Errorf("delegate dev --port %d listens on %d too", port, p)
+			}
+		}
+	}
+
 	dir := t.TempDir()
 	// example rewrites a contract of contracts/examples as make run does:
 	// this test's agent, and optionally an id (the deadline is the file's
