@@ -218,12 +218,14 @@ func TestReadmeTour(t *testing.T) {
 	}
 
 	// The reconcile schedule is created, removed (off in any case), and
-	// removing it again says there is none.
+	// removing it again says there is none. Created, it says what it will
+	// do (it printed `(state "", older than 0s)`).
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"reconcile", "--schedule", "15m"}, "schedule delegate-reconcile: reconcile every 15m0s"},
+		{[]string{"reconcile", "--schedule", "15m"}, `schedule delegate-reconcile: every 15m, Signal "reconcile" to every open delegation (any A2AState, any age), then the orphan sweep (delegations terminated within the last 24h whose remote task still works are canceled)`},
+		{[]string{"reconcile", "--schedule", "1h30m", "--state", "input-required", "--older-than", "2h"}, `schedule delegate-reconcile: every 1h30m, Signal "reconcile" to every open delegation whose A2AState is input-required, started more than 2h ago, then the orphan sweep`},
 		{[]string{"reconcile", "--schedule", "OFF"}, "schedule delegate-reconcile removed"},
 		{[]string{"reconcile", "--schedule", "off"}, "schedule delegate-reconcile: there is none"},
 	} {
