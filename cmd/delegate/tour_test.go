@@ -217,6 +217,36 @@ func TestReadmeTour(t *testing.T) {
 		t.Errorf("cancel not landed within --wait: exit %d, %s %s", code, out, stderr)
 	}
 
+	// A delegation canceled while its first send was still retrying is
+	// listed with how it ended, and its card URL is not passed off as the
+	// agent's name (it listed A2A STATE "ended" and the URL as the agent).
+	if _, stderr, code := cli(t, "start", "--contract", example("unreachable.json", "")); code != 0 {
+		t.Fatalf("start unreachable: %s", stderr)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, _, _ := cli(t, "status", "claims-unreachable-example")
+		if strings.Contains(out, "retrying:") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the unreachable delegation never retried:\n%s", out)
+		}
+	}
+	if out, stderr, code := cli(t, "cancel", "claims-unreachable-example"); code != 0 || !strings.Contains(out, "ended canceled") {
+		t.Fatalf("cancel unreachable: exit %d, %s %s", code, out, stderr)
+	}
+	unreachable := regexp.MustCompile(`(?m)^claims-unreachable-example\s+http://127\.0\.0\.1:9/\.well-known/agent-card\.json \(name unknown\)\s+ended\s+canceled\s+-\s+-\s+completed\s`)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, _, _ := cli(t, "list")
+		if unreachable.MatchString(out) && regexp.MustCompile(`(?m)^ID\s+AGENT\s+A2A STATE\s+OUTCOME\s+WAITING SINCE`).MatchString(out) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("list shows the canceled unreachable delegation as\n%s\nwant a row matching %s", out, unreachable)
+			break
+		}
+	}
+
 	// The reconcile schedule is created, removed (off in any case), and
 	// removing it again says there is none. Created, it says what it will
 	// do (it printed `(state "", older than 0s)`).
