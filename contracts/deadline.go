@@ -8,6 +8,14 @@ import (
 	"time"
 )
 
+// FieldDeadlineIn is the contract file's relative deadline: a Go duration
+// ("1h", "90m", "72h"; time.ParseDuration) that the CLI and package client
+// resolve to an absolute deadline (now + the duration, cut to the second)
+// before the start. It never reaches the workflow: the stored contract
+// (workflow input, history) always holds "deadline", and the workflow
+// refuses a start that carries "deadline_in" (DecodeDelegationStrict).
+const FieldDeadlineIn = "deadline_in"
+
 // refuseDeadlineIn is the error of a contract that reaches the workflow (or
 // DecodeDelegationStrict) with "deadline_in" still in it.
 func refuseDeadlineIn(data []byte) error {
@@ -20,22 +28,14 @@ func refuseDeadlineIn(data []byte) error {
 	return nil
 }
 
-// FieldDeadlineIn is the contract file's relative deadline: a Go duration
-// ("1h", "90m", "72h"; time.ParseDuration) that the CLI and package client
-// resolve to an absolute deadline (now + the duration, cut to the second)
-// before the start.
-// It never reaches the workflow: the stored contract (workflow input,
-// history) always holds "deadline", and the workflow refuses a start that
-// carries "deadline_in".
-const FieldDeadlineIn = "deadline_in"
-
 // ResolveDeadline returns the contract document data with a relative
 // deadline made absolute: when the top-level object has "deadline_in" (a
 // Go duration string, more than 0 and at most MaxDeadline), that member is
 // replaced by "deadline": now + the duration (RFC 3339, UTC, cut to the
-// second); everything else in data is kept byte for byte. A
-// document without "deadline_in" is returned unchanged, as is one that is
-// not a JSON object (DecodeDelegation says what is wrong with it).
+// second); everything else in data is kept byte for byte (so an error's
+// line and column still point into the file). A document without
+// "deadline_in" is returned unchanged, as is one that is not a JSON object
+// (DecodeDelegation says what is wrong with it).
 //
 // Errors are *FieldError: "deadline_in" given with "deadline" (exactly one
 // may be given), given twice, not a string, not a Go duration, not
@@ -49,7 +49,8 @@ func ResolveDeadline(data []byte, now time.Time) ([]byte, error) {
 // "deadline" or "deadline_in", whichever it has (or neither): the result
 // has "deadline": now + in. in must be more than 0 and at most
 // MaxDeadline; a document with both fields is refused all the same.
-// Errors are *FieldError (field "deadline_in").
+// Errors are *FieldError: field "deadline_in" for in, field "deadline,
+// deadline_in" for a document with both.
 func ResolveDeadlineIn(data []byte, now time.Time, in time.Duration) ([]byte, error) {
 	if err := checkDeadlineIn(in, in.String()); err != nil {
 		return nil, err

@@ -43,7 +43,10 @@ type Delegation struct {
 	// AllowedOutputs lists the artifact kinds (Artifact.name) that may
 	// become outputs. Non-empty, unique, each matching OutputKindPattern.
 	AllowedOutputs []string `json:"allowed_outputs"`
-	// Deadline is the latest time (RFC 3339) the delegation may run.
+	// Deadline is the latest time (RFC 3339) the delegation may run. A
+	// contract file may give "deadline_in" instead (FieldDeadlineIn),
+	// which DecodeDelegation and ResolveDeadline turn into this absolute
+	// time; the workflow only ever holds this one.
 	Deadline time.Time `json:"deadline"`
 	// WriteAuthority is what the remote agent may change locally; only
 	// "none" is accepted: every output is a proposal.
