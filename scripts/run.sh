@@ -97,6 +97,7 @@ cat <<MSG
 delegate is running.
   Temporal UI      http://127.0.0.1:${UI_PORT}/namespaces/default/workflows/${id}
   Temporal server  ${TEMPORAL_ADDRESS} (SQLite: .delegate/temporal.db; logs: .delegate/*.log)
+  internal ports   $(sed -n 's/^Internal ports  \([0-9 ]*\) on .*/\1/p' .delegate/dev.log) (the server's own services, chosen at each start)
   claims agent     http://${AGENT_ADDR}/.well-known/agent-card.json
 
 The sample delegation ${id} is ${state:-starting}: the claims agent asks for a photo of the box.
