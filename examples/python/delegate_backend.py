@@ -6,7 +6,7 @@ for the Outcome, and cancels a second delegation with a reason.
 
 NOT RUN IN CI: PyPI is not reachable where this project is built and tested,
 so this file has never been executed against a server. A Go test
-(examples/names_test.go) reads it and checks that it uses exactly the public
+(e2e/backend_names_test.go) reads it and checks that it uses exactly the public
 names of package contracts. The same flow in TypeScript
 (examples/typescript/src/delegate_backend.ts) is compiled and run by
 `make test-interop` against a real server, a worker and the claims agent.
