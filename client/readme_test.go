@@ -9,24 +9,25 @@ import (
 	"testing"
 )
 
-// readmeGoSnippet returns the Go code block of README.md's "Backend
-// developer's guide".
-func readmeGoSnippet(t *testing.T, readme string) string {
+// goBlocks returns the Go code blocks of the section of a Markdown
+// document headed "## "+section.
+func goBlocks(t *testing.T, doc, section string) []string {
 	t.Helper()
-	_, guide, ok := strings.Cut(readme, "\n## Backend developer's guide\n")
+	_, body, ok := strings.Cut(doc, "\n## "+section+"\n")
 	if !ok {
-		t.Fatal(`README.md has no section "Backend developer's guide"`)
+		t.Fatalf("no section %q", section)
 	}
-	guide, _, _ = strings.Cut(guide, "\n## ")
-	blocks := regexp.MustCompile("(?s)\n```go\n(.*?)\n```\n").FindAllStringSubmatch(guide, -1)
-	if len(blocks) != 1 {
-		t.Fatalf("the Backend developer's guide has %d Go code blocks, want 1", len(blocks))
+	body, _, _ = strings.Cut(body, "\n## ")
+	var out []string
+	for _, m := range regexp.MustCompile("(?s)\n```go\n(.*?)\n```\n").FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
 	}
-	return blocks[0][1]
+	return out
 }
 
-// TestReadmeGoSnippet builds the README's Go snippet the way the README
-// tells a Go backend to depend on this module: a new module, a replace of
+// TestReadmeGoSnippet builds the Go snippets of README.md's "Backend
+// developer's guide" and docs/backends.md's "Go" the way the README tells
+// a Go backend to depend on this module: a new module, a replace of
 // github.com/a2adelegate/delegate by this checkout and a require of its
 // zero pseudo-version, go mod tidy; then go build and go vet. The
 // checkout's go.sum seeds the new module's (the public checksum database
@@ -43,10 +44,26 @@ func TestReadmeGoSnippet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snippet := readmeGoSnippet(t, string(readme))
-	for _, stale := range []string{"c, _ :=", ", _ := client.", "_ = h."} {
-		if strings.Contains(snippet, stale) {
-			t.Errorf("the snippet drops an error: %q", stale)
+	backends, err := os.ReadFile("../docs/backends.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each block is a file without its package clause.
+	snippets := map[string]string{}
+	for file, blocks := range map[string][]string{
+		"readme.go":   goBlocks(t, string(readme), "Backend developer's guide"),
+		"backends.go": goBlocks(t, string(backends), "Go"),
+	} {
+		if len(blocks) != 1 {
+			t.Fatalf("%s: %d Go code blocks, want 1", file, len(blocks))
+		}
+		snippets[file] = blocks[0]
+	}
+	for file, snippet := range snippets {
+		for _, stale := range []string{", _ :=", ", _ =", "_ = h.", "_, _ ="} {
+			if strings.Contains(snippet, stale) {
+				t.Errorf("%s: the snippet drops an error: %q", file, stale)
+			}
 		}
 	}
 	checkout, err := filepath.Abs("..")
@@ -54,8 +71,15 @@ func TestReadmeGoSnippet(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "backend.go"), []byte("package backend\n\n"+snippet+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	for file, snippet := range snippets {
+		// One package per snippet: each may name its functions freely.
+		sub := filepath.Join(dir, strings.TrimSuffix(file, ".go"))
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, file), []byte("package backend\n\n"+snippet+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sum, err := os.ReadFile(filepath.Join(checkout, "go.sum"))
 	if err != nil {
@@ -77,7 +101,7 @@ func TestReadmeGoSnippet(t *testing.T) {
 		cmd := exec.Command(goBin, args...)
 		cmd.Dir, cmd.Env = dir, env
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s: %v\n%s\nthe snippet:\n%s", strings.Join(args, " "), err, out, snippet)
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 }

@@ -239,3 +239,42 @@ func TestBackendExampleNamesPython(t *testing.T) {
 		t.Errorf("%s does not say that it is not run", pyExample)
 	}
 }
+
+// TestBackendDocQuotesExamples checks that the TypeScript and Python code
+// docs/backends.md shows is quoted from the example files, line by line,
+// so the page cannot drift from the code that runs (or is checked).
+func TestBackendDocQuotesExamples(t *testing.T) {
+	doc, err := os.ReadFile("../docs/backends.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ section, fence, file string }{
+		{"TypeScript", "ts", tsExample},
+		{"Python", "python", pyExample},
+	} {
+		src, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := map[string]bool{}
+		for _, l := range strings.Split(string(src), "\n") {
+			lines[strings.TrimSpace(l)] = true
+		}
+		_, body, ok := strings.Cut(string(doc), "\n## "+c.section+"\n")
+		if !ok {
+			t.Fatalf("docs/backends.md has no section %q", c.section)
+		}
+		body, _, _ = strings.Cut(body, "\n## ")
+		blocks := regexp.MustCompile("(?s)\n```"+c.fence+"\n(.*?)\n```\n").FindAllStringSubmatch(body, -1)
+		if len(blocks) == 0 {
+			t.Errorf("docs/backends.md, %s: no %s code block", c.section, c.fence)
+		}
+		for _, b := range blocks {
+			for _, l := range strings.Split(b[1], "\n") {
+				if l = strings.TrimSpace(l); l != "" && !lines[l] {
+					t.Errorf("docs/backends.md, %s: %q is not a line of %s", c.section, l, c.file)
+				}
+			}
+		}
+	}
+}
