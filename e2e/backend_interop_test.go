@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // tsExampleDir is the TypeScript backend example (docs/backends.md).
@@ -31,7 +33,7 @@ func requireTypeScriptExample(t *testing.T) (dir, node string) {
 		if os.Getenv("DELEGATE_INTEROP") == "1" {
 			t.Fatalf("TypeScript example unavailable: "+format, args...)
 		}
-		t.Skipf("TypeScript example unavailable (make test-interop installs it): "+format, args...)
+		testutil.SkipGroup(t, testutil.GroupInterop, fmt.Sprintf("TypeScript example unavailable (make test-interop installs it): "+format, args...))
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
