@@ -32,7 +32,10 @@ var (
 // *contracts.FieldError (joined) for a contract that does not validate
 // (errors.Is(err, contracts.ErrInvalidContract)), ErrAlreadyRunning for an
 // id whose delegation is running (an id whose delegation has ended may be
-// reused), or the Temporal error.
+// reused), or the Temporal error. d.Deadline is absolute, and so is the
+// contract the workflow stores: a contract file's relative "deadline_in"
+// is resolved before (contracts.DecodeDelegation, contracts.ResolveDeadline,
+// contracts.DeadlineAfter).
 func Start(ctx context.Context, c sdkclient.Client, d contracts.Delegation) (*Handle, error) {
 	if err := d.Validate(time.Now()); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // tsExampleDir is the TypeScript backend example (docs/backends.md).
@@ -31,7 +33,7 @@ func requireTypeScriptExample(t *testing.T) (dir, node string) {
 		if os.Getenv("DELEGATE_INTEROP") == "1" {
 			t.Fatalf("TypeScript example unavailable: "+format, args...)
 		}
-		t.Skipf("TypeScript example unavailable (make test-interop installs it): "+format, args...)
+		testutil.SkipGroup(t, testutil.GroupInterop, fmt.Sprintf("TypeScript example unavailable (make test-interop installs it): "+format, args...))
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -184,6 +186,7 @@ func TestInteropTypeScriptBackend(t *testing.T) {
 			"contract as a string": {err: failed, typ: contract, says: []string{"JSON object"}},
 			"workflow id":          {err: failed, typ: contract, says: []string{`"ts-probe-the-contract-id" is not the workflow id "ts-probe-another-id"`}},
 			"deadline too far":     {err: failed, typ: contract, says: []string{"deadline", "at most 366 days ahead"}},
+			"relative deadline":    {err: failed, typ: contract, says: []string{"deadline_in: a relative deadline is resolved by the CLI or package client", `must send "deadline"`}},
 			"execution timeout":    {err: failed, typ: contract, says: []string{"(workflow execution timeout)", "ends before the deadline"}},
 			"run timeout":          {err: failed, typ: contract, says: []string{"(workflow run timeout)", "ends before the deadline"}},
 			"second argument":      {err: failed, typ: "carried_state", says: []string{"carried state"}},
@@ -231,8 +234,8 @@ func TestInteropTypeScriptBackend(t *testing.T) {
 		if r := got["then a good answer"]["round"]; r != float64(1) {
 			t.Errorf("the good answer after the refused ones: round %v, want 1", r)
 		}
-		if len(got) != 17 {
-			t.Errorf("refusals.js reported %d probes, this test checks 17", len(got))
+		if len(got) != 18 {
+			t.Errorf("refusals.js reported %d probes, this test checks 18", len(got))
 		}
 		// Only the two delegations that ran reached the agent: the waiting
 		// one (its message and the good answer) and the slow one.

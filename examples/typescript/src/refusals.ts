@@ -100,6 +100,14 @@ async function main(): Promise<void> {
       const d = { ...lostParcel(id('far-deadline'), agent), deadline: deadlineIn(10 * 365 * 24 * 3600 * 1000) };
       await startRaw(client, 'deadline too far', { workflowId: d.local_workflow_id, args: [d] });
     }
+    // A contract file's relative deadline ("deadline_in": "1h") is
+    // resolved by delegate start and Go's package client; a backend
+    // starting the workflow itself sends the absolute deadline.
+    {
+      const { deadline: _deadline, ...rest } = lostParcel(id('relative-deadline'), agent);
+      const d = { ...rest, deadline_in: '1h' };
+      await startRaw(client, 'relative deadline', { workflowId: d.local_workflow_id, args: [d] });
+    }
     // A deadline already past is not refused: the delegation ends
     // deadline_exceeded at once, and nothing is sent.
     {
