@@ -2,14 +2,26 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jwt"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2/clientcredentials"
 
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
@@ -207,5 +219,293 @@ func TestMCPHumanAnswersThroughElicitation(t *testing.T) {
 	_ = json.Unmarshal(b, &lr)
 	if len(lr.Delegations) != 1 || lr.Delegations[0].LocalWorkflowID != r.LocalWorkflowID || lr.Delegations[0].Template != "open_parcel_claim" {
 		t.Fatalf("list = %s", b)
+	}
+}
+
+// TestMCPModelAnswers: a "model" template's question is answered through
+// delegation_answer, recorded as "alice (model)"; a "human" template's
+// is refused there, and a declined elicitation leaves it waiting.
+func TestMCPModelAnswers(t *testing.T) {
+	e := setup(t)
+	declined := 0
+	cs := stdioSession(t, e.mcpServer(t, "alice"), &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			declined++
+			return &sdk.ElicitResult{Action: "decline"}, nil
+		},
+	})
+
+	// The model template: no elicitation, the question comes back quoted.
+	res, r := call(t, cs, "open_parcel_claim_auto", map[string]any{"order_id": "A-2002", "wait_seconds": 30})
+	if res.IsError || r.Question == nil {
+		t.Fatalf("start: %s (%+v), want the agent's question", text(res), r)
+	}
+	if declined != 0 {
+		t.Fatal("a model template's question was elicited")
+	}
+	if r.Question.Source != "remote_agent" || !strings.Contains(r.Question.Text, "photo of the box") || !strings.Contains(text(res), "not instructions") {
+		t.Fatalf("question = %+v, text %q", r.Question, text(res))
+	}
+	res, r = call(t, cs, mcp.ToolAnswer, map[string]any{"local_workflow_id": r.LocalWorkflowID, "text": "Photo sent.", "data": map[string]any{"photo": "box.jpg"}})
+	if res.IsError {
+		t.Fatalf("delegation_answer refused: %s", text(res))
+	}
+	waitFor(t, "completed", 60*time.Second, func() (bool, string) {
+		_, r := call(t, cs, mcp.ToolStatus, map[string]any{"local_workflow_id": r.LocalWorkflowID, "wait_seconds": 5})
+		return r.Outcome != nil && r.Outcome.Status == contracts.StatusCompleted, fmt.Sprintf("%+v", r)
+	})
+	if st := e.stateOf(t, r.LocalWorkflowID); len(st.Answers) != 1 || st.Answers[0].AnsweredBy != "alice (model)" {
+		t.Fatalf("answers = %+v, want one by %q", st.Answers, "alice (model)")
+	}
+
+	// The human template: elicitation declined, the question stays, and
+	// the model may not answer it.
+	res, r = call(t, cs, "open_parcel_claim", map[string]any{"order_id": "A-3003", "wait_seconds": 30})
+	if res.IsError || r.Question == nil || declined != 1 || !strings.Contains(text(res), "declined") {
+		t.Fatalf("start: %s (%+v), declined %d", text(res), r, declined)
+	}
+	res, _ = call(t, cs, mcp.ToolAnswer, map[string]any{"local_workflow_id": r.LocalWorkflowID, "text": "I am the human, trust me"})
+	refused(t, res, "delegation_answer is refused", `"human"`)
+	if st := e.stateOf(t, r.LocalWorkflowID); st.Question == nil || len(st.Answers) != 0 {
+		t.Fatalf("state = %+v, want the question still pending and no answer", st)
+	}
+}
+
+type bearer struct {
+	mu    sync.Mutex
+	token string
+}
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	b.mu.Lock()
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	b.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// httpSession connects a go-sdk client over Streamable HTTP with token.
+func httpSession(t *testing.T, url, token string) *sdk.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	tr := &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &bearer{token: token}}}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e-http", Version: "1"}, nil).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("Connect(%s) error = %v", url, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func writeTokens(t *testing.T, path string, entries ...string) {
+	t.Helper()
+	doc := `{"tokens": [` + strings.Join(entries, ",") + `]}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMCPHTTPOwnershipAndRevocation: over Streamable HTTP with a tokens
+// file, bob cannot read, answer or cancel alice's delegation (it is "not
+// found", as a missing one), does not list it, and a token removed from
+// the file is refused on the next request of the same session.
+func TestMCPHTTPOwnershipAndRevocation(t *testing.T) {
+	e := setup(t)
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	aliceTok, bobTok := "alice-token-0123456789", "bob-token-0123456789ab"
+	sum := sha256.Sum256([]byte(bobTok))
+	alice := `{"actor": "alice", "token": "` + aliceTok + `"}`
+	bob := `{"actor": "bob", "sha256": "` + hex.EncodeToString(sum[:]) + `"}`
+	writeTokens(t, path, alice, bob)
+	tokens, err := mcp.NewTokens(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", e.mcpServer(t, "").HTTPHandler(mcp.Verifier(tokens, nil), "", 1<<20))
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+
+	// No token, or an unknown one: 401 with a Bearer challenge.
+	for _, auth := range []string{"", "Bearer nope-nope-nope-nope"} {
+		req, _ := http.NewRequest("POST", hs.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+			t.Fatalf("Authorization %q: status %d, WWW-Authenticate %q; want 401 with Bearer", auth, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+
+	as := httpSession(t, hs.URL+"/mcp", aliceTok)
+	bs := httpSession(t, hs.URL+"/mcp", bobTok)
+	res, r := call(t, as, "claims_scenario", map[string]any{"order_id": "A-4004", "scenario": "slow", "wait_seconds": 2})
+	if res.IsError {
+		t.Fatalf("alice's start: %s", text(res))
+	}
+	id := r.LocalWorkflowID
+	if got := e.starterOf(t, id); got != "alice" {
+		t.Fatalf("DelegationStarter = %q", got)
+	}
+
+	missing, _ := call(t, bs, mcp.ToolStatus, map[string]any{"local_workflow_id": "mcp:claims_scenario:00000000-0000-0000-0000-000000000000"})
+	refused(t, missing, "not found")
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{mcp.ToolStatus, map[string]any{"local_workflow_id": id}},
+		{mcp.ToolAnswer, map[string]any{"local_workflow_id": id, "text": "hi"}},
+		{mcp.ToolCancel, map[string]any{"local_workflow_id": id, "reason": "mine now"}},
+	} {
+		res, _ := call(t, bs, c.tool, c.args)
+		refused(t, res, "not found")
+		if strings.Replace(text(res), id, "X", 1) != strings.Replace(text(missing), "mcp:claims_scenario:00000000-0000-0000-0000-000000000000", "X", 1) {
+			t.Fatalf("%s: %q differs from a missing id's %q", c.tool, text(res), text(missing))
+		}
+	}
+	res, _ = call(t, bs, mcp.ToolList, map[string]any{})
+	if b, _ := json.Marshal(res.StructuredContent); strings.Contains(string(b), id) {
+		t.Fatalf("bob's list shows alice's delegation: %s", b)
+	}
+	if ws, _ := dclient.Get(e.c, id).WorkflowStatus(context.Background()); ws != "running" {
+		t.Fatalf("alice's delegation is %s after bob's attempts", ws)
+	}
+
+	// Revoke bob: the very next request of his session is refused.
+	writeTokens(t, path, alice)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := bs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolList, Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Fatalf("bob's revoked token: error %v, want 401 Unauthorized", err)
+	}
+
+	// Alice cancels hers.
+	res, r = call(t, as, mcp.ToolCancel, map[string]any{"local_workflow_id": id, "reason": "customer found it"})
+	if res.IsError {
+		t.Fatalf("alice's cancel: %s", text(res))
+	}
+	waitFor(t, "canceled", 30*time.Second, func() (bool, string) {
+		_, r := call(t, as, mcp.ToolStatus, map[string]any{"local_workflow_id": id})
+		return r.Outcome != nil && r.Outcome.Status == contracts.StatusCanceled, fmt.Sprintf("%+v", r)
+	})
+}
+
+// issuer is a real OAuth 2.0 authorization server on loopback: OpenID
+// discovery, a JWKS, and a token endpoint (client_credentials, the
+// client's id becomes sub) that signs RS256 JWT access tokens for aud.
+func issuer(t *testing.T, aud string) *httptest.Server {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := jwk.FromRaw(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = priv.Set(jwk.KeyIDKey, "test-key")
+	_ = priv.Set(jwk.AlgorithmKey, jwa.RS256)
+	pub, err := priv.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := jwk.NewSet()
+	_ = set.AddKey(pub)
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"issuer": srv.URL, "jwks_uri": srv.URL + "/jwks", "token_endpoint": srv.URL + "/token",
+			"authorization_endpoint": srv.URL + "/authorize", "id_token_signing_alg_values_supported": []string{"RS256"},
+			"response_types_supported": []string{"code"}, "subject_types_supported": []string{"public"},
+		})
+	})
+	mux.HandleFunc("/jwks", func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(set) })
+	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		id, secret, ok := r.BasicAuth()
+		if !ok || secret != id+"-secret" || r.FormValue("grant_type") != "client_credentials" {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		audience := aud
+		if r.FormValue("audience") != "" {
+			audience = r.FormValue("audience")
+		}
+		tok, err := jwt.NewBuilder().Issuer(srv.URL).Subject(id).Audience([]string{audience}).
+			IssuedAt(time.Now()).Expiration(time.Now().Add(10 * time.Minute)).Build()
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		signed, err := jwt.Sign(tok, jwt.WithKey(jwa.RS256, priv))
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": string(signed), "token_type": "Bearer", "expires_in": 600})
+	})
+	return srv
+}
+
+// TestMCPOAuthResourceServer: with --issuer/--audience, a JWT the issuer's
+// token endpoint signed is accepted and its sub is the actor; a token for
+// another audience is refused with 401.
+func TestMCPOAuthResourceServer(t *testing.T) {
+	e := setup(t)
+	iss := issuer(t, "delegate-mcp")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	oidc, err := mcp.NewOIDC(ctx, iss.URL, "delegate-mcp")
+	if err != nil {
+		t.Fatalf("NewOIDC() error = %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", e.mcpServer(t, "").HTTPHandler(mcp.Verifier(nil, oidc), "", 1<<20))
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+
+	token := func(aud string) string {
+		cc := clientcredentials.Config{ClientID: "carol", ClientSecret: "carol-secret", TokenURL: iss.URL + "/token"}
+		if aud != "" {
+			cc.EndpointParams = map[string][]string{"audience": {aud}}
+		}
+		tok, err := cc.Token(ctx)
+		if err != nil {
+			t.Fatalf("token endpoint: %v", err)
+		}
+		return tok.AccessToken
+	}
+	cs := httpSession(t, hs.URL+"/mcp", token(""))
+	res, r := call(t, cs, "claims_scenario", map[string]any{"order_id": "A-5005", "scenario": "instant", "wait_seconds": 20})
+	if res.IsError {
+		t.Fatalf("start: %s", text(res))
+	}
+	if got := e.starterOf(t, r.LocalWorkflowID); got != "carol" {
+		t.Fatalf("DelegationStarter = %q, want the token's sub carol", got)
+	}
+	if r.Outcome == nil || r.Outcome.Status != contracts.StatusCompleted {
+		t.Fatalf("result = %+v, want completed within wait_seconds", r)
+	}
+
+	req, _ := http.NewRequest("POST", hs.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer "+token("someone-else"))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a token for another audience: status %d, want 401", resp.StatusCode)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"golang.org/x/text/message"
 
 	"github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
@@ -98,7 +101,7 @@ func (s *Server) start(ctx context.Context, req *sdk.CallToolRequest, actor stri
 		inst[k] = val
 	}
 	if err := t.compiled.Validate(inst); err != nil {
-		return toolError("arguments do not match the tool's input schema: %s", schemaError(err)), nil
+		return toolError("%s (the tool's input schema)", schemaError(err)), nil
 	}
 	var data json.RawMessage
 	if len(args) > 0 {
@@ -120,16 +123,32 @@ func (s *Server) start(ctx context.Context, req *sdk.CallToolRequest, actor stri
 	return s.follow(ctx, req, actor, d.LocalWorkflowID, t.Name, wait, "started")
 }
 
-// schemaError is a validation error's first lines, without the schema's
-// internal URL.
+// schemaError names each argument that breaks the input schema and the
+// rule: `argument "order_id": '1001' does not match pattern '^A-[0-9]+$'`.
 func schemaError(err error) string {
 	var ve *jsonschema.ValidationError
-	msg := err.Error()
-	if errors.As(err, &ve) {
-		msg = ve.Error()
+	if !errors.As(err, &ve) {
+		return contracts.Truncate(err.Error(), 1000)
 	}
-	msg = strings.ReplaceAll(msg, "mem:///parameters.json", "")
-	return contracts.Truncate(strings.Join(strings.Fields(msg), " "), 1000)
+	p := message.NewPrinter(message.MatchLanguage("en"))
+	var leaves []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			where := "arguments"
+			if len(e.InstanceLocation) > 0 {
+				where = "argument " + strconv.Quote(strings.Join(e.InstanceLocation, "/"))
+			}
+			leaves = append(leaves, where+": "+e.ErrorKind.LocalizedString(p))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Strings(leaves)
+	return contracts.Truncate(strings.Join(slices.Compact(leaves), "; "), 1000)
 }
 
 // status is delegation_status.
