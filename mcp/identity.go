@@ -237,7 +237,7 @@ func Verifier(tokens *Tokens, issuer *OIDC) auth.TokenVerifier {
 func (s *Server) HTTPHandler(verify auth.TokenVerifier, resourceMetadataURL string, maxBody int64) http.Handler {
 	srv := s.MCPServer()
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
-		Logger: s.o.Logger, MaxRequestBodyBytes: maxBody,
+		Logger: s.sdkLogger(), MaxRequestBodyBytes: maxBody,
 	})
 	var opts = &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadataURL, AllowMissingExpiration: true}
 	return wwwAuthenticate(auth.RequireBearerToken(verify, opts)(h))

@@ -170,7 +170,14 @@ func compileTemplates(ts []Template, now time.Time) (map[string]*template, error
 	for i, t := range ts {
 		ct, err := compileTemplate(t, now)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("templates[%d] %q: %w", i, contracts.Truncate(t.Name, 80), err))
+			// Each broken rule on its own line, each naming the template.
+			each := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				each = j.Unwrap()
+			}
+			for _, e := range each {
+				errs = append(errs, fmt.Errorf("templates[%d] %q: %w", i, contracts.Truncate(t.Name, 80), e))
+			}
 			continue
 		}
 		if _, dup := out[t.Name]; dup {
