@@ -191,7 +191,9 @@ func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
 	return minLevel{h.Handler.WithAttrs(as), h.min}
 }
 
-func (h minLevel) WithGroup(name string) slog.Handler { return minLevel{h.Handler.WithGroup(name), h.min} }
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
+}
 
 func objectSchema(required []string, props map[string]any) map[string]any {
 	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
