@@ -264,6 +264,10 @@ func TestMCPModelAnswers(t *testing.T) {
 	if res.IsError || r.Question == nil || declined != 1 || !strings.Contains(text(res), "declined") {
 		t.Fatalf("start: %s (%+v), declined %d", text(res), r, declined)
 	}
+	res, _ = call(t, cs, mcp.ToolStatus, map[string]any{"local_workflow_id": r.LocalWorkflowID})
+	if declined != 1 || r.Question == nil || !strings.Contains(text(res), "declined this question") {
+		t.Fatalf("status after a decline: %s, declined %d; want the question not asked again", text(res), declined)
+	}
 	res, _ = call(t, cs, mcp.ToolAnswer, map[string]any{"local_workflow_id": r.LocalWorkflowID, "text": "I am the human, trust me"})
 	refused(t, res, "delegation_answer is refused", `"human"`)
 	if st := e.stateOf(t, r.LocalWorkflowID); st.Question == nil || len(st.Answers) != 0 {

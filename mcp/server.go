@@ -74,7 +74,19 @@ type Server struct {
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter
+	// declined holds the questions a session's human declined or
+	// cancelled: they are not asked again in that session.
+	declined map[declineKey]bool
 }
+
+type declineKey struct {
+	session *sdk.ServerSession
+	id      string
+	round   int
+}
+
+// maxDeclined bounds Server.declined (it is cleared when full).
+const maxDeclined = 10000
 
 // New checks the templates (CheckTemplates) and returns a Server.
 func New(o Options) (*Server, error) {
@@ -100,7 +112,7 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, templates: ts, limiters: map[string]*rate.Limiter{}}
+	s := &Server{o: o, templates: ts, limiters: map[string]*rate.Limiter{}, declined: map[declineKey]bool{}}
 	for _, t := range o.Templates {
 		s.order = append(s.order, t.Name)
 	}
@@ -231,9 +243,15 @@ func (s *Server) guard(h toolFunc) sdk.ToolHandler {
 		}
 		res, err := h(ctx, req, actor)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err // the client went away or cancelled the call
+			}
+			// Not a refusal: Temporal (or the worker) failed. Said to the
+			// model as a tool error, so that it can try again later.
 			s.o.Logger.Error("mcp: tool failed", "tool", req.Params.Name, "actor", actor, "err", err)
+			return toolError("%s failed, nothing was refused: %s; try again later", req.Params.Name, contracts.Truncate(err.Error(), 500)), nil
 		}
-		return res, err
+		return res, nil
 	}
 }
 

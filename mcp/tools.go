@@ -267,8 +267,11 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 		return nil, err
 	}
 	note := verb
+	if t := s.templates[tmpl]; t != nil && t.Answer == AnswerHuman && st.Question != nil && s.wasDeclined(req, id, st.Question.Round) {
+		note = "your human declined this question in this session; it waits for an operator (Temporal UI or `delegate answer`)"
+	}
 	if t := s.templates[tmpl]; t != nil && t.Answer == AnswerHuman && st.Outcome == nil && st.Question != nil &&
-		st.Question.State == contracts.TaskStateInputRequired && canElicit(req) {
+		st.Question.State == contracts.TaskStateInputRequired && canElicit(req) && !s.wasDeclined(req, id, st.Question.Round) {
 		var answered bool
 		answered, note, err = s.elicit(ctx, req, actor, id, st)
 		if err != nil {
@@ -302,6 +305,21 @@ func (s *Server) afterAnswer(ctx context.Context, id string, round int) (contrac
 	}
 }
 
+func (s *Server) wasDeclined(req *sdk.CallToolRequest, id string, round int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.declined[declineKey{req.Session, id, round}]
+}
+
+func (s *Server) noteDeclined(req *sdk.CallToolRequest, id string, round int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.declined) >= maxDeclined {
+		clear(s.declined)
+	}
+	s.declined[declineKey{req.Session, id, round}] = true
+}
+
 func canElicit(req *sdk.CallToolRequest) bool {
 	if req == nil || req.Session == nil {
 		return false
@@ -333,7 +351,8 @@ func (s *Server) elicit(ctx context.Context, req *sdk.CallToolRequest, actor, id
 	switch res.Action {
 	case "accept":
 	case "decline", "cancel":
-		return false, "your human " + res.Action + "d to answer; the delegation waits for an operator (Temporal UI or `delegate answer`)", nil
+		s.noteDeclined(req, id, q.Round)
+		return false, "your human " + res.Action + "d to answer (not asked again in this session); the delegation waits for an operator (Temporal UI or `delegate answer`)", nil
 	default:
 		return false, "the elicitation returned action " + strconv.Quote(contracts.Truncate(res.Action, 40)) + "; the delegation keeps waiting", nil
 	}
