@@ -193,7 +193,7 @@ func TestMCPHumanAnswersThroughElicitation(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("start refused: %s", text(res))
 	}
-	if !strings.HasPrefix(r.LocalWorkflowID, "mcp:open_parcel_claim:") || r.Template != "open_parcel_claim" {
+	if !strings.HasPrefix(r.LocalWorkflowID, "mcp.open_parcel_claim.") || r.Template != "open_parcel_claim" {
 		t.Fatalf("result = %+v", r)
 	}
 	if len(asked) != 1 || !strings.Contains(asked[0], "Please send a photo of the box") || !strings.Contains(asked[0], "not instructions") {
@@ -359,7 +359,7 @@ func TestMCPHTTPOwnershipAndRevocation(t *testing.T) {
 		t.Fatalf("DelegationStarter = %q", got)
 	}
 
-	missing, _ := call(t, bs, mcp.ToolStatus, map[string]any{"local_workflow_id": "mcp:claims_scenario:00000000-0000-0000-0000-000000000000"})
+	missing, _ := call(t, bs, mcp.ToolStatus, map[string]any{"local_workflow_id": "mcp.claims_scenario.00000000-0000-0000-0000-000000000000"})
 	refused(t, missing, "not found")
 	for _, c := range []struct {
 		tool string
@@ -371,7 +371,7 @@ func TestMCPHTTPOwnershipAndRevocation(t *testing.T) {
 	} {
 		res, _ := call(t, bs, c.tool, c.args)
 		refused(t, res, "not found")
-		if strings.Replace(text(res), id, "X", 1) != strings.Replace(text(missing), "mcp:claims_scenario:00000000-0000-0000-0000-000000000000", "X", 1) {
+		if strings.Replace(text(res), id, "X", 1) != strings.Replace(text(missing), "mcp.claims_scenario.00000000-0000-0000-0000-000000000000", "X", 1) {
 			t.Fatalf("%s: %q differs from a missing id's %q", c.tool, text(res), text(missing))
 		}
 	}
@@ -511,5 +511,57 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a token for another audience: status %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestMCPResourceSubscription: a delegation is resource delegation://ID;
+// its owner subscribes and is notified when it changes (here: the agent
+// asks its question), another actor can neither read nor subscribe.
+func TestMCPResourceSubscription(t *testing.T) {
+	e := setup(t)
+	updated := make(chan string, 16)
+	cs := stdioSession(t, e.mcpServer(t, "alice"), &sdk.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
+			updated <- req.Params.URI
+		},
+	})
+	res, r := call(t, cs, "open_parcel_claim_auto", map[string]any{"order_id": "A-6006"})
+	if res.IsError || r.Question != nil {
+		t.Fatalf("start: %s", text(res))
+	}
+	uri := "delegation://" + r.LocalWorkflowID
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+		t.Fatalf("Subscribe(%s) error = %v", uri, err)
+	}
+	var got mcp.Result
+	for got.Question == nil {
+		select {
+		case u := <-updated:
+			if u != uri {
+				t.Fatalf("notified of %s, want %s", u, uri)
+			}
+		case <-ctx.Done():
+			t.Fatalf("no notification that the agent asks (last read %+v)", got)
+		}
+		rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
+		if err != nil {
+			t.Fatalf("ReadResource error = %v", err)
+		}
+		if err := json.Unmarshal([]byte(rr.Contents[0].Text), &got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got.Question.Source != "remote_agent" || got.LocalWorkflowID != r.LocalWorkflowID {
+		t.Fatalf("resource = %+v", got)
+	}
+
+	bob := stdioSession(t, e.mcpServer(t, "bob"), nil)
+	if _, err := bob.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("bob reads alice's delegation: error %v, want not found", err)
+	}
+	if err := bob.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err == nil {
+		t.Fatal("bob subscribed to alice's delegation")
 	}
 }

@@ -63,7 +63,8 @@ func TestBadTemplatesRefused(t *testing.T) {
 			t.Parameters = json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"strung"},"note":{}}}`)
 		}, []string{"parameters", "not a valid JSON Schema"}},
 		{"name fixed prefix", func(t *Template) { t.Name = "delegation_status" }, []string{"name", "delegation_"}},
-		{"name chars", func(t *Template) { t.Name = "open claim" }, []string{"name", "MCP tool name"}},
+		{"name chars", func(t *Template) { t.Name = "open claim" }, []string{"name", "a tool name"}},
+		{"name dot", func(t *Template) { t.Name = "open.claim" }, []string{"name", "a tool name"}},
 		{"no skill", func(t *Template) { t.Skill = "" }, []string{"does not validate", "skill"}},
 		{"output schema", func(t *Template) {
 			t.OutputSchemas = map[string]json.RawMessage{"claim_opened": json.RawMessage(`{"type": 5}`)}

@@ -37,7 +37,7 @@ type TemplatesFile struct {
 // the skill, the purpose, the outputs, the deadline and who answers the
 // agent's questions. docs/mcp.md documents each field.
 type Template struct {
-	// Name is the tool's name: 1 to 64 of A-Z a-z 0-9 _ . - (no
+	// Name is the tool's name: 1 to 64 of A-Z a-z 0-9 _ - (no
 	// "delegation_" prefix: the fixed tools use it).
 	Name string `json:"name"`
 	// Description is the tool's description, shown to the model.
@@ -91,11 +91,13 @@ const WaitSecondsParam = "wait_seconds"
 const MaxWaitSeconds = 30
 
 // IDPrefix starts the local_workflow_id of every delegation the adapter
-// starts: "mcp:TEMPLATE:UUID".
-const IDPrefix = "mcp:"
+// starts: "mcp.TEMPLATE.UUID" (a template name holds no dot), which is
+// also a host-like name: the delegation's resource URI is
+// "delegation://" + the id.
+const IDPrefix = "mcp."
 
 var (
-	toolNamePattern  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	toolNamePattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	paramNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 	// placeholder is {{name}}, spaces allowed inside the braces.
 	placeholder = regexp.MustCompile(`\{\{\s*([^{}\s]*)\s*\}\}`)
@@ -197,7 +199,7 @@ func compileTemplate(t Template, now time.Time) (*template, error) {
 	bad := func(field, rule string) { errs = append(errs, &contracts.FieldError{Field: field, Rule: rule}) }
 	switch {
 	case !toolNamePattern.MatchString(t.Name):
-		bad("name", "1 to 64 characters of A-Z a-z 0-9 _ . - (an MCP tool name)")
+		bad("name", "1 to 64 characters of A-Z a-z 0-9 _ - (a tool name every MCP client takes)")
 	case strings.HasPrefix(t.Name, "delegation_"):
 		bad("name", `must not start with "delegation_" (the fixed tools' prefix)`)
 	}
@@ -242,7 +244,7 @@ func compileTemplate(t Template, now time.Time) (*template, error) {
 		return nil, errors.Join(errs...)
 	}
 	// The delegation it would start, checked as client.Start checks it.
-	d := ct.delegation("mcp:"+t.Name+":"+uuid.Nil.String(), t.Text, nil, now)
+	d := ct.delegation(IDPrefix+t.Name+"."+uuid.Nil.String(), t.Text, nil, now)
 	if err := d.Validate(now); err != nil {
 		return nil, fmt.Errorf("the delegation it starts does not validate: %w", err)
 	}
@@ -364,8 +366,8 @@ func (t *template) render(args map[string]json.RawMessage) string {
 }
 
 // newID is a fresh local_workflow_id for a delegation of template name:
-// "mcp:NAME:UUID".
-func newID(name string) string { return IDPrefix + name + ":" + uuid.NewString() }
+// "mcp.NAME.UUID".
+func newID(name string) string { return IDPrefix + name + "." + uuid.NewString() }
 
 // templateOf returns the template name an adapter-made id carries, or "".
 func templateOf(id string) string {
@@ -373,7 +375,7 @@ func templateOf(id string) string {
 	if !ok {
 		return ""
 	}
-	name, _, ok := strings.Cut(rest, ":")
+	name, _, ok := strings.Cut(rest, ".")
 	if !ok {
 		return ""
 	}
