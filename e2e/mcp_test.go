@@ -291,10 +291,15 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // httpSession connects a go-sdk client over Streamable HTTP with token.
 func httpSession(t *testing.T, url, token string) *sdk.ClientSession {
 	t.Helper()
+	return httpSessionWith(t, url, token, nil)
+}
+
+func httpSessionWith(t *testing.T, url, token string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	tr := &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &bearer{token: token}}}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e-http", Version: "1"}, nil).Connect(ctx, tr, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e-http", Version: "1"}, opts).Connect(ctx, tr, nil)
 	if err != nil {
 		t.Fatalf("Connect(%s) error = %v", url, err)
 	}
@@ -348,9 +353,24 @@ func TestMCPHTTPOwnershipAndRevocation(t *testing.T) {
 		}
 	}
 
+	// Elicitation over Streamable HTTP: the question reaches alice's human
+	// in the middle of the tool call, her answer is recorded as hers.
+	ah := httpSessionWith(t, hs.URL+"/mcp", aliceTok, &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "photo over HTTP"}}, nil
+		},
+	})
+	res, r := call(t, ah, "open_parcel_claim", map[string]any{"order_id": "A-4005", "wait_seconds": 30})
+	if res.IsError || !strings.Contains(text(res), "answered by alice through elicitation") {
+		t.Fatalf("start over HTTP: %s", text(res))
+	}
+	if st := e.stateOf(t, r.LocalWorkflowID); len(st.Answers) != 1 || st.Answers[0].AnsweredBy != "alice" || st.Answers[0].Text != "photo over HTTP" {
+		t.Fatalf("answers = %+v", st.Answers)
+	}
+
 	as := httpSession(t, hs.URL+"/mcp", aliceTok)
 	bs := httpSession(t, hs.URL+"/mcp", bobTok)
-	res, r := call(t, as, "claims_scenario", map[string]any{"order_id": "A-4004", "scenario": "slow", "wait_seconds": 2})
+	res, r = call(t, as, "claims_scenario", map[string]any{"order_id": "A-4004", "scenario": "slow", "wait_seconds": 2})
 	if res.IsError {
 		t.Fatalf("alice's start: %s", text(res))
 	}

@@ -284,4 +284,15 @@ func TestBoundOutcome(t *testing.T) {
 	if o.Outputs[0].Data == nil {
 		t.Fatal("BoundOutcome changed its argument")
 	}
+	// Many outputs under the per-output bound, together over the
+	// result's: all summarised.
+	many := contracts.Outcome{LocalWorkflowID: "x"}
+	for range 32 {
+		many.Outputs = append(many.Outputs, contracts.Output{Kind: "k", Text: strings.Repeat("z", MaxOutputBytes)})
+	}
+	b = BoundOutcome(many)
+	raw, _ := json.Marshal(b)
+	if len(raw) > MaxResultOutcomeBytes || !strings.Contains(b.Outputs[31].Text, "summarised") {
+		t.Fatalf("32 outputs of %d bytes: %d bytes in the result", MaxOutputBytes, len(raw))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -290,20 +291,11 @@ func decodeArgs(raw json.RawMessage, known ...string) (map[string]json.RawMessag
 		}
 	}
 	for k := range args {
-		if !containsString(known, k) {
+		if !slices.Contains(known, k) {
 			return nil, toolError("argument %q: unknown; this tool takes %s (unknown arguments are refused, not ignored: the agent, skill, outputs, deadline, authority and who answered come from the template and the connection)", contracts.Truncate(k, 80), orNone(known))
 		}
 	}
 	return args, nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // stringArg decodes a string argument; required: absent or empty is refused.

@@ -579,19 +579,33 @@ func (s *Server) result(r Result, note string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: b.String()}}, StructuredContent: r}
 }
 
+// MaxResultOutcomeBytes bounds the Outcome in a result (128 KiB of JSON):
+// beyond it, every output is summarised, whatever its size.
+const MaxResultOutcomeBytes = 128 << 10
+
 // BoundOutcome returns o with every output whose data and text are over
 // MaxOutputBytes summarised: its data dropped and its text replaced by
-// "[summarised: N bytes, sha256:HEX; ...]" (the whole output stays in the
-// delegation: `delegate status ID --json`); late results' parts the same;
-// the error message and rejection reasons cut (contracts.CutText).
+// "[summarised: N bytes of data and text, sha256:HEX; ...]" (the whole
+// output stays in the delegation: `delegate status ID --json`); late
+// results' parts the same; the error message and rejection reasons cut
+// (contracts.CutText). When the Outcome is still over
+// MaxResultOutcomeBytes, every output and late result is summarised.
 func BoundOutcome(o contracts.Outcome) contracts.Outcome {
+	b := boundOutcome(o, MaxOutputBytes)
+	if raw, err := json.Marshal(b); err == nil && len(raw) > MaxResultOutcomeBytes {
+		b = boundOutcome(o, 0)
+	}
+	return b
+}
+
+func boundOutcome(o contracts.Outcome, perOutput int) contracts.Outcome {
 	summary := func(data json.RawMessage, text string) string {
 		sum := sha256.Sum256(append(append([]byte{}, data...), text...))
 		return fmt.Sprintf("[summarised: %d bytes of data and text, sha256:%s; the whole output: delegate status %s --json]", len(data)+len(text), hex.EncodeToString(sum[:]), o.LocalWorkflowID)
 	}
 	outs := make([]contracts.Output, len(o.Outputs))
 	for i, out := range o.Outputs {
-		if len(out.Data)+len(out.Text) > MaxOutputBytes {
+		if len(out.Data)+len(out.Text) > perOutput {
 			out.Text, out.Data = summary(out.Data, out.Text), nil
 		}
 		outs[i] = out
@@ -601,7 +615,7 @@ func BoundOutcome(o contracts.Outcome) contracts.Outcome {
 	for i, a := range o.LateResults {
 		parts := make([]contracts.Part, len(a.Parts))
 		for j, p := range a.Parts {
-			if len(p.Data)+len(p.Text)+len(p.Raw) > MaxOutputBytes {
+			if len(p.Data)+len(p.Text)+len(p.Raw) > perOutput {
 				p.Text, p.Data, p.Raw = summary(append(append([]byte{}, p.Data...), p.Raw...), p.Text), nil, nil
 				p.Kind = contracts.PartText
 			}
