@@ -201,6 +201,7 @@ func TestArgumentsRefused(t *testing.T) {
 		{"answer answered_by", ToolAnswer, map[string]any{"local_workflow_id": "x", "text": "t", "answered_by": "root"}, []string{`"answered_by"`, "unknown"}},
 		{"answer no text", ToolAnswer, map[string]any{"local_workflow_id": "x"}, []string{`"text"`, "required"}},
 		{"cancel no reason", ToolCancel, map[string]any{"local_workflow_id": "x"}, []string{`"reason"`, "required"}},
+		{"cancel long reason", ToolCancel, map[string]any{"local_workflow_id": "x", "reason": strings.Repeat("r", 990)}, []string{`"reason"`, "at most 978 bytes for alice"}},
 		{"list bad state", ToolList, map[string]any{"state": "done"}, []string{`"state"`, "not an A2AState"}},
 		{"oversize", "open_parcel_claim", map[string]any{"order_id": "A-1", "note": strings.Repeat("x", MaxArgumentBytes)}, []string{"arguments", "over the 65536-byte limit"}},
 	}

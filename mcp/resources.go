@@ -59,7 +59,12 @@ func (w *watcher) actorOf(extra *sdk.RequestExtra) string {
 func (w *watcher) owned(ctx context.Context, uri string, extra *sdk.RequestExtra) (string, error) {
 	id, ok := strings.CutPrefix(uri, ResourceScheme)
 	actor := w.actorOf(extra)
-	if !ok || actor == "" || w.s.own(ctx, id, actor) != nil {
+	if !ok || actor == "" {
+		return "", sdk.ResourceNotFoundError(uri)
+	}
+	if res, err := w.s.own(ctx, id, actor); err != nil {
+		return "", err
+	} else if res != nil {
 		return "", sdk.ResourceNotFoundError(uri)
 	}
 	return id, nil

@@ -174,7 +174,7 @@ func (s *Server) MCPServer() *sdk.Server {
 		Description: "Cancel one of your delegations: the remote task is canceled and the delegation ends canceled (or cancel_unconfirmed when the agent does not confirm). The reason is recorded.",
 		InputSchema: objectSchema([]string{"local_workflow_id", "reason"}, map[string]any{
 			"local_workflow_id": map[string]any{"type": "string"},
-			"reason":            map[string]any{"type": "string", "minLength": 1, "maxLength": contracts.MaxCancelReason},
+			"reason":            map[string]any{"type": "string", "minLength": 1, "maxLength": contracts.MaxCancelReason - 300},
 		}),
 		Annotations: &sdk.ToolAnnotations{Title: "Cancel a delegation", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}, s.guard(s.cancel))

@@ -165,32 +165,36 @@ func (s *Server) status(ctx context.Context, req *sdk.CallToolRequest, actor str
 	if refused != nil {
 		return refused, nil
 	}
-	if res := s.own(ctx, id, actor); res != nil {
-		return res, nil
+	if res, err := s.own(ctx, id, actor); res != nil || err != nil {
+		return res, err
 	}
 	return s.follow(ctx, req, actor, id, templateOf(id), wait, "")
 }
 
-// own returns nil when id is a delegation the actor started, else the
-// "not found" refusal (the same for another actor's delegation as for no
-// delegation at all).
-func (s *Server) own(ctx context.Context, id, actor string) *sdk.CallToolResult {
+// own returns nil, nil when id is a delegation the actor started, else
+// the "not found" refusal (the same for another actor's delegation as for
+// no delegation at all), or the Temporal error that kept it from knowing.
+func (s *Server) own(ctx context.Context, id, actor string) (*sdk.CallToolResult, error) {
 	if !contracts.ValidWorkflowID(id) {
-		return notFound(id)
+		return notFound(id), nil
 	}
 	desc, err := s.o.Client.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
-		return notFound(id)
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return notFound(id), nil
+		}
+		return nil, err
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	if info.GetType().GetName() != contracts.WorkflowType {
-		return notFound(id)
+		return notFound(id), nil
 	}
 	starter := keyword(info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeDelegationStarter].GetData())
 	if starter != actor {
-		return notFound(id)
+		return notFound(id), nil
 	}
-	return nil
+	return nil, nil
 }
 
 func keyword(data []byte) string {
@@ -423,11 +427,13 @@ func (s *Server) cancel(ctx context.Context, req *sdk.CallToolRequest, actor str
 	if refused != nil {
 		return refused, nil
 	}
-	if len(reason) > contracts.MaxCancelReason {
-		return toolError("argument \"reason\": %d bytes is over the %d-byte limit", len(reason), contracts.MaxCancelReason), nil
+	// The reason is recorded with who gave it, within the workflow's bound.
+	recorded := "by " + actor + " through MCP: " + reason
+	if len(recorded) > contracts.MaxCancelReason {
+		return toolError("argument \"reason\": %d bytes is over the limit: at most %d bytes for %s", len(reason), contracts.MaxCancelReason-len(recorded)+len(reason), actor), nil
 	}
-	if res := s.own(ctx, id, actor); res != nil {
-		return res, nil
+	if res, err := s.own(ctx, id, actor); res != nil || err != nil {
+		return res, err
 	}
 	h := client.Get(s.o.Client, id).WithNamespace(s.o.Namespace)
 	if ws, err := h.WorkflowStatus(ctx); err == nil && ws != "running" {
@@ -437,7 +443,7 @@ func (s *Server) cancel(ctx context.Context, req *sdk.CallToolRequest, actor str
 		}
 		return s.stateResult(st, templateOf(id), "not canceled: it has already ended"), nil
 	}
-	if err := h.Cancel(ctx, "by "+actor+" through MCP: "+reason); err != nil && !errors.Is(err, client.ErrReasonNotRecorded) {
+	if err := h.Cancel(ctx, recorded); err != nil && !errors.Is(err, client.ErrReasonNotRecorded) {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			return notFound(id), nil
@@ -489,8 +495,8 @@ func (s *Server) answer(ctx context.Context, req *sdk.CallToolRequest, actor str
 		}
 		data = raw
 	}
-	if res := s.own(ctx, id, actor); res != nil {
-		return res, nil
+	if res, err := s.own(ctx, id, actor); res != nil || err != nil {
+		return res, err
 	}
 	tmpl := templateOf(id)
 	t := s.templates[tmpl]
