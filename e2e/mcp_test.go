@@ -39,14 +39,16 @@ func mcpTemplates(t *testing.T, base string) []mcp.Template {
 	for i := range ts {
 		ts[i].AgentCardURL = base + "/.well-known/agent-card.json"
 	}
-	ts = append(ts, mcp.Template{
+	scenario := mcp.Template{
 		Name: "claims_scenario", Description: "the claims agent in a scenario", AgentCardURL: base + "/.well-known/agent-card.json",
 		Skill: "open-claim", Purpose: "mcp test", AllowedOutputs: []string{"claim_opened"}, DeadlineAfter: "10m",
 		Text:       "Order {{order_id}}: scenario {{scenario}}",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"scenario":{"enum":["instant","slow","lost-parcel"]}},"required":["order_id","scenario"]}`),
+		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"scenario":{"enum":["instant","slow","lost-parcel","auth"]}},"required":["order_id","scenario"]}`),
 		Answer:     "human",
-	})
-	return ts
+	}
+	model := scenario
+	model.Name, model.Answer = "claims_scenario_model", "model"
+	return append(ts, scenario, model)
 }
 
 // mcpServer is a Server of the test's Temporal, for actor ("" for HTTP).
@@ -583,5 +585,40 @@ func TestMCPResourceSubscription(t *testing.T) {
 	}
 	if err := bob.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err == nil {
 		t.Fatal("bob subscribed to alice's delegation")
+	}
+}
+
+// TestMCPAuthRequiredNeverThroughAModel: AUTH_REQUIRED is returned as a
+// question marked auth-required, never elicited, and delegation_answer
+// refuses it even for a "model" template: credentials never pass through
+// a model.
+func TestMCPAuthRequiredNeverThroughAModel(t *testing.T) {
+	e := setup(t)
+	elicited := 0
+	cs := stdioSession(t, e.mcpServer(t, "alice"), &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			elicited++
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "hunter2"}}, nil
+		},
+	})
+	for _, tmpl := range []string{"claims_scenario", "claims_scenario_model"} {
+		res, r := call(t, cs, tmpl, map[string]any{"order_id": "A-7007", "scenario": "auth", "wait_seconds": 30})
+		if res.IsError || r.Question == nil || r.Question.State != "auth-required" || !strings.Contains(text(res), "asks for authentication") {
+			t.Fatalf("%s: %s (%+v), want an auth-required question", tmpl, text(res), r.Question)
+		}
+		res, _ = call(t, cs, mcp.ToolStatus, map[string]any{"local_workflow_id": r.LocalWorkflowID})
+		if res.IsError {
+			t.Fatalf("status: %s", text(res))
+		}
+		if tmpl == "claims_scenario_model" {
+			res, _ = call(t, cs, mcp.ToolAnswer, map[string]any{"local_workflow_id": r.LocalWorkflowID, "text": "Bearer hunter2"})
+			refused(t, res, "authentication", "credentials never pass through a model")
+		}
+		if st := e.stateOf(t, r.LocalWorkflowID); len(st.Answers) != 0 {
+			t.Fatalf("%s: answers = %+v, want none", tmpl, st.Answers)
+		}
+	}
+	if elicited != 0 {
+		t.Fatalf("AUTH_REQUIRED was elicited %d times", elicited)
 	}
 }
