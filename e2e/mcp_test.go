@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -21,10 +22,12 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/sdk/client"
 	"golang.org/x/oauth2/clientcredentials"
 
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/mcp"
 )
 
@@ -620,5 +623,30 @@ func TestMCPAuthRequiredNeverThroughAModel(t *testing.T) {
 	}
 	if elicited != 0 {
 		t.Fatalf("AUTH_REQUIRED was elicited %d times", elicited)
+	}
+}
+
+// TestMCPChecksStarterAttribute: delegate mcp refuses to serve a namespace
+// without the search attribute DelegationStarter (every start would fail).
+func TestMCPChecksStarterAttribute(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: -1, LogLevel: "fatal",
+		SearchAttributes: []string{contracts.SearchAttributeA2AState, contracts.SearchAttributeA2AAgent, contracts.SearchAttributeA2ARemoteTaskID, contracts.SearchAttributeA2APurpose}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := mcp.CheckSearchAttribute(ctx, c, srv.Namespace()); !errors.Is(err, mcp.ErrNoStarterAttribute) {
+		t.Fatalf("CheckSearchAttribute(without it) = %v, want ErrNoStarterAttribute", err)
+	}
+	e := setup(t)
+	if err := mcp.CheckSearchAttribute(ctx, e.c, e.srv.Namespace()); err != nil {
+		t.Fatalf("CheckSearchAttribute(delegate dev's names) = %v", err)
 	}
 }

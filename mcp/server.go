@@ -11,6 +11,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/api/operatorservice/v1"
 	sdkclient "go.temporal.io/sdk/client"
 	"golang.org/x/time/rate"
 
@@ -335,4 +336,27 @@ func waitArg(args map[string]json.RawMessage) (time.Duration, *sdk.CallToolResul
 // session (the go-sdk's bound).
 func (s *Server) ServeStdio(ctx context.Context, maxLine int) error {
 	return s.MCPServer().Run(ctx, &sdk.StdioTransport{MaxLineLength: maxLine})
+}
+
+// ErrNoStarterAttribute is returned by CheckSearchAttribute when the
+// namespace lacks the search attribute DelegationStarter.
+var ErrNoStarterAttribute = errors.New("the namespace has no search attribute " + contracts.SearchAttributeDelegationStarter +
+	" (Keyword): every start through MCP would be refused; register it once (docs/deployment.md; delegate dev does)")
+
+// CheckSearchAttribute asks the server (OperatorService
+// ListSearchAttributes) whether namespace ns has DelegationStarter.
+// Errors: ErrNoStarterAttribute, or the call's own (a server that does
+// not let this caller list them: the caller decides whether to go on).
+func CheckSearchAttribute(ctx context.Context, c sdkclient.Client, ns string) error {
+	if ns == "" {
+		ns = client.DefaultNamespace
+	}
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		return err
+	}
+	if _, ok := resp.GetCustomAttributes()[contracts.SearchAttributeDelegationStarter]; !ok {
+		return fmt.Errorf("namespace %q: %w", ns, ErrNoStarterAttribute)
+	}
+	return nil
 }

@@ -90,6 +90,15 @@ every command), no agent credentials.`,
 				}
 			}
 			return cf.with(cmd, func(ctx context.Context, c client.Client) error {
+				// A namespace without DelegationStarter would refuse every
+				// start: say so now. A server that does not let this caller
+				// list search attributes (Temporal Cloud with an API key of
+				// a narrow role) is only warned about.
+				if err := mcp.CheckSearchAttribute(ctx, c, cf.namespace); errors.Is(err, mcp.ErrNoStarterAttribute) {
+					return temporalErr(err)
+				} else if err != nil {
+					logger.Warn("could not check the search attribute DelegationStarter", "err", err)
+				}
 				srv, err := mcp.New(mcp.Options{Client: c, Namespace: cf.namespace, Templates: templates, Actor: actor, Logger: logger, Version: version()})
 				if err != nil {
 					return usageErr(err)
