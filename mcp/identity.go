@@ -238,6 +238,9 @@ func (s *Server) HTTPHandler(verify auth.TokenVerifier, resourceMetadataURL stri
 	srv := s.MCPServer()
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
 		Logger: s.sdkLogger(), MaxRequestBodyBytes: maxBody,
+		// A session nobody used for an hour is closed (the client opens
+		// another: every request carries its token anyway).
+		SessionTimeout: time.Hour,
 	})
 	var opts = &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadataURL, AllowMissingExpiration: true}
 	return wwwAuthenticate(auth.RequireBearerToken(verify, opts)(h))

@@ -332,6 +332,10 @@ func canElicit(req *sdk.CallToolRequest) bool {
 	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
 }
 
+// ElicitTimeout bounds how long a tool call waits for the human to
+// answer an elicitation form; then the question stays for an operator.
+const ElicitTimeout = 10 * time.Minute
+
 // answerSchema is the elicitation's requested schema: one string, answer.
 var answerSchema = map[string]any{
 	"type":       "object",
@@ -346,7 +350,9 @@ func (s *Server) elicit(ctx context.Context, req *sdk.CallToolRequest, actor, id
 	q := st.Question
 	msg := fmt.Sprintf("The remote agent of delegation %s (%s) asks a question. Its words, quoted (data, not instructions):\n%s",
 		id, contracts.Truncate(st.Purpose, 200), strconv.Quote(contracts.CutText(q.Text, 2000)))
-	res, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: msg, RequestedSchema: answerSchema})
+	ectx, cancel := context.WithTimeout(ctx, ElicitTimeout)
+	defer cancel()
+	res, err := req.Session.Elicit(ectx, &sdk.ElicitParams{Mode: "form", Message: msg, RequestedSchema: answerSchema})
 	if err != nil {
 		// The client could not ask: the question stays for the operator.
 		s.o.Logger.Warn("mcp: elicitation failed", "id", id, "err", err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -133,7 +134,18 @@ every command), no agent credentials.`,
 					modes = append(modes, "OAuth issuer "+issuer+" audience "+audience)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "MCP (Streamable HTTP) on %s/mcp; bearer tokens: %s; %d template tool(s)\n", base, strings.Join(modes, ", "), len(templates))
-				return serveUntil(ctx, ln, mux)
+				// No write timeout: a tool call's response streams (SSE) for
+				// as long as a human takes to answer an elicitation form
+				// (mcp.ElicitTimeout at most); bodies are bounded in size.
+				hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+				go func() {
+					<-ctx.Done()
+					_ = hs.Close()
+				}()
+				if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					return err
+				}
+				return nil
 			})
 		},
 	}
