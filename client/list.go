@@ -35,6 +35,11 @@ type ListOptions struct {
 	Starter string
 	// StartedBefore keeps delegations started before it (zero: any).
 	StartedBefore time.Time
+	// Pages, when positive, stops after that many pages of the
+	// visibility store's answer (which lists the newest first): a bound on
+	// the work for a caller that shows only the newest (`delegate mcp`'s
+	// delegation_list). 0: every page.
+	Pages int
 	// WithState asks each running delegation for its deadline and since
 	// when it waits (Query "state", at most 3 s each; a delegation with
 	// no worker to answer is listed without them).
@@ -122,8 +127,10 @@ func List(ctx context.Context, c sdkclient.Client, o ListOptions) ([]Listed, err
 	}
 	rows := []Listed{}
 	var token []byte
+	pages := 0
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: ns, Query: query, NextPageToken: token})
+		pages++
 		if err != nil {
 			var inv *serviceerror.InvalidArgument
 			if errors.As(err, &inv) {
@@ -141,7 +148,7 @@ func List(ctx context.Context, c sdkclient.Client, o ListOptions) ([]Listed, err
 			rows = append(rows, r)
 		}
 		token = resp.NextPageToken
-		if len(token) == 0 {
+		if len(token) == 0 || (o.Pages > 0 && pages >= o.Pages) {
 			break
 		}
 	}

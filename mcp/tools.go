@@ -396,7 +396,7 @@ func (s *Server) list(ctx context.Context, req *sdk.CallToolRequest, actor strin
 			return toolError("argument \"state\": %v", err), nil
 		}
 	}
-	rows, err := client.List(ctx, s.o.Client, client.ListOptions{Namespace: s.o.Namespace, A2AState: state, Starter: actor})
+	rows, err := client.List(ctx, s.o.Client, client.ListOptions{Namespace: s.o.Namespace, A2AState: state, Starter: actor, Pages: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +409,7 @@ func (s *Server) list(ctx context.Context, req *sdk.CallToolRequest, actor strin
 	}
 	text := fmt.Sprintf("%d delegation(s) of %s", len(out.Delegations), actor)
 	if len(rows) > maxList {
-		text += fmt.Sprintf(" (the newest %d of %d)", maxList, len(rows))
+		text += fmt.Sprintf(" (the newest %d; there are more)", maxList)
 	}
 	var b strings.Builder
 	b.WriteString(text)
