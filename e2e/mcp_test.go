@@ -160,6 +160,10 @@ func TestMCPHumanAnswersThroughElicitation(t *testing.T) {
 			mu.Lock()
 			asked = append(asked, req.Params.Message)
 			mu.Unlock()
+			// The form the interface fixes: one required string, answer.
+			if b, _ := json.Marshal(req.Params.RequestedSchema); string(b) != `{"properties":{"answer":{"type":"string"}},"required":["answer"],"type":"object"}` || req.Params.Mode != "form" {
+				return nil, fmt.Errorf("elicitation mode %q schema %s", req.Params.Mode, b)
+			}
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "A photo of the box is attached."}}, nil
 		},
 	})

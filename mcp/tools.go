@@ -339,7 +339,7 @@ const ElicitTimeout = 10 * time.Minute
 // answerSchema is the elicitation's requested schema: one string, answer.
 var answerSchema = map[string]any{
 	"type":       "object",
-	"properties": map[string]any{"answer": map[string]any{"type": "string", "title": "Answer", "description": "Your answer to the remote agent"}},
+	"properties": map[string]any{"answer": map[string]any{"type": "string"}},
 	"required":   []string{"answer"},
 }
 
