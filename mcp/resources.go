@@ -91,7 +91,20 @@ func (w *watcher) read(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
 }
 
+// MaxWatched bounds the delegations one server follows for its
+// subscribers; a subscription beyond it is refused.
+const MaxWatched = 1000
+
 func (w *watcher) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+	if actor := w.actorOf(req.Extra); actor != "" && !w.s.limiter(actor).Allow() {
+		return fmt.Errorf("rate limit: %s makes more than %g calls a second", actor, float64(w.s.o.Rate))
+	}
+	w.mu.Lock()
+	full := len(w.watched) >= MaxWatched && w.watched[req.Params.URI] == nil
+	w.mu.Unlock()
+	if full {
+		return fmt.Errorf("this server follows %d delegations for its subscribers already; poll delegation_status", MaxWatched)
+	}
 	id, err := w.owned(ctx, req.Params.URI, req.Extra)
 	if err != nil {
 		return err
