@@ -246,6 +246,27 @@ func settled(st contracts.State) bool {
 	return st.A2AState == string(contracts.PhaseCardChanged)
 }
 
+// settledOnServer reports, from DescribeWorkflowExecution (no worker
+// involved), whether the delegation ended or its A2AState says it waits
+// or ended. Errors count as settled: the caller reads the state next.
+func (s *Server) settledOnServer(ctx context.Context, id string) bool {
+	desc, err := s.o.Client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return true
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return true
+	}
+	state := contracts.CurrentA2AState(keyword(info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeA2AState].GetData()))
+	switch state {
+	case string(contracts.TaskStateInputRequired), string(contracts.TaskStateAuthRequired), string(contracts.PhaseUnknownOutcome),
+		string(contracts.PhaseCardChanged), string(contracts.PhaseEnded):
+		return true
+	}
+	return contracts.TaskState(state).Terminal()
+}
+
 // pollEvery is how often a waiting tool reads the state.
 const pollEvery = 250 * time.Millisecond
 
@@ -255,11 +276,16 @@ const pollEvery = 250 * time.Millisecond
 func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id, tmpl string, wait time.Duration, verb string) (*sdk.CallToolResult, error) {
 	deadline := time.Now().Add(wait)
 	st, err := s.state(ctx, id)
-	for err == nil && !settled(st) && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(pollEvery):
+	if err == nil && !settled(st) && wait > 0 {
+		// Wait on what the server knows without a worker (the workflow's
+		// status and its search attribute A2AState), then read the state
+		// once: a Query every poll would cost the worker a task each.
+		for time.Now().Before(deadline) && !s.settledOnServer(ctx, id) {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(pollEvery):
+			}
 		}
 		st, err = s.state(ctx, id)
 	}
