@@ -10,6 +10,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -110,11 +111,10 @@ func (w *watcher) subscribe(ctx context.Context, req *sdk.SubscribeRequest) erro
 		return err
 	}
 	// What the subscriber is told about is a change from now on.
-	st, err := w.s.state(ctx, id)
+	key, ended, err := w.s.serverKey(ctx, id)
 	if err != nil {
 		return err
 	}
-	key, ended := keyOf(st)
 	if ended {
 		return nil // nothing will change
 	}
@@ -171,11 +171,10 @@ func (w *watcher) check(uri string) {
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	defer cancel()
 	id := strings.TrimPrefix(uri, ResourceScheme)
-	st, err := w.s.state(ctx, id)
+	key, ended, err := w.s.serverKey(ctx, id)
 	if err != nil {
 		return
 	}
-	key, ended := keyOf(st)
 	w.mu.Lock()
 	wt := w.watched[uri]
 	changed := wt != nil && wt.last != key
@@ -193,18 +192,19 @@ func (w *watcher) check(uri string) {
 	}
 }
 
-// keyOf is what a subscriber is notified of a change of: the A2A state,
-// the question's round, the end.
-func keyOf(st contracts.State) (string, bool) {
-	key := st.A2AState
-	if st.Question != nil {
-		key += fmt.Sprintf("|q%d", st.Question.Round)
+// serverKey is what a subscriber is notified of a change of: the
+// workflow's status and its search attribute A2AState, read from the
+// server (DescribeWorkflowExecution: no worker, no workflow task);
+// ended is true once the workflow is no longer running.
+func (s *Server) serverKey(ctx context.Context, id string) (key string, ended bool, err error) {
+	desc, err := s.o.Client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return "", false, err
 	}
-	ended := st.Outcome != nil || st.Failure != ""
-	if ended {
-		key += "|ended"
-	}
-	return key, ended
+	info := desc.GetWorkflowExecutionInfo()
+	state := keyword(info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeA2AState].GetData())
+	ended = info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	return info.GetStatus().String() + "|" + state, ended, nil
 }
 
 // resultOf is the Result of a state (as stateResult's structuredContent).
