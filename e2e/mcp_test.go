@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -502,10 +503,29 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewOIDC() error = %v", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", e.mcpServer(t, "").HTTPHandler(mcp.Verifier(nil, oidc), "", 1<<20))
-	hs := httptest.NewServer(mux)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: e.mcpServer(t, "").Mux(base, mcp.Verifier(nil, oidc), iss.URL, 1<<20)}}
+	hs.Start()
 	t.Cleanup(hs.Close)
+
+	// RFC 9728: a client learns the issuer from the resource's metadata.
+	resp, err := http.Get(hs.URL + "/.well-known/oauth-protected-resource/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prm struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&prm)
+	resp.Body.Close()
+	if err != nil || prm.Resource != hs.URL+"/mcp" || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != iss.URL {
+		t.Fatalf("protected resource metadata = %+v (%v)", prm, err)
+	}
 
 	token := func(aud string) string {
 		cc := clientcredentials.Config{ClientID: "carol", ClientSecret: "carol-secret", TokenURL: iss.URL + "/token"}
@@ -533,13 +553,13 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 	req, _ := http.NewRequest("POST", hs.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	req.Header.Set("Authorization", "Bearer "+token("someone-else"))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("a token for another audience: status %d, want 401", resp.StatusCode)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `resource_metadata="`+hs.URL+"/.well-known/oauth-protected-resource/mcp") {
+		t.Fatalf("a token for another audience: status %d, WWW-Authenticate %q; want 401 pointing at the metadata", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
 }
 

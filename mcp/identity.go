@@ -17,6 +17,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
@@ -244,6 +245,27 @@ func (s *Server) HTTPHandler(verify auth.TokenVerifier, resourceMetadataURL stri
 	})
 	var opts = &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadataURL, AllowMissingExpiration: true}
 	return wwwAuthenticate(auth.RequireBearerToken(verify, opts)(h))
+}
+
+// Mux serves the Streamable HTTP endpoint at /mcp of base (the URL
+// clients reach this server at, "http://127.0.0.1:8990") behind verify;
+// with issuer (OAuth resource-server mode) also the protected resource
+// metadata of RFC 9728 at /.well-known/oauth-protected-resource/mcp (and
+// without the /mcp suffix), naming the issuer as the authorization server,
+// which 401 responses point at (WWW-Authenticate resource_metadata).
+func (s *Server) Mux(base string, verify auth.TokenVerifier, issuer string, maxBody int64) *http.ServeMux {
+	mux := http.NewServeMux()
+	var metadataURL string
+	if issuer != "" {
+		metadataURL = base + "/.well-known/oauth-protected-resource/mcp"
+		meta := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource: base + "/mcp", AuthorizationServers: []string{issuer}, BearerMethodsSupported: []string{"header"},
+		})
+		mux.Handle("/.well-known/oauth-protected-resource/mcp", meta)
+		mux.Handle("/.well-known/oauth-protected-resource", meta)
+	}
+	mux.Handle("/mcp", s.HTTPHandler(verify, metadataURL, maxBody))
+	return mux
 }
 
 // wwwAuthenticate adds "WWW-Authenticate: Bearer" to a 401 that has none

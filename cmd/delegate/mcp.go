@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
@@ -114,18 +112,7 @@ every command), no agent credentials.`,
 					return usageErr(fmt.Errorf("--addr: %w", err))
 				}
 				base := "http://" + ln.Addr().String()
-				mux := http.NewServeMux()
-				var metadataURL string
-				if oidc != nil {
-					// RFC 9728: where a client learns which issuer to ask.
-					metadataURL = base + "/.well-known/oauth-protected-resource/mcp"
-					meta := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-						Resource: base + "/mcp", AuthorizationServers: []string{issuer}, BearerMethodsSupported: []string{"header"},
-					})
-					mux.Handle("/.well-known/oauth-protected-resource/mcp", meta)
-					mux.Handle("/.well-known/oauth-protected-resource", meta)
-				}
-				mux.Handle("/mcp", srv.HTTPHandler(mcp.Verifier(tokens, oidc), metadataURL, mcpMaxBody))
+				mux := srv.Mux(base, mcp.Verifier(tokens, oidc), issuer, mcpMaxBody)
 				modes := []string{}
 				if tokens != nil {
 					modes = append(modes, "tokens "+tokensFile)
