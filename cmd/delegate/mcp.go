@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/mcp"
 )
 
@@ -56,6 +57,9 @@ every command), no agent credentials.`,
 			if stdio {
 				if actor == "" {
 					return usageErr(errors.New("--actor NAME is required with --stdio: every call acts as NAME"))
+				}
+				if !dclient.ValidStarter(actor) {
+					return usageErr(fmt.Errorf("--actor: %s", dclient.StarterRule))
 				}
 				if tokensFile != "" || issuer != "" || audience != "" {
 					return usageErr(errors.New("--tokens, --issuer and --audience are for --addr (HTTP); over --stdio the actor is --actor"))

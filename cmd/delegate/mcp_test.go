@@ -15,6 +15,7 @@ func TestMCPCommandRefuses(t *testing.T) {
 	wantExit(t, exitUsage, []string{"exactly one transport"}, with("--templates", tmpl)...)
 	wantExit(t, exitUsage, []string{"exactly one transport"}, with("--templates", tmpl, "--stdio", "--actor", "a", "--addr", "127.0.0.1:0")...)
 	wantExit(t, exitUsage, []string{"--actor NAME is required with --stdio"}, with("--templates", tmpl, "--stdio")...)
+	wantExit(t, exitUsage, []string{"--actor: 1 to 200 bytes"}, with("--templates", tmpl, "--stdio", "--actor", `al"ice`)...)
 	wantExit(t, exitUsage, []string{"--tokens, --issuer and --audience are for --addr"}, with("--templates", tmpl, "--stdio", "--actor", "a", "--tokens", "x")...)
 	wantExit(t, exitUsage, []string{"--addr needs --tokens FILE and/or --issuer"}, with("--templates", tmpl, "--addr", "127.0.0.1:0")...)
 	wantExit(t, exitUsage, []string{"--actor is for --stdio"}, with("--templates", tmpl, "--addr", "127.0.0.1:0", "--actor", "a", "--tokens", "x")...)
