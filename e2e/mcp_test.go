@@ -27,6 +27,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/mcp"
@@ -672,5 +673,34 @@ func TestMCPChecksStarterAttribute(t *testing.T) {
 	e := setup(t)
 	if err := mcp.CheckSearchAttribute(ctx, e.c, e.srv.Namespace()); err != nil {
 		t.Fatalf("CheckSearchAttribute(delegate dev's names) = %v", err)
+	}
+}
+
+// TestMCPWithEncryptionKeys: with encryption keys (the connection's data
+// converter), the contract an MCP start sends is sealed in history, and
+// the adapter still reads the question and answers it.
+func TestMCPWithEncryptionKeys(t *testing.T) {
+	keys := testKeys(t, "k1:"+key(7))
+	e := setup(t, func(o *options) { o.keys = keys })
+	cs := stdioSession(t, e.mcpServer(t, "alice"), nil)
+	res, r := call(t, cs, "open_parcel_claim_auto", map[string]any{"order_id": "A-8008", "wait_seconds": 30})
+	if res.IsError || r.Question == nil || !strings.Contains(r.Question.Text, "photo") {
+		t.Fatalf("start: %s", text(res))
+	}
+	it := e.c.GetWorkflowHistory(context.Background(), r.LocalWorkflowID, "", false, 0)
+	ev, err := it.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()
+	if len(in) == 0 || string(in[0].GetMetadata()["encoding"]) != codec.MetadataEncoding || strings.Contains(string(in[0].GetData()), "A-8008") {
+		t.Fatalf("the started event's input is not sealed: %v", in)
+	}
+	res, _ = call(t, cs, mcp.ToolAnswer, map[string]any{"local_workflow_id": r.LocalWorkflowID, "text": "sealed photo"})
+	if res.IsError {
+		t.Fatalf("answer: %s", text(res))
+	}
+	if st := e.stateOf(t, r.LocalWorkflowID); len(st.Answers) != 1 || st.Answers[0].AnsweredBy != "alice (model)" {
+		t.Fatalf("answers = %+v", st.Answers)
 	}
 }
