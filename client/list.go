@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -27,8 +30,16 @@ type ListOptions struct {
 	A2AState string
 	// Running keeps open delegations only.
 	Running bool
+	// Starter keeps delegations whose search attribute DelegationStarter
+	// is this value ("": any).
+	Starter string
 	// StartedBefore keeps delegations started before it (zero: any).
 	StartedBefore time.Time
+	// Pages, when positive, stops after that many pages of the
+	// visibility store's answer (which lists the newest first): a bound on
+	// the work for a caller that shows only the newest (`delegate mcp`'s
+	// delegation_list). 0: every page.
+	Pages int
 	// WithState asks each running delegation for its deadline and since
 	// when it waits (Query "state", at most 3 s each; a delegation with
 	// no worker to answer is listed without them), and reads the Outcome
@@ -44,6 +55,9 @@ const MaxOutcomeReads = 100
 type Listed struct {
 	ID    string `json:"id"`
 	Agent string `json:"agent"`
+	// Starter is the search attribute DelegationStarter ("" when the
+	// starter did not set it).
+	Starter string `json:"starter,omitempty"`
 	// A2AState is the search attribute, in its current spelling.
 	A2AState string `json:"a2a_state"`
 	// Status is the workflow's: running, completed, failed, canceled,
@@ -69,6 +83,24 @@ type Listed struct {
 	runID string
 }
 
+// StarterRule is the rule of a DelegationStarter value (ValidStarter).
+const StarterRule = "1 to 200 bytes of printable characters, no quote (\") or backslash"
+
+// ValidStarter reports whether s can be a DelegationStarter value: 1 to
+// 200 bytes, printable (no control or format characters), without '"'
+// or '\\' (it is quoted in visibility queries).
+func ValidStarter(s string) bool {
+	if s == "" || len(s) > 200 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r == '"' || r == '\\' || !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
 // ListQuery is the Temporal visibility query that selects what o asks
 // for. Errors: an A2AState that is not one (contracts.ParseA2AState).
 func ListQuery(o ListOptions) (string, error) {
@@ -85,6 +117,12 @@ func ListQuery(o ListOptions) (string, error) {
 			return "", err
 		}
 		q += " AND " + contracts.A2AStateFilter(state)
+	}
+	if o.Starter != "" {
+		if !ValidStarter(o.Starter) {
+			return "", &contracts.FieldError{Field: "starter", Rule: StarterRule}
+		}
+		q += fmt.Sprintf(" AND %s = %s", contracts.SearchAttributeDelegationStarter, strconv.Quote(o.Starter))
 	}
 	if !o.StartedBefore.IsZero() {
 		q += fmt.Sprintf(` AND StartTime < %q`, o.StartedBefore.UTC().Format(time.RFC3339))
@@ -106,8 +144,10 @@ func List(ctx context.Context, c sdkclient.Client, o ListOptions) ([]Listed, err
 	}
 	rows := []Listed{}
 	var token []byte
+	pages := 0
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: ns, Query: query, NextPageToken: token})
+		pages++
 		if err != nil {
 			var inv *serviceerror.InvalidArgument
 			if errors.As(err, &inv) {
@@ -119,12 +159,13 @@ func List(ctx context.Context, c sdkclient.Client, o ListOptions) ([]Listed, err
 			r := Listed{ID: ex.Execution.WorkflowId, Status: statusName(ex.Status), Started: ex.StartTime.AsTime().UTC(), runID: ex.Execution.RunId}
 			if sa := ex.SearchAttributes; sa != nil {
 				r.Agent = keyword(sa.IndexedFields[contracts.SearchAttributeA2AAgent].GetData())
+				r.Starter = keyword(sa.IndexedFields[contracts.SearchAttributeDelegationStarter].GetData())
 				r.A2AState = contracts.CurrentA2AState(keyword(sa.IndexedFields[contracts.SearchAttributeA2AState].GetData()))
 			}
 			rows = append(rows, r)
 		}
 		token = resp.NextPageToken
-		if len(token) == 0 {
+		if len(token) == 0 || (o.Pages > 0 && pages >= o.Pages) {
 			break
 		}
 	}

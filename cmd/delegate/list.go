@@ -12,10 +12,10 @@ import (
 )
 
 func newListCmd(cf *clientFlags) *cobra.Command {
-	var state string
+	var state, starter string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list [--state S]",
+		Use:   "list [--state S] [--starter NAME]",
 		Short: "List delegations (visibility query on search attribute A2AState)",
 		Long: `List delegations, newest first: ID, AGENT (the agent's name; the card URL
 marked "(name unknown)" while the delegation has recorded no Agent Card, e.g. its
@@ -27,6 +27,9 @@ workflow status) and STARTED.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if starter != "" && !dclient.ValidStarter(starter) {
+				return usageErr(fmt.Errorf("--starter: %s", dclient.StarterRule))
+			}
 			if state != "" {
 				var err error
 				if state, err = contracts.ParseA2AState(state); err != nil {
@@ -38,7 +41,7 @@ workflow status) and STARTED.`,
 				return err
 			}
 			defer c.Close()
-			rows, err := dclient.List(ctx, c, dclient.ListOptions{Namespace: cf.namespace, A2AState: state, WithState: true})
+			rows, err := dclient.List(ctx, c, dclient.ListOptions{Namespace: cf.namespace, A2AState: state, Starter: starter, WithState: true})
 			if err != nil {
 				return temporalErr(err)
 			}
@@ -63,6 +66,7 @@ workflow status) and STARTED.`,
 		},
 	}
 	cmd.Flags().StringVar(&state, "state", "", "only delegations whose A2AState is S: "+strings.Join(contracts.A2AStates, ", "))
+	cmd.Flags().StringVar(&starter, "starter", "", "only delegations whose search attribute DelegationStarter is NAME (the actor that started them through delegate mcp)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
