@@ -19,16 +19,24 @@ build-worker:
 run: build
 	./scripts/run.sh
 
+# The tests that need what may be missing here (the interop peers from npm,
+# a PostgreSQL server) skip without it, and say so (testutil.SkipGroup): the
+# last line names each group skipped and the target that runs it.
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	@log=$$(mktemp); echo "$(GO) test -count=1 -timeout 20m $(PKGS)"; \
+	DELEGATE_SKIP_LOG=$$log $(GO) test -count=1 -timeout 20m $(PKGS); rc=$$?; \
+	./scripts/test-summary.sh $$log; rm -f $$log; exit $$rc
 
 # Interop with peers this project did not write: agents built on the a2a-js
 # SDK 1.x (A2A 1.0) and 0.3.x (A2A 0.3) from npm (interop/), through the
-# embedded Temporal server and a worker. Needs node and npm; DELEGATE_INTEROP=1
-# makes a missing peer a failure instead of a skip.
+# embedded Temporal server and a worker; and the TypeScript backend example
+# (examples/typescript: @temporalio/client from npm, type-checked and compiled
+# by tsc) against them. Needs node and npm; DELEGATE_INTEROP=1 makes a missing
+# peer a failure instead of a skip.
 test-interop:
 	cd interop && npm ci --no-audit --no-fund --loglevel=error
+	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./a2aclient ./e2e
 

@@ -3,12 +3,14 @@ package a2aclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/interop"
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // TestInteropErrors reads the errors a2a-js servers send, through this
@@ -25,7 +27,7 @@ func TestInteropErrors(t *testing.T) {
 		if os.Getenv("DELEGATE_INTEROP") == "1" {
 			t.Fatalf("interop peers unavailable: %v", err)
 		}
-		t.Skipf("interop peers unavailable (make test-interop installs them): %v", err)
+		testutil.SkipGroup(t, testutil.GroupInterop, fmt.Sprintf("interop peers unavailable (make test-interop installs them): %v", err))
 	}
 	for _, tc := range []struct{ name, sdk, binding, path, wire, version string }{
 		{"js1-jsonrpc", interop.SDK1, interop.BindingJSONRPC, "/a2a/jsonrpc", "JSONRPC", "1.0"},

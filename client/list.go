@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -27,18 +30,34 @@ type ListOptions struct {
 	A2AState string
 	// Running keeps open delegations only.
 	Running bool
+	// Starter keeps delegations whose search attribute DelegationStarter
+	// is this value ("": any).
+	Starter string
 	// StartedBefore keeps delegations started before it (zero: any).
 	StartedBefore time.Time
+	// Pages, when positive, stops after that many pages of the
+	// visibility store's answer (which lists the newest first): a bound on
+	// the work for a caller that shows only the newest (`delegate mcp`'s
+	// delegation_list). 0: every page.
+	Pages int
 	// WithState asks each running delegation for its deadline and since
 	// when it waits (Query "state", at most 3 s each; a delegation with
-	// no worker to answer is listed without them).
+	// no worker to answer is listed without them), and reads the Outcome
+	// of the MaxOutcomeReads newest delegations that ended (the run's
+	// result, at most 3 s each).
 	WithState bool
 }
+
+// MaxOutcomeReads bounds the Outcomes one List with WithState reads.
+const MaxOutcomeReads = 100
 
 // Listed is one delegation as List returns it.
 type Listed struct {
 	ID    string `json:"id"`
 	Agent string `json:"agent"`
+	// Starter is the search attribute DelegationStarter ("" when the
+	// starter did not set it).
+	Starter string `json:"starter,omitempty"`
 	// A2AState is the search attribute, in its current spelling.
 	A2AState string `json:"a2a_state"`
 	// Status is the workflow's: running, completed, failed, canceled,
@@ -46,10 +65,40 @@ type Listed struct {
 	// the run it continued in is).
 	Status  string    `json:"workflow_status"`
 	Started time.Time `json:"started"`
+	// Outcome is the status of the delegation's Outcome once it ended
+	// ("completed", "canceled", "deadline_exceeded", ...; set with
+	// ListOptions.WithState): how it ended, where A2AState is the remote
+	// task's last state or, with none to tell, the phase "ended".
+	Outcome contracts.Status `json:"outcome,omitempty"`
+	// NameUnknown says Agent is the contract's agent_card_url, not a
+	// name: the delegation recorded no Agent Card (its first send had not
+	// succeeded, or the card could not be read). Set with
+	// ListOptions.WithState.
+	NameUnknown bool `json:"name_unknown,omitempty"`
 	// WaitingSince is when the open question (or unknown outcome) began,
 	// Deadline the contract's; set with ListOptions.WithState.
 	WaitingSince *time.Time `json:"waiting_since,omitempty"`
 	Deadline     *time.Time `json:"deadline,omitempty"`
+
+	runID string
+}
+
+// StarterRule is the rule of a DelegationStarter value (ValidStarter).
+const StarterRule = "1 to 200 bytes of printable characters, no quote (\") or backslash"
+
+// ValidStarter reports whether s can be a DelegationStarter value: 1 to
+// 200 bytes, printable (no control or format characters), without '"'
+// or '\\' (it is quoted in visibility queries).
+func ValidStarter(s string) bool {
+	if s == "" || len(s) > 200 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r == '"' || r == '\\' || !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // ListQuery is the Temporal visibility query that selects what o asks
@@ -68,6 +117,12 @@ func ListQuery(o ListOptions) (string, error) {
 			return "", err
 		}
 		q += " AND " + contracts.A2AStateFilter(state)
+	}
+	if o.Starter != "" {
+		if !ValidStarter(o.Starter) {
+			return "", &contracts.FieldError{Field: "starter", Rule: StarterRule}
+		}
+		q += fmt.Sprintf(" AND %s = %s", contracts.SearchAttributeDelegationStarter, strconv.Quote(o.Starter))
 	}
 	if !o.StartedBefore.IsZero() {
 		q += fmt.Sprintf(` AND StartTime < %q`, o.StartedBefore.UTC().Format(time.RFC3339))
@@ -89,8 +144,10 @@ func List(ctx context.Context, c sdkclient.Client, o ListOptions) ([]Listed, err
 	}
 	rows := []Listed{}
 	var token []byte
+	pages := 0
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: ns, Query: query, NextPageToken: token})
+		pages++
 		if err != nil {
 			var inv *serviceerror.InvalidArgument
 			if errors.As(err, &inv) {
@@ -99,15 +156,16 @@ func List(ctx context.Context, c sdkclient.Client, o ListOptions) ([]Listed, err
 			return nil, err
 		}
 		for _, ex := range resp.Executions {
-			r := Listed{ID: ex.Execution.WorkflowId, Status: statusName(ex.Status), Started: ex.StartTime.AsTime().UTC()}
+			r := Listed{ID: ex.Execution.WorkflowId, Status: statusName(ex.Status), Started: ex.StartTime.AsTime().UTC(), runID: ex.Execution.RunId}
 			if sa := ex.SearchAttributes; sa != nil {
 				r.Agent = keyword(sa.IndexedFields[contracts.SearchAttributeA2AAgent].GetData())
+				r.Starter = keyword(sa.IndexedFields[contracts.SearchAttributeDelegationStarter].GetData())
 				r.A2AState = contracts.CurrentA2AState(keyword(sa.IndexedFields[contracts.SearchAttributeA2AState].GetData()))
 			}
 			rows = append(rows, r)
 		}
 		token = resp.NextPageToken
-		if len(token) == 0 {
+		if len(token) == 0 || (o.Pages > 0 && pages >= o.Pages) {
 			break
 		}
 	}
@@ -118,27 +176,54 @@ func List(ctx context.Context, c sdkclient.Client, o ListOptions) ([]Listed, err
 	return rows, nil
 }
 
-// fillFromState adds, for running delegations, what only the workflow
-// knows (Query "state", bounded by a short timeout each).
+// fillFromState adds what only the workflow knows: for running
+// delegations, from Query "state"; for ended ones (at most
+// MaxOutcomeReads), from the run's result, the Outcome. Each read is
+// bounded by a short timeout; a row whose read fails keeps what
+// visibility said.
 func fillFromState(ctx context.Context, c sdkclient.Client, rows []Listed) {
+	outcomes := 0
 	for i := range rows {
-		if rows[i].Status != "running" {
+		r := &rows[i]
+		var agent contracts.AgentInfo
+		switch {
+		case r.Status == "running":
+			qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			s, err := Get(c, r.ID).State(qctx)
+			cancel()
+			if err != nil {
+				continue
+			}
+			d := s.Deadline
+			r.Deadline = &d
+			if s.Question != nil {
+				since := s.Question.Since
+				r.WaitingSince = &since
+			} else if s.Unknown != nil {
+				since := s.Unknown.Since
+				r.WaitingSince = &since
+			}
+			agent = s.Agent
+		case r.Status == "completed" && outcomes < MaxOutcomeReads:
+			// A delegation returns its Outcome; a failed run (its input
+			// refused) has none.
+			outcomes++
+			qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			var out contracts.Outcome
+			err := c.GetWorkflow(qctx, r.ID, r.runID).Get(qctx, &out)
+			cancel()
+			if err != nil || out.Status == "" {
+				continue
+			}
+			r.Outcome = out.Status
+			agent = out.Agent
+		default:
 			continue
 		}
-		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		s, err := Get(c, rows[i].ID).State(qctx)
-		cancel()
-		if err != nil {
-			continue
-		}
-		d := s.Deadline
-		rows[i].Deadline = &d
-		if s.Question != nil {
-			since := s.Question.Since
-			rows[i].WaitingSince = &since
-		} else if s.Unknown != nil {
-			since := s.Unknown.Since
-			rows[i].WaitingSince = &since
+		if agent.Name != "" {
+			r.Agent = contracts.Truncate(agent.Name, contracts.MaxKeyword)
+		} else if agent.CardDigest == "" {
+			r.NameUnknown = true
 		}
 	}
 }

@@ -25,17 +25,53 @@ var (
 	searchA2AState   = temporal.NewSearchAttributeKeyKeyword(contracts.SearchAttributeA2AState)
 	searchA2AAgent   = temporal.NewSearchAttributeKeyKeyword(contracts.SearchAttributeA2AAgent)
 	searchA2APurpose = temporal.NewSearchAttributeKeyKeyword(contracts.SearchAttributeA2APurpose)
+	searchStarter    = temporal.NewSearchAttributeKeyKeyword(contracts.SearchAttributeDelegationStarter)
 )
+
+// StartOption adjusts how Start starts a delegation.
+type StartOption func(*startOptions)
+
+type startOptions struct {
+	starter string
+}
+
+// WithStarter records who starts the delegation in the Keyword Search
+// Attribute DelegationStarter (contracts.SearchAttributeDelegationStarter;
+// ValidStarter): the authenticated actor of the
+// caller, never a name the caller typed into the contract. `delegate mcp`
+// sets it; `delegate list --starter NAME` and ListOptions.Starter select by
+// it. The server must have the attribute registered (`delegate dev` does).
+func WithStarter(name string) StartOption {
+	return func(o *startOptions) { o.starter = name }
+}
 
 // Start validates the contract and starts the delegation on
 // contracts.TaskQueue; its Workflow ID is d.LocalWorkflowID. Errors: a
 // *contracts.FieldError (joined) for a contract that does not validate
 // (errors.Is(err, contracts.ErrInvalidContract)), ErrAlreadyRunning for an
 // id whose delegation is running (an id whose delegation has ended may be
-// reused), or the Temporal error.
-func Start(ctx context.Context, c sdkclient.Client, d contracts.Delegation) (*Handle, error) {
+// reused), or the Temporal error. d.Deadline is absolute, and so is the
+// contract the workflow stores: a contract file's relative "deadline_in"
+// is resolved before (contracts.DecodeDelegation, contracts.ResolveDeadline,
+// contracts.DeadlineAfter).
+func Start(ctx context.Context, c sdkclient.Client, d contracts.Delegation, opts ...StartOption) (*Handle, error) {
 	if err := d.Validate(time.Now()); err != nil {
 		return nil, err
+	}
+	var so startOptions
+	for _, o := range opts {
+		o(&so)
+	}
+	attrs := []temporal.SearchAttributeUpdate{
+		searchA2APurpose.ValueSet(contracts.Truncate(d.Purpose, contracts.MaxKeyword)),
+		searchA2AAgent.ValueSet(contracts.Truncate(d.AgentCardURL, contracts.MaxKeyword)),
+		searchA2AState.ValueSet(string(contracts.PhaseResolving)),
+	}
+	if so.starter != "" {
+		if !ValidStarter(so.starter) {
+			return nil, &contracts.FieldError{Field: "(starter)", Rule: StarterRule}
+		}
+		attrs = append(attrs, searchStarter.ValueSet(so.starter))
 	}
 	run, err := c.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{
 		ID:                                       d.LocalWorkflowID,
@@ -51,11 +87,7 @@ func Start(ctx context.Context, c sdkclient.Client, d contracts.Delegation) (*Ha
 		StaticSummary: StaticSummary(d),
 		StaticDetails: StaticDetails(d),
 		// Set at start, so the workflow spends no event on them.
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			searchA2APurpose.ValueSet(contracts.Truncate(d.Purpose, contracts.MaxKeyword)),
-			searchA2AAgent.ValueSet(contracts.Truncate(d.AgentCardURL, contracts.MaxKeyword)),
-			searchA2AState.ValueSet(string(contracts.PhaseResolving)),
-		),
+		TypedSearchAttributes: temporal.NewSearchAttributes(attrs...),
 	}, contracts.WorkflowType, d)
 	if err != nil {
 		var already *serviceerror.WorkflowExecutionAlreadyStarted

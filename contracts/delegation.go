@@ -43,7 +43,10 @@ type Delegation struct {
 	// AllowedOutputs lists the artifact kinds (Artifact.name) that may
 	// become outputs. Non-empty, unique, each matching OutputKindPattern.
 	AllowedOutputs []string `json:"allowed_outputs"`
-	// Deadline is the latest time (RFC 3339) the delegation may run.
+	// Deadline is the latest time (RFC 3339) the delegation may run. A
+	// contract file may give "deadline_in" instead (FieldDeadlineIn),
+	// which DecodeDelegation and ResolveDeadline turn into this absolute
+	// time; the workflow only ever holds this one.
 	Deadline time.Time `json:"deadline"`
 	// WriteAuthority is what the remote agent may change locally; only
 	// "none" is accepted: every output is a proposal.
@@ -246,10 +249,16 @@ var ErrInvalidContract = errors.New("invalid contract")
 
 func (e *FieldError) Unwrap() error { return ErrInvalidContract }
 
-// DecodeDelegation decodes a Delegation strictly and validates it against now.
+// DecodeDelegation decodes a contract file strictly and validates it against
+// now: a relative "deadline_in" is resolved first against now
+// (ResolveDeadline), the rest is DecodeDelegationStrict and Validate.
 // Errors are *FieldError (joined when several fields are wrong): an unknown
 // field, a wrong type, a missing required field, or a rule broken.
 func DecodeDelegation(data []byte, now time.Time) (Delegation, error) {
+	data, err := ResolveDeadline(data, now)
+	if err != nil {
+		return Delegation{}, err
+	}
 	d, err := DecodeDelegationStrict(data)
 	if err != nil {
 		return Delegation{}, err
@@ -265,9 +274,14 @@ func DecodeDelegation(data []byte, now time.Time) (Delegation, error) {
 // case, a key given twice, a wrong type, a missing required field,
 // trailing data: each a *FieldError naming the field and the rule). The
 // workflow uses it on its own input and validates against its own clock.
+// A "deadline_in" is refused here (the stored contract holds the absolute
+// "deadline"; ResolveDeadline makes it so before the start).
 func DecodeDelegationStrict(data []byte) (Delegation, error) {
 	if len(data) > MaxContractBytes {
 		return Delegation{}, &FieldError{Field: "(document)", Rule: fmt.Sprintf("%d bytes is over the %d-byte limit of a contract", len(data), MaxContractBytes)}
+	}
+	if err := refuseDeadlineIn(data); err != nil {
+		return Delegation{}, err
 	}
 	var d Delegation
 	if err := strictDecode(data, &d, map[string]string{"deadline": "string"}, []string{

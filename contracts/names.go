@@ -70,10 +70,16 @@ const (
 	SearchAttributeA2AAgent        = "A2AAgent"
 	SearchAttributeA2ARemoteTaskID = "A2ARemoteTaskId"
 	SearchAttributeA2APurpose      = "A2APurpose"
+	// SearchAttributeDelegationStarter is who started the delegation, set
+	// at start by the starter (`delegate mcp` sets the MCP connection's
+	// authenticated actor; package client's WithStarter), never by the
+	// workflow. The MCP adapter shows an actor only the delegations whose
+	// DelegationStarter is its own.
+	SearchAttributeDelegationStarter = "DelegationStarter"
 )
 
 // SearchAttributeNames lists the custom search attributes, all Keyword.
-var SearchAttributeNames = []string{SearchAttributeA2AState, SearchAttributeA2AAgent, SearchAttributeA2ARemoteTaskID, SearchAttributeA2APurpose}
+var SearchAttributeNames = []string{SearchAttributeA2AState, SearchAttributeA2AAgent, SearchAttributeA2ARemoteTaskID, SearchAttributeA2APurpose, SearchAttributeDelegationStarter}
 
 // Phase is a local phase of a delegation, shown in A2AState when no
 // remote TaskState tells where it stands: before the task exists, while

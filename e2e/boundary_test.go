@@ -70,6 +70,10 @@ func TestDirectStartProbes(t *testing.T) {
 		"deadline in 10 years": {func(m map[string]any) {
 			m["deadline"] = time.Now().AddDate(10, 0, 0).UTC().Format(time.RFC3339)
 		}, []string{"deadline", "at most 366 days ahead"}},
+		// A relative deadline is the CLI's and package client's: a raw
+		// start must carry the absolute one.
+		"deadline_in": {func(m map[string]any) { delete(m, "deadline"); m["deadline_in"] = "1h" }, []string{
+			"deadline_in: a relative deadline is resolved by the CLI or package client", `a backend that starts the workflow itself must send "deadline"`}},
 		"1.9 MB message": {func(m map[string]any) {
 			m["message"] = map[string]any{"text": strings.Repeat("x", 1900<<10)}
 		}, []string{"over the 262144-byte limit"}},

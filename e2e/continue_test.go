@@ -17,7 +17,13 @@ import (
 // question, rounds) goes with it and the delegation completes.
 func TestContinueAsNewCarriesTheState(t *testing.T) {
 	e := setup(t, func(o *options) {
-		o.agent.WorkDelay = 200 * time.Millisecond
+		// The chain needs a watch (a run continues as new only after it
+		// watched once): the agent works long enough that the first
+		// send's reply is still "working" on a loaded machine. With
+		// 200 ms the test failed once under parallel builds
+		// ("continued 0 times"), presumably a reply that was already
+		// input-required.
+		o.agent.WorkDelay = 2 * time.Second
 		o.workflows.ContinueAsNewEvents = 1
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/interop"
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // requireInterop skips when the a2a-js agents are not installed, unless
@@ -27,7 +28,7 @@ func requireInterop(t *testing.T) string {
 		if os.Getenv("DELEGATE_INTEROP") == "1" {
 			t.Fatalf("interop peers unavailable: %v", err)
 		}
-		t.Skipf("interop peers unavailable (make test-interop installs them): %v", err)
+		testutil.SkipGroup(t, testutil.GroupInterop, fmt.Sprintf("interop peers unavailable (make test-interop installs them): %v", err))
 	}
 	return dir
 }

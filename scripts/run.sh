@@ -78,12 +78,10 @@ for i in $(seq 1 300); do
   sleep 0.2
 done
 
-# The sample contract, with a fresh id, the local agent's card and a deadline one hour from now.
+# The sample contract, with a fresh id and the local agent's card (its deadline_in, an hour, is resolved by start).
 id="lost-parcel-$(date +%Y%m%d-%H%M%S)"
-deadline=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
 sed -e "s/\"local_workflow_id\": \"[^\"]*\"/\"local_workflow_id\": \"${id}\"/" \
     -e "s#\"agent_card_url\": \"[^\"]*\"#\"agent_card_url\": \"http://${AGENT_ADDR}/.well-known/agent-card.json\"#" \
-    -e "s/\"deadline\": \"[^\"]*\"/\"deadline\": \"${deadline}\"/" \
     contracts/examples/lost-parcel.json > .delegate/lost-parcel.json
 ./bin/delegate start --contract .delegate/lost-parcel.json >/dev/null
 
@@ -99,6 +97,7 @@ cat <<MSG
 delegate is running.
   Temporal UI      http://127.0.0.1:${UI_PORT}/namespaces/default/workflows/${id}
   Temporal server  ${TEMPORAL_ADDRESS} (SQLite: .delegate/temporal.db; logs: .delegate/*.log)
+  internal ports   $(sed -n 's/^Internal ports  \([0-9 ]*\) on .*/\1/p' .delegate/dev.log) (the server's own services, chosen at each start)
   claims agent     http://${AGENT_ADDR}/.well-known/agent-card.json
 
 The sample delegation ${id} is ${state:-starting}: the claims agent asks for a photo of the box.

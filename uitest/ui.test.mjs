@@ -73,7 +73,6 @@ try {
   const contract = JSON.parse(readFileSync(join(root, 'contracts/examples/lost-parcel.json'), 'utf8'));
   contract.local_workflow_id = id;
   contract.agent_card_url = `http://127.0.0.1:${agentPort}/.well-known/agent-card.json`;
-  contract.deadline = new Date(Date.now() + 3600e3).toISOString().replace(/\.\d+Z$/, 'Z');
   const file = join(mkdtempSync(join(tmpdir(), 'uitest-')), 'contract.json');
   writeFileSync(file, JSON.stringify(contract));
   cli('start', '--contract', file);

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,7 @@ func TestCleanEscapesFormatCharacters(t *testing.T) {
 		"A-1001 \u202edetelpmoc\u202c":         `A-1001 \u202edetelpmoc\u202c`,
 		"zero\u200bwidth":                      `zero\u200bwidth`,
 		"\x1b[2Jcleared":                       `\x1b[2Jcleared`,
+		"say \"hi\"\n\xff":                     `say "hi"\n\xff`,
 		"isolate \u2066x\u2069 and ok ünïcode": `isolate \u2066x\u2069 and ok ünïcode`,
 	} {
 		if got := clean(in); got != want {
@@ -242,5 +244,58 @@ func TestIDWithCharactersNoIDHas(t *testing.T) {
 				t.Errorf("%s %q: exit %d, %q", cmd, id, code, stderr)
 			}
 		}
+	}
+}
+
+// A relative deadline is checked before any server is dialed: a file with
+// both deadline and deadline_in, a deadline_in that is not positive or
+// too far, and a --deadline-in the same.
+func TestStartDeadlineInRefused(t *testing.T) {
+	contract := func(deadline string) string {
+		return writeFile(t, "c.json", `{"local_workflow_id": "x", "agent_card_url": "http://127.0.0.1:9/.well-known/agent-card.json",
+ "skill": "open-claim", "purpose": "p", "message": {"text": "hi"}, "allowed_outputs": ["claim_opened"],
+ `+deadline+`, "write_authority": "none"}`)
+	}
+	noServer := []string{"--address", "127.0.0.1:1"}
+	both := contract(`"deadline": "2099-01-01T00:00:00Z", "deadline_in": "1h"`)
+	wantExit(t, exitUsage, []string{"deadline, deadline_in: both given: give exactly one"}, append([]string{"start", "--contract", both}, noServer...)...)
+	for in, rule := range map[string]string{`"0s"`: "must be more than 0", `"-1h"`: "must be more than 0", `"9000h"`: "more than 366 days", `"1 day"`: "not a Go duration"} {
+		wantExit(t, exitUsage, []string{"deadline_in: ", rule}, append([]string{"start", "--contract", contract(`"deadline_in": ` + in)}, noServer...)...)
+	}
+	ok := contract(`"deadline_in": "1h"`)
+	for in, rule := range map[string]string{"0s": "must be more than 0", "-1h": "must be more than 0", "9000h": "more than 366 days"} {
+		wantExit(t, exitUsage, []string{"--deadline-in: ", rule}, append([]string{"start", "--contract", ok, "--deadline-in", in}, noServer...)...)
+	}
+	// The flag does not excuse a file with both.
+	wantExit(t, exitUsage, []string{"deadline, deadline_in: both given"}, append([]string{"start", "--contract", both, "--deadline-in", "1h"}, noServer...)...)
+	// A past absolute deadline is overridden by the flag: it gets as far
+	// as dialing the server.
+	past := contract(`"deadline": "2020-01-01T00:00:00Z"`)
+	if _, stderr, code := cli(t, append([]string{"start", "--contract", past, "--deadline-in", "1h"}, noServer...)...); code == exitUsage {
+		t.Errorf("--deadline-in over a past deadline: usage error %s", stderr)
+	}
+}
+
+// status prints a failure as its text: several lines stay lines (indented
+// under the value, so that none reads as a row of its own), quotes and
+// backslashes stay as they are. It printed `\n` and `\"` (the whole value
+// quoted as soon as it held a newline).
+func TestStatusPrintsFailureText(t *testing.T) {
+	var out bytes.Buffer
+	printState(&out, contracts.State{LocalWorkflowID: "x",
+		Failure: "invalid contract: write_authority: only \"none\" is accepted\ndeadline_in: a backend must send \"deadline\" (C:\\path)"}, "")
+	got := out.String()
+	want := regexp.MustCompile(`\nfailure: +invalid contract: write_authority: only "none" is accepted\n +deadline_in: a backend must send "deadline" \(C:\\path\)\n`)
+	if !want.MatchString(got) {
+		t.Errorf("status prints\n%s\nwant it to match %s", got, want)
+	}
+	if strings.Contains(got, `\n`) || strings.Contains(got, `\"`) {
+		t.Errorf("status prints escapes:\n%s", got)
+	}
+	// Remote text cannot make a line of its own look like a row.
+	out.Reset()
+	printState(&out, contracts.State{LocalWorkflowID: "x", Failure: "a\nstatus:    completed\r\x1b[2J"}, "")
+	if got := out.String(); !regexp.MustCompile(`\nfailure: +a\n +status: +completed\\r\\x1b\[2J\n`).MatchString(got) {
+		t.Errorf("status prints\n%q", got)
 	}
 }

@@ -29,8 +29,15 @@ func newDevCmd(cf *clientFlags) *cobra.Command {
 		Long: `Run a development Temporal server in this process: SQLite persistence in
 .delegate/temporal.db (or in memory with --memory), the frontend on 127.0.0.1:7233,
 the Temporal UI on 127.0.0.1:8233, namespace "default" with the search attributes
-A2AState, A2AAgent, A2ARemoteTaskId and A2APurpose, and the worker. Ctrl-C shuts
+A2AState, A2AAgent, A2ARemoteTaskId, A2APurpose and DelegationStarter, and the worker. Ctrl-C shuts
 down cleanly; a restart on the same --db carries on with the open delegations.
+
+Ports: --port (the frontend, what clients dial), --ui-port, and --codec-port when
+payloads are encrypted. Besides those, the server's own services listen on seven
+more on 127.0.0.1 (the frontend's membership port; the gRPC and membership ports
+of history, matching and worker): free ports in 20000-31999 chosen at each start
+(never next to --port), printed at startup; nothing outside this process uses them.
+No metrics or pprof port is opened.
 
 The server runs with dynamic config chosen for one host (docs/performance.md);
 --dynamic-config FILE takes Temporal's own dynamic-config YAML, key by key over it.
@@ -84,6 +91,7 @@ payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them deco
 				where = cfg.DBPath
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Temporal server %s (namespace %q, %s)\n", srv.FrontendAddr(), srv.Namespace(), where)
+			fmt.Fprintln(cmd.OutOrStdout(), internalPortsLine(srv.InternalPorts()))
 			if u := srv.UIURL(); u != "" {
 				uiOrigin.Store(strings.TrimSuffix(u, "/"))
 				uiLocalhost.Store(strings.Replace(strings.TrimSuffix(u, "/"), "127.0.0.1", "localhost", 1))
@@ -128,6 +136,27 @@ payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them deco
 	cmd.Flags().StringVar(&cfg.LogLevel, "server-log-level", "fatal", "log level of the embedded Temporal server (to stderr): debug, info, warn, error, fatal")
 	wf.add(cmd)
 	return cmd
+}
+
+// internalPortsLine is the startup line that names the embedded server's
+// internal ports (devserver.Server.InternalPorts).
+func internalPortsLine(ps []devserver.ServicePort) string {
+	hosts := map[string]bool{}
+	var ports []string
+	for _, p := range ps {
+		h, port, _ := net.SplitHostPort(p.Addr)
+		hosts[h] = true
+		ports = append(ports, port)
+	}
+	where := "127.0.0.1"
+	if len(hosts) > 1 || (len(hosts) == 1 && !hosts["127.0.0.1"]) {
+		ports = ports[:0]
+		for _, p := range ps {
+			ports = append(ports, p.Addr)
+		}
+		where = "these addresses"
+	}
+	return fmt.Sprintf("Internal ports  %s on %s (the server's own: frontend membership; history, matching, worker gRPC and membership; chosen at each start)", strings.Join(ports, " "), where)
 }
 
 // checkPorts refuses out-of-range or busy ports before the server starts,

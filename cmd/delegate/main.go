@@ -170,7 +170,7 @@ Exit codes:
 	cf.add(root.PersistentFlags())
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return cf.refuseUnused(cmd) }
 	for _, c := range []*cobra.Command{newWorkerCmd(cf), newStartCmd(cf), newStatusCmd(cf), newAnswerCmd(cf), newCancelCmd(cf), newListCmd(cf),
-		newResolveCmd(cf), newRevokeCmd(cf), newReconcileCmd(cf), newRediscoverCmd(cf), newWebhookCmd(cf)} {
+		newResolveCmd(cf), newRevokeCmd(cf), newReconcileCmd(cf), newRediscoverCmd(cf), newWebhookCmd(cf), newMCPCmd(cf)} {
 		c.Annotations = map[string]string{dialsTemporal: "true"}
 		root.AddCommand(c)
 	}

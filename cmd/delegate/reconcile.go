@@ -78,10 +78,10 @@ removes it.`,
 					return temporalErr(err)
 				}
 				if asJSON {
-					printJSON(cmd.OutOrStdout(), map[string]any{"schedule": contracts.ReconcileScheduleID, "every": every.String(), "state": in.State, "older_than": in.OlderThan.String()})
+					printJSON(cmd.OutOrStdout(), map[string]any{"schedule": contracts.ReconcileScheduleID, "every": every.String(), "state": in.State, "older_than": in.OlderThan.String(), "orphan_window": orphanWindow(in).String()})
 					return nil
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: reconcile every %s (state %q, older than %s)\n", contracts.ReconcileScheduleID, every, in.State, in.OlderThan)
+				fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: %s\n", contracts.ReconcileScheduleID, describeSchedule(every, in))
 				return nil
 			}
 			open, err := dclient.List(ctx, c, dclient.ReconcileOptions(in, time.Now()))
@@ -187,4 +187,46 @@ func sweepOrphans(cmd *cobra.Command, c client.Client, in contracts.ReconcileInp
 	_ = tw.Flush()
 	fmt.Fprintf(w, "orphan sweep %s: %d terminated delegation(s) with a remote task\n", id, len(report.Orphans))
 	return nil
+}
+
+// describeSchedule says what the reconcile Schedule made with every and in
+// does at each tick (workflows.ReconcileDelegations): which open
+// delegations it signals, and the orphan sweep's window.
+func describeSchedule(every time.Duration, in contracts.ReconcileInput) string {
+	which := "every open delegation"
+	var filters []string
+	if in.State != "" {
+		filters = append(filters, "whose A2AState is "+in.State)
+	}
+	if in.OlderThan > 0 {
+		filters = append(filters, "started more than "+shortDuration(in.OlderThan)+" ago")
+	}
+	if len(filters) == 0 {
+		which += " (any A2AState, any age)"
+	} else {
+		which += " " + strings.Join(filters, ", ")
+	}
+	return fmt.Sprintf(`every %s, Signal "reconcile" to %s, then the orphan sweep (delegations terminated within the last %s whose remote task still works are canceled); remove it with: delegate reconcile --schedule off`,
+		shortDuration(every), which, shortDuration(orphanWindow(in)))
+}
+
+// orphanWindow is how far back the orphan sweep of in looks.
+func orphanWindow(in contracts.ReconcileInput) time.Duration {
+	if in.OrphanWindow > 0 {
+		return in.OrphanWindow
+	}
+	return contracts.DefaultOrphanWindow
+}
+
+// shortDuration is d as time.Duration.String writes it, without the zero
+// units at its end ("15m", "1h30m", "24h"; not "15m0s").
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

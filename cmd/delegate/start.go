@@ -20,12 +20,16 @@ import (
 func newStartCmd(cf *clientFlags) *cobra.Command {
 	var contractPath string
 	var wait bool
+	var deadlineIn time.Duration
 	cmd := &cobra.Command{
-		Use:   "start --contract FILE [--wait]",
+		Use:   "start --contract FILE [--deadline-in DURATION] [--wait]",
 		Short: "Start a delegation from a contract file and print its workflow id",
 		Long: `Start a delegation. The contract (JSON, see contracts/examples/lost-parcel.json) is
 decoded strictly and validated before anything is sent. The workflow id is the
 contract's local_workflow_id; starting a second delegation under a running id fails.
+The deadline is absolute ("deadline": an RFC 3339 time) or relative ("deadline_in":
+a Go duration such as "1h", resolved to now + the duration before the start);
+--deadline-in overrides either. The started contract always holds the absolute time.
 With --wait, print each state change as it happens and the Outcome JSON at the end;
 the exit code is 0 only when the status is "completed".`,
 		Args: cobra.NoArgs,
@@ -37,7 +41,17 @@ the exit code is 0 only when the status is "completed".`,
 			if err != nil {
 				return usageErr(fmt.Errorf("--contract: %w", err))
 			}
-			d, err := contracts.DecodeDelegation(raw, time.Now())
+			now := time.Now()
+			if cmd.Flags().Changed("deadline-in") {
+				var fe *contracts.FieldError
+				if _, err := contracts.DeadlineAfter(now, deadlineIn); errors.As(err, &fe) {
+					return usageErr(fmt.Errorf("--deadline-in: %s", fe.Rule))
+				}
+				if raw, err = contracts.ResolveDeadlineIn(raw, now, deadlineIn); err != nil {
+					return usageErr(fmt.Errorf("contract %s:\n%w", contractPath, err))
+				}
+			}
+			d, err := contracts.DecodeDelegation(raw, now)
 			if err != nil {
 				return usageErr(fmt.Errorf("contract %s:\n%w", contractPath, err))
 			}
@@ -62,6 +76,7 @@ the exit code is 0 only when the status is "completed".`,
 		},
 	}
 	cmd.Flags().StringVar(&contractPath, "contract", "", "contract JSON file (- for stdin)")
+	cmd.Flags().DurationVar(&deadlineIn, "deadline-in", 0, "deadline this long from now (a Go duration: 30m, 1h, 72h; at most 366 days), overriding the contract's deadline or deadline_in")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the outcome, printing each state change")
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -86,23 +87,50 @@ func queryState(ctx context.Context, c client.Client, id string) (contracts.Stat
 }
 
 // clean makes remote text safe for a terminal: control characters
-// (escape sequences, carriage returns) are shown escaped.
+// (escape sequences, carriage returns, newlines) are shown escaped, one by
+// one (`\x1b`, `\r`, `\n`), and everything else as it is: quotes and
+// backslashes are text, not JSON.
 //
 // Format characters (bidi overrides, zero-width spaces: Unicode Cf) are
 // escaped too, so remote text cannot reorder or hide what is shown.
 func clean(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) < 0 {
+	bad := func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
+	if strings.IndexFunc(s, bad) < 0 {
 		return s
 	}
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case bad(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// cleanLines is clean for a value shown on rows of its own: each line
+// cleaned, the lines after the first indented under the value (a tab:
+// the next column of a tabwriter), so that no line of it reads as a row.
+func cleanLines(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = clean(l)
+	}
+	return strings.Join(lines, "\n\t")
 }
 
 func printState(w io.Writer, s contracts.State, given string) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, clean(v))
+			fmt.Fprintf(tw, "%s:\t%s\n", k, cleanLines(v))
 		}
 	}
 	row("delegation", s.LocalWorkflowID)

@@ -95,16 +95,32 @@ func TestReadmeTour(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// delegate dev names the ports it listens on besides --port, and none
+	// is next to it (it took --port+1 to +7 unannounced). The frontend
+	// may answer before the line is printed.
+	for until := time.Now().Add(30 * time.Second); !strings.Contains(devOut.String(), "Internal ports") && time.Now().Before(until); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m := regexp.MustCompile(`Internal ports  ((?:\d+ ){6}\d+) on 127\.0\.0\.1 `).FindStringSubmatch(devOut.String()); m == nil {
+		t.Errorf("delegate dev does not print its internal ports:\n%s", devOut.String())
+	} else {
+		for _, f := range strings.Fields(m[1]) {
+			if p, _ := strconv.Atoi(f); p > port && p <= port+7 {
+				t.Errorf("delegate dev --port %d listens on %d too", port, p)
+			}
+		}
+	}
+
 	dir := t.TempDir()
 	// example rewrites a contract of contracts/examples as make run does:
-	// this test's agent, a deadline an hour away, and optionally an id.
+	// this test's agent, and optionally an id (the deadline is the file's
+	// own "deadline_in", resolved by start).
 	example := func(name, id string) string {
 		b, err := os.ReadFile(filepath.Join("../../contracts/examples", name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := strings.Replace(string(b), "http://127.0.0.1:9999", base, 1)
-		s = regexp.MustCompile(`"deadline": "[^"]*"`).ReplaceAllString(s, `"deadline": "`+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"`)
 		if id != "" {
 			s = regexp.MustCompile(`"local_workflow_id": "[^"]*"`).ReplaceAllString(s, `"local_workflow_id": "`+id+`"`)
 		}
@@ -201,13 +217,45 @@ func TestReadmeTour(t *testing.T) {
 		t.Errorf("cancel not landed within --wait: exit %d, %s %s", code, out, stderr)
 	}
 
+	// A delegation canceled while its first send was still retrying is
+	// listed with how it ended, and its card URL is not passed off as the
+	// agent's name (it listed A2A STATE "ended" and the URL as the agent).
+	if _, stderr, code := cli(t, "start", "--contract", example("unreachable.json", "")); code != 0 {
+		t.Fatalf("start unreachable: %s", stderr)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, _, _ := cli(t, "status", "claims-unreachable-example")
+		if strings.Contains(out, "retrying:") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the unreachable delegation never retried:\n%s", out)
+		}
+	}
+	if out, stderr, code := cli(t, "cancel", "claims-unreachable-example"); code != 0 || !strings.Contains(out, "ended canceled") {
+		t.Fatalf("cancel unreachable: exit %d, %s %s", code, out, stderr)
+	}
+	unreachable := regexp.MustCompile(`(?m)^claims-unreachable-example\s+http://127\.0\.0\.1:9/\.well-known/agent-card\.json \(name unknown\)\s+ended\s+canceled\s+-\s+-\s+completed\s`)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, _, _ := cli(t, "list")
+		if unreachable.MatchString(out) && regexp.MustCompile(`(?m)^ID\s+AGENT\s+A2A STATE\s+OUTCOME\s+WAITING SINCE`).MatchString(out) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("list shows the canceled unreachable delegation as\n%s\nwant a row matching %s", out, unreachable)
+			break
+		}
+	}
+
 	// The reconcile schedule is created, removed (off in any case), and
-	// removing it again says there is none.
+	// removing it again says there is none. Created, it says what it will
+	// do (it printed `(state "", older than 0s)`).
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"reconcile", "--schedule", "15m"}, "schedule delegate-reconcile: reconcile every 15m0s"},
+		{[]string{"reconcile", "--schedule", "15m"}, `schedule delegate-reconcile: every 15m, Signal "reconcile" to every open delegation (any A2AState, any age), then the orphan sweep (delegations terminated within the last 24h whose remote task still works are canceled)`},
+		{[]string{"reconcile", "--schedule", "1h30m", "--state", "input-required", "--older-than", "2h"}, `schedule delegate-reconcile: every 1h30m, Signal "reconcile" to every open delegation whose A2AState is input-required, started more than 2h ago, then the orphan sweep`},
 		{[]string{"reconcile", "--schedule", "OFF"}, "schedule delegate-reconcile removed"},
 		{[]string{"reconcile", "--schedule", "off"}, "schedule delegate-reconcile: there is none"},
 	} {

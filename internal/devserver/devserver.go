@@ -251,7 +251,29 @@ type Server struct {
 	// lateSearchAttributes: registered through the API after the start
 	// (prepareStore).
 	lateSearchAttributes []string
+	internal             []ServicePort
 }
+
+// ServicePort is a port the embedded server listens on besides the
+// frontend's gRPC port (Config.Port) and the UI's.
+type ServicePort struct {
+	// Service is the Temporal service: "frontend", "history", "matching"
+	// or "worker".
+	Service string
+	// Kind is "grpc" (the service's gRPC API, used by the other services)
+	// or "membership" (the cluster membership gossip, ringpop).
+	Kind string
+	// Addr is host:port.
+	Addr string
+}
+
+// InternalPorts are the seven ports the server's own services listen on
+// besides the frontend's gRPC port: the frontend's membership port, and
+// the gRPC and membership ports of history, matching and worker. They are
+// free ports in 20000-31999 chosen at each start (freePort), on the
+// frontend's IP (frontend membership) or loopback. Nobody outside the
+// process needs them; the server exposes no metrics or pprof port.
+func (s *Server) InternalPorts() []ServicePort { return s.internal }
 
 // FrontendAddr is host:port of the frontend gRPC endpoint.
 func (s *Server) FrontendAddr() string { return s.frontendAddr }
@@ -366,6 +388,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("devserver: starting Temporal: %w", err)
 	}
 	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)), dbLock: dbLock, pgLock: pgLock, lateSearchAttributes: late}
+	for _, name := range []string{"frontend", "history", "matching", "worker"} {
+		rpc := scfg.Services[name].RPC
+		ip := rpc.BindOnIP
+		if ip == "" {
+			ip = "127.0.0.1" // BindOnLocalHost
+		}
+		if name != "frontend" {
+			s.internal = append(s.internal, ServicePort{Service: name, Kind: "grpc", Addr: net.JoinHostPort(ip, strconv.Itoa(rpc.GRPCPort))})
+		}
+		s.internal = append(s.internal, ServicePort{Service: name, Kind: "membership", Addr: net.JoinHostPort(ip, strconv.Itoa(rpc.MembershipPort))})
+	}
 	started = true // from here s.Stop releases the lock
 	if cfg.Postgres != "" {
 		if err := s.ensureNamespace(ctx); err != nil {
@@ -387,33 +420,23 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 }
 
 func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error) {
-	// With a database file the internal ports follow the frontend port
-	// (the seven after it), so a restart names the same addresses. (The
-	// members the last server recorded are removed before the start,
-	// prepareStore: a server on other ports waited for them to expire.)
-	// The UI's port is skipped, so that any free --ui-port works, next to
-	// the frontend's too.
+	// The internal services (InternalPorts) take free ports chosen at
+	// each start, below the kernel's ephemeral range (freePort), on
+	// loopback: none next to --port, which a user choosing free ports
+	// would not expect taken. (They followed the frontend's port, so that
+	// a restart named the same addresses; the cluster members the last
+	// server recorded are removed before the start, prepareStore, so a
+	// restart on other ports runs at once.)
 	ports := make([]int, 7)
-	derived := !cfg.Memory
-	next := cfg.Port + 1
 	for i := range ports {
-		if next == cfg.UIPort {
-			next++
+		p, err := freePort(cfg.IP)
+		for err == nil && (p == cfg.Port || p == cfg.UIPort) { // not listening yet
+			p, err = freePort(cfg.IP)
 		}
-		ports[i] = next
-		next++
-		if derived && !portFree(cfg.IP, ports[i]) {
-			derived = false
+		if err != nil {
+			return nil, err
 		}
-	}
-	if !derived {
-		for i := range ports {
-			p, err := freePort(cfg.IP)
-			if err != nil {
-				return nil, err
-			}
-			ports[i] = p
-		}
+		ports[i] = p
 	}
 	svc := func(grpc, membership int, bindIP string) config.Service {
 		rpc := config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnLocalHost: bindIP == ""}

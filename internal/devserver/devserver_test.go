@@ -22,22 +22,34 @@ import (
 	"go.temporal.io/server/common/dynamicconfig"
 )
 
-// The internal ports that follow --port skip the UI's port, so that
-// --ui-port P+1 works next to --port P.
-func TestInternalPortsSkipTheUIPort(t *testing.T) {
+// The server's internal services take free ports chosen at each start,
+// none of them next to --port: `delegate dev --port P` listened on P+1 to
+// P+7 too (with a database file), which a user choosing free ports for
+// other programs was not told of.
+func TestInternalPortsNotNextToThePort(t *testing.T) {
 	port, err := freePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := serverConfig(Config{IP: "127.0.0.1", Port: port, UIPort: port + 1}, &config.SQL{}, &config.SQL{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, s := range cfg.Services {
-		for _, p := range []int{s.RPC.GRPCPort, s.RPC.MembershipPort} {
-			if p == port+1 {
-				t.Errorf("service %s uses port %d, the UI's", name, p)
+	for _, memory := range []bool{false, true} {
+		cfg, err := serverConfig(Config{IP: "127.0.0.1", Port: port, UIPort: port + 1, Memory: memory}, &config.SQL{}, &config.SQL{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int]string{}
+		for name, s := range cfg.Services {
+			for _, p := range []int{s.RPC.GRPCPort, s.RPC.MembershipPort} {
+				if p > port && p <= port+8 {
+					t.Errorf("memory %v: service %s uses port %d, next to --port %d", memory, name, p, port)
+				}
+				if other, dup := seen[p]; dup || p == 0 {
+					t.Errorf("memory %v: service %s uses port %d (also %s)", memory, name, p, other)
+				}
+				seen[p] = name
 			}
+		}
+		if len(seen) != 8 {
+			t.Errorf("memory %v: %d ports, want 8 (the frontend and 7 internal)", memory, len(seen))
 		}
 	}
 }

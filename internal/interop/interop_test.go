@@ -44,7 +44,7 @@ func requireAgent(t *testing.T) {
 		if os.Getenv("DELEGATE_INTEROP") == "1" {
 			t.Fatalf("DELEGATE_INTEROP=1 but the agent cannot run: %v", err)
 		}
-		t.Skip(err)
+		testutil.SkipGroup(t, testutil.GroupInterop, err.Error())
 	}
 }
 

@@ -24,6 +24,7 @@ var allowed = map[string][]string{
 	"workflows":            {"contracts"},
 	"client":               {"codec", "contracts"},
 	"codec":                {},
+	"mcp":                  {"client", "contracts"},
 	"internal/claimsagent": {"cards"},
 	"internal/devserver":   {},
 	"internal/metrics":     {},
@@ -35,7 +36,7 @@ var allowed = map[string][]string{
 	"internal/layers":      {},
 	"internal/bench":       {"a2aclient", "activities", "cards", "client", "contracts", "internal/claimsagent", "internal/devserver", "internal/workeropts", "workflows"},
 	"cmd/claims-agent":     {"cards", "internal/claimsagent"},
-	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "codec", "contracts", "push", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "internal/workeropts", "workflows"},
+	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "codec", "contracts", "push", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "internal/workeropts", "mcp", "workflows"},
 	"deploy":               {},
 	"e2e":                  {},
 }
@@ -47,6 +48,9 @@ var forbidden = map[string][]string{
 	"client":    {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
 	"contracts": {"go.temporal.io", "github.com/a2aproject/a2a-go", "net/http"},
 	"codec":     {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
+	// The MCP adapter needs Temporal access only: no A2A stack, no agent
+	// credentials.
+	"mcp": {"github.com/a2aproject/a2a-go", "go.temporal.io/server"},
 }
 
 // noIO lists what workflow code must not import directly: it never does

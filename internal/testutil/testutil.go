@@ -42,7 +42,7 @@ func PostgresURL(t testing.TB) string {
 		if os.Getenv("DELEGATE_REQUIRE_POSTGRES") == "1" {
 			t.Fatal("DELEGATE_POSTGRES_URL is not set (run make test-postgres)")
 		}
-		t.Skip("no PostgreSQL server: make test-postgres runs this")
+		SkipGroup(t, GroupPostgres, "no PostgreSQL server: make test-postgres runs this")
 	}
 	return u
 }

@@ -1,0 +1,33 @@
+// Package mcp is delegate's Model Context Protocol server (`delegate mcp`,
+// on github.com/modelcontextprotocol/go-sdk): the way in for agent
+// runtimes (a desktop assistant, an IDE agent, another service's model
+// loop).
+//
+// A model never writes a contract. An operator's templates file
+// (LoadTemplates, docs/mcp.md) lists what may be started: each template
+// is one MCP tool whose input schema is the template's parameters (plus
+// wait_seconds), checked strictly; the parameters fill the template's
+// text and become the message's data, and everything else — the agent,
+// the skill, the purpose, the allowed outputs, the deadline, the write
+// authority ("none") and who answers the agent's questions — comes from
+// the template. The fixed tools delegation_status, delegation_list,
+// delegation_cancel and delegation_answer follow what was started.
+//
+// Identity is bound at the adapter, never taken from arguments: over
+// stdio the actor is the one the launcher gave (Options.Actor); over
+// Streamable HTTP every request carries a bearer token (Tokens, a file of
+// token hashes read again when it changes; OIDC, JWTs of an OAuth issuer,
+// the actor being sub) checked by the go-sdk's auth.RequireBearerToken.
+// The actor is recorded as the delegation's starter (Search Attribute
+// DelegationStarter, client.WithStarter) and as answered_by of an answer
+// given through MCP ("alice" for the human through elicitation, "alice
+// (model)" through delegation_answer). An actor sees, answers and cancels
+// only the delegations it started; another's id is "not found".
+//
+// Every delegation tool returns structuredContent Result; the remote
+// agent's words are quoted and marked (Question.Source "remote_agent"),
+// large outputs summarised (BoundOutcome). Arguments are bounded before
+// they are decoded (MaxArgumentBytes), each actor's calls are rate
+// limited, and every refusal is a tool error (isError) naming the
+// argument and the rule.
+package mcp

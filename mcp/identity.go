@@ -1,0 +1,294 @@
+package mcp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// TokensFile is the `--tokens FILE` document: bearer tokens and the actor
+// each stands for.
+//
+//	{"tokens": [{"actor": "alice", "sha256": "<lowercase hex sha256 of the token>"},
+//	            {"actor": "bob", "token": "<the token itself>"}]}
+//
+// Each entry gives exactly one of sha256 and token.
+type TokensFile struct {
+	Tokens []TokenEntry `json:"tokens"`
+}
+
+// TokenEntry is one token of a TokensFile.
+type TokenEntry struct {
+	Actor  string `json:"actor"`
+	SHA256 string `json:"sha256,omitempty"`
+	Token  string `json:"token,omitempty"`
+}
+
+// MaxTokensBytes bounds the tokens file (1 MiB), read before decoding.
+const MaxTokensBytes = 1 << 20
+
+var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// ParseTokens decodes a tokens document strictly and returns the actor of
+// each token's sha256. Errors name the entry and the field.
+func ParseTokens(b []byte) (map[[32]byte]string, error) {
+	var tf TokensFile
+	if err := contracts.DecodeObject(b, &tf); err != nil {
+		return nil, err
+	}
+	out := map[[32]byte]string{}
+	var errs []error
+	for i, e := range tf.Tokens {
+		bad := func(field, rule string) {
+			errs = append(errs, &contracts.FieldError{Field: fmt.Sprintf("tokens[%d].%s", i, field), Rule: rule})
+		}
+		if !client.ValidStarter(e.Actor) {
+			bad("actor", client.StarterRule)
+		}
+		var sum [32]byte
+		switch {
+		case (e.SHA256 == "") == (e.Token == ""):
+			bad("sha256", "give exactly one of sha256 and token")
+			continue
+		case e.Token != "":
+			if len(e.Token) < 16 {
+				bad("token", "at least 16 characters")
+				continue
+			}
+			sum = sha256.Sum256([]byte(e.Token))
+		default:
+			if !hexSHA256.MatchString(e.SHA256) {
+				bad("sha256", "64 lowercase hex digits (the sha256 of the token)")
+				continue
+			}
+			_, _ = hex.Decode(sum[:], []byte(e.SHA256))
+		}
+		if prev, dup := out[sum]; dup && prev != e.Actor {
+			bad("sha256", "the same token as another entry, for another actor")
+			continue
+		}
+		out[sum] = e.Actor
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// Tokens verifies bearer tokens against a tokens file, read again whenever
+// its modification time or size changes (checked on every request), so
+// that a token removed from the file is refused from the next request on.
+// A file that no longer reads or decodes refuses every token until it is
+// fixed (and logs why).
+type Tokens struct {
+	path   string
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	mod     time.Time
+	size    int64
+	byHash  map[[32]byte]string
+	loadErr error
+}
+
+// NewTokens reads the tokens file; an error names the field that is wrong.
+func NewTokens(path string, logger *slog.Logger) (*Tokens, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	t := &Tokens{path: path, logger: logger}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.reloadLocked(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Tokens) reloadLocked() error {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	t.mod, t.size = fi.ModTime(), fi.Size()
+	b, err := io.ReadAll(io.LimitReader(f, MaxTokensBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(b) > MaxTokensBytes {
+		return fmt.Errorf("%s: over the %d-byte limit", t.path, MaxTokensBytes)
+	}
+	m, err := ParseTokens(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.path, err)
+	}
+	t.byHash = m
+	return nil
+}
+
+// Actor returns the actor of token, or "" when the file has no such token.
+func (t *Tokens) Actor(token string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fi, err := os.Stat(t.path)
+	switch {
+	case err != nil:
+		if t.loadErr == nil {
+			t.logger.Error("mcp: tokens file unreadable; every token is refused", "path", t.path, "err", err)
+		}
+		t.loadErr, t.byHash = err, nil
+	case !fi.ModTime().Equal(t.mod) || fi.Size() != t.size || t.loadErr != nil:
+		if err := t.reloadLocked(); err != nil {
+			if t.loadErr == nil || t.loadErr.Error() != err.Error() {
+				t.logger.Error("mcp: tokens file does not load; every token is refused", "err", err)
+			}
+			t.loadErr, t.byHash = err, nil
+		} else {
+			t.loadErr = nil
+		}
+	}
+	return t.byHash[sha256.Sum256([]byte(token))]
+}
+
+// OIDC verifies JWT access tokens issued by an OAuth 2.0 / OpenID
+// Connect issuer (coreos/go-oidc/v3): signature against the issuer's JWKS
+// (found through its discovery document), iss, aud (must hold Audience),
+// exp and nbf. The actor is the token's sub.
+type OIDC struct {
+	verifier *oidc.IDTokenVerifier
+}
+
+// NewOIDC reads the issuer's discovery document
+// (ISSUER/.well-known/openid-configuration); errors: the issuer unreachable
+// or its document wrong.
+func NewOIDC(ctx context.Context, issuer, audience string) (*OIDC, error) {
+	if audience == "" {
+		return nil, errors.New("--audience: required with --issuer (the aud a token must carry for this server)")
+	}
+	p, err := oidc.NewProvider(ctx, issuer)
+	if err != nil {
+		return nil, fmt.Errorf("--issuer %s: discovery: %w", issuer, err)
+	}
+	return &OIDC{verifier: p.Verifier(&oidc.Config{ClientID: audience})}, nil
+}
+
+// Verify checks a JWT and returns its sub and expiry.
+func (o *OIDC) Verify(ctx context.Context, token string) (string, time.Time, error) {
+	tok, err := o.verifier.Verify(ctx, token)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return tok.Subject, tok.Expiry, nil
+}
+
+// Verifier is the bearer-token check of the HTTP transport
+// (auth.RequireBearerToken): a token of the tokens file, else a JWT of the
+// issuer. Either may be nil, not both. The actor goes into
+// auth.TokenInfo.UserID, which the tools read and the go-sdk binds each
+// session to.
+func Verifier(tokens *Tokens, issuer *OIDC) auth.TokenVerifier {
+	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		if len(token) > 16<<10 {
+			return nil, fmt.Errorf("%w: over 16 KiB", auth.ErrInvalidToken)
+		}
+		if tokens != nil {
+			if actor := tokens.Actor(token); actor != "" {
+				return &auth.TokenInfo{UserID: actor}, nil
+			}
+		}
+		if issuer != nil {
+			sub, exp, err := issuer.Verify(ctx, token)
+			if err == nil {
+				if !client.ValidStarter(sub) {
+					return nil, fmt.Errorf("%w: its sub is not an actor name (%s)", auth.ErrInvalidToken, client.StarterRule)
+				}
+				return &auth.TokenInfo{UserID: sub, Expiration: exp}, nil
+			}
+		}
+		return nil, fmt.Errorf("%w: unknown, revoked or expired", auth.ErrInvalidToken)
+	}
+}
+
+// HTTPHandler is the Streamable HTTP endpoint (mount it at /mcp): every
+// request must carry a bearer token the verifier accepts (otherwise 401
+// with WWW-Authenticate: Bearer); request bodies are bounded (maxBody
+// bytes, 413 beyond).
+func (s *Server) HTTPHandler(verify auth.TokenVerifier, resourceMetadataURL string, maxBody int64) http.Handler {
+	srv := s.MCPServer()
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
+		Logger: s.sdkLogger(), MaxRequestBodyBytes: maxBody,
+		// A session nobody used for an hour is closed (the client opens
+		// another: every request carries its token anyway).
+		SessionTimeout: time.Hour,
+	})
+	var opts = &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadataURL, AllowMissingExpiration: true}
+	return wwwAuthenticate(auth.RequireBearerToken(verify, opts)(h))
+}
+
+// Mux serves the Streamable HTTP endpoint at /mcp of base (the URL
+// clients reach this server at, "http://127.0.0.1:8990") behind verify;
+// with issuer (OAuth resource-server mode) also the protected resource
+// metadata of RFC 9728 at /.well-known/oauth-protected-resource/mcp (and
+// without the /mcp suffix), naming the issuer as the authorization server,
+// which 401 responses point at (WWW-Authenticate resource_metadata).
+func (s *Server) Mux(base string, verify auth.TokenVerifier, issuer string, maxBody int64) *http.ServeMux {
+	mux := http.NewServeMux()
+	var metadataURL string
+	if issuer != "" {
+		metadataURL = base + "/.well-known/oauth-protected-resource/mcp"
+		meta := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource: base + "/mcp", AuthorizationServers: []string{issuer}, BearerMethodsSupported: []string{"header"},
+		})
+		mux.Handle("/.well-known/oauth-protected-resource/mcp", meta)
+		mux.Handle("/.well-known/oauth-protected-resource", meta)
+	}
+	mux.Handle("/mcp", s.HTTPHandler(verify, metadataURL, maxBody))
+	return mux
+}
+
+// wwwAuthenticate adds "WWW-Authenticate: Bearer" to a 401 that has none
+// (RFC 6750 §3; the go-sdk adds it only with resource metadata).
+func wwwAuthenticate(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&challenge{ResponseWriter: w}, r)
+	})
+}
+
+type challenge struct{ http.ResponseWriter }
+
+func (c *challenge) WriteHeader(code int) {
+	if code == http.StatusUnauthorized && c.Header().Get("WWW-Authenticate") == "" {
+		c.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *challenge) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (c *challenge) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -1,0 +1,224 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// ResourceScheme is the scheme of a delegation's resource URI:
+// "delegation://" + its local_workflow_id. Reading it gives the Result a
+// delegation_status call would (as JSON, without elicitation); a client
+// that subscribes is sent notifications/resources/updated when its
+// a2a_state, question or outcome changes.
+const ResourceScheme = "delegation://"
+
+// watchEvery is how often a subscribed delegation's state is read.
+var watchEvery = 2 * time.Second
+
+// watcher serves the delegation resources of one go-sdk server and
+// follows the subscribed ones.
+type watcher struct {
+	s   *Server
+	srv *sdk.Server
+
+	mu      sync.Mutex
+	watched map[string]*watch // by URI
+	running bool
+}
+
+type watch struct {
+	subscribers int
+	last        string
+}
+
+func newWatcher(s *Server) *watcher { return &watcher{s: s, watched: map[string]*watch{}} }
+
+// actorOf is the actor of a resource request (the stdio server's, or the
+// bearer token's).
+func (w *watcher) actorOf(extra *sdk.RequestExtra) string {
+	if w.s.o.Actor != "" {
+		return w.s.o.Actor
+	}
+	if extra != nil && extra.TokenInfo != nil {
+		return extra.TokenInfo.UserID
+	}
+	return ""
+}
+
+// owned returns the id of uri when the actor started that delegation,
+// else the go-sdk's "resource not found" (the same for another's).
+func (w *watcher) owned(ctx context.Context, uri string, extra *sdk.RequestExtra) (string, error) {
+	id, ok := strings.CutPrefix(uri, ResourceScheme)
+	actor := w.actorOf(extra)
+	if !ok || actor == "" {
+		return "", sdk.ResourceNotFoundError(uri)
+	}
+	if res, err := w.s.own(ctx, id, actor); err != nil {
+		return "", err
+	} else if res != nil {
+		return "", sdk.ResourceNotFoundError(uri)
+	}
+	return id, nil
+}
+
+func (w *watcher) read(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	actor := w.actorOf(req.Extra)
+	if actor != "" && !w.s.limiter(actor).Allow() {
+		return nil, fmt.Errorf("rate limit: %s makes more than %g calls a second", actor, float64(w.s.o.Rate))
+	}
+	id, err := w.owned(ctx, req.Params.URI, req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	st, err := w.s.state(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r := w.s.resultOf(st, templateOf(id))
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
+}
+
+// MaxWatched bounds the delegations one server follows for its
+// subscribers; a subscription beyond it is refused.
+const MaxWatched = 1000
+
+func (w *watcher) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
+	if actor := w.actorOf(req.Extra); actor != "" && !w.s.limiter(actor).Allow() {
+		return fmt.Errorf("rate limit: %s makes more than %g calls a second", actor, float64(w.s.o.Rate))
+	}
+	w.mu.Lock()
+	full := len(w.watched) >= MaxWatched && w.watched[req.Params.URI] == nil
+	w.mu.Unlock()
+	if full {
+		return fmt.Errorf("this server follows %d delegations for its subscribers already; poll delegation_status", MaxWatched)
+	}
+	id, err := w.owned(ctx, req.Params.URI, req.Extra)
+	if err != nil {
+		return err
+	}
+	// What the subscriber is told about is a change from now on.
+	key, ended, err := w.s.serverKey(ctx, id)
+	if err != nil {
+		return err
+	}
+	if ended {
+		return nil // nothing will change
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wt := w.watched[req.Params.URI]
+	if wt == nil {
+		wt = &watch{last: key}
+		w.watched[req.Params.URI] = wt
+	}
+	wt.subscribers++
+	if !w.running {
+		w.running = true
+		go w.loop()
+	}
+	return nil
+}
+
+func (w *watcher) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wt := w.watched[req.Params.URI]; wt != nil {
+		if wt.subscribers--; wt.subscribers <= 0 {
+			delete(w.watched, req.Params.URI)
+		}
+	}
+	return nil
+}
+
+// loop reads every subscribed delegation's state each watchEvery and
+// notifies on change; it stops once nothing is watched, and stops
+// watching a delegation once it ended (after the last notification).
+func (w *watcher) loop() {
+	for {
+		time.Sleep(watchEvery)
+		w.mu.Lock()
+		uris := make([]string, 0, len(w.watched))
+		for u := range w.watched {
+			uris = append(uris, u)
+		}
+		if len(uris) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		for _, u := range uris {
+			w.check(u)
+		}
+	}
+}
+
+func (w *watcher) check(uri string) {
+	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+	defer cancel()
+	id := strings.TrimPrefix(uri, ResourceScheme)
+	key, ended, err := w.s.serverKey(ctx, id)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	wt := w.watched[uri]
+	changed := wt != nil && wt.last != key
+	if wt != nil {
+		wt.last = key
+		if ended && changed {
+			delete(w.watched, uri)
+		}
+	}
+	w.mu.Unlock()
+	if changed {
+		if err := w.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri}); err != nil && !errors.Is(err, context.Canceled) {
+			w.s.o.Logger.Warn("mcp: resource update not sent", "uri", uri, "err", err)
+		}
+	}
+}
+
+// serverKey is what a subscriber is notified of a change of: the
+// workflow's status and its search attribute A2AState, read from the
+// server (DescribeWorkflowExecution: no worker, no workflow task);
+// ended is true once the workflow is no longer running.
+func (s *Server) serverKey(ctx context.Context, id string) (key string, ended bool, err error) {
+	desc, err := s.o.Client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return "", false, err
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	state := keyword(info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeA2AState].GetData())
+	ended = info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	return info.GetStatus().String() + "|" + state, ended, nil
+}
+
+// resultOf is the Result of a state (as stateResult's structuredContent).
+func (s *Server) resultOf(st contracts.State, tmpl string) Result {
+	r := Result{LocalWorkflowID: st.LocalWorkflowID, A2AState: contracts.CurrentA2AState(st.A2AState), Template: tmpl}
+	if q := st.Question; q != nil && st.Outcome == nil {
+		r.Question = &Question{Round: q.Round, Text: contracts.CutText(q.Text, maxQuestionText), Source: SourceRemoteAgent, State: string(q.State)}
+		if len(q.Data) <= maxQuestionData {
+			r.Question.Data = q.Data
+		}
+	}
+	if st.Outcome != nil {
+		o := BoundOutcome(*st.Outcome)
+		r.Outcome = &o
+	}
+	return r
+}
