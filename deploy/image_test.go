@@ -161,7 +161,7 @@ func TestWorkerBinary(t *testing.T) {
 			t.Errorf("%s: exit %d: %s", c, code, out)
 		}
 	}
-	for _, c := range []string{"worker", "webhook", "codec-server", "health", "start", "status", "answer", "list"} {
+	for _, c := range []string{"worker", "webhook", "codec-server", "health", "mcp", "start", "status", "answer", "list"} {
 		checkCommand(t, "worker build", []string{c}, nil)
 	}
 }
