@@ -3,11 +3,16 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build run test test-interop test-browser test-postgres lint bench bench-postgres clean record-histories
+.PHONY: build build-worker run test test-interop test-browser test-postgres lint bench bench-postgres clean record-histories
 
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
 	$(GO) build -o $(BIN)/claims-agent ./cmd/claims-agent
+
+# The worker build: the CLI without the embedded Temporal server, the UI and
+# the bench (docs/deployment.md, "The worker image"; the Dockerfile's).
+build-worker:
+	$(GO) build -tags worker -o $(BIN)/delegate-worker ./cmd/delegate
 
 # Embedded Temporal (SQLite) + UI + worker, the claims agent, and the sample
 # delegation; serves until Ctrl-C.
@@ -59,9 +64,10 @@ bench-postgres: build
 
 # The tests that need PostgreSQL, on a temporary server (Debian's postgresql):
 # the production path (Temporal on PostgreSQL with mTLS on its frontend, two
-# `delegate worker` processes, one killed), the server and the bench on it.
+# `delegate worker` processes, one killed), the server and the bench on it,
+# and the Temporal part of docker-compose.yml without Docker (deploy).
 test-postgres:
-	./scripts/with-postgres.sh DELEGATE_REQUIRE_POSTGRES=1 $(GO) test -count=1 -timeout 20m -run Postgres ./internal/devserver ./internal/bench ./e2e
+	./scripts/with-postgres.sh DELEGATE_REQUIRE_POSTGRES=1 $(GO) test -count=1 -timeout 20m -run Postgres ./internal/devserver ./internal/bench ./e2e ./deploy
 
 # The operator's flow in the Temporal UI, in headless Chromium (Debian's
 # chromium package; playwright-core from npm, no browser download).

@@ -22,7 +22,7 @@ import (
 // Exit codes, documented in `delegate --help`.
 const (
 	exitOK          = 0
-	exitNotComplete = 1 // start --wait: not completed; cancel/revoke: ended otherwise first, or not within --wait; card fetch: card unusable; bench: interrupted
+	exitNotComplete = 1 // start --wait: not completed; cancel/revoke: ended otherwise first, or not within --wait; card fetch: card unusable; bench: interrupted; health: unhealthy
 	exitUsage       = 2 // bad flags or input (a contract or an answer that does not validate)
 	exitTemporal    = 3 // Temporal or network error, or a refused operation
 )
@@ -156,6 +156,7 @@ Exit codes:
      "card fetch": the card was fetched but cannot be used (no usable interface,
      or a verified signature is required and missing);
      "bench": interrupted (SIGINT, SIGTERM), what was measured is printed
+     "health": the worker is not polling, or its health endpoint does not answer
   2  bad flags or input (a contract or an answer that does not validate)
   3  Temporal or network error, or an operation the server refused`,
 		SilenceUsage:  true,
@@ -178,7 +179,7 @@ Exit codes:
 		hideConnectionFlags(c)
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newCardCmd(), newBenchCmd()} {
+	for _, c := range []*cobra.Command{newCardCmd(), newBenchCmd(), newHealthCmd()} {
 		hideConnectionFlags(c)
 		root.AddCommand(c)
 	}

@@ -23,9 +23,9 @@ import (
 	"github.com/a2adelegate/delegate/cards"
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/internal/bench"
 	"github.com/a2adelegate/delegate/internal/metrics"
 	"github.com/a2adelegate/delegate/internal/tracing"
+	"github.com/a2adelegate/delegate/internal/workeropts"
 	"github.com/a2adelegate/delegate/push"
 	"github.com/a2adelegate/delegate/workflows"
 )
@@ -35,6 +35,10 @@ type workerFlags struct {
 	pollInitial, pollMax time.Duration
 	debugAddr            string
 	metricsAddr          string
+	// healthAddr is --health-addr; health, set by clientOptions when it
+	// is given, watches the worker's polls.
+	healthAddr           string
+	health               *pollHealth
 	cacheSize            int
 	trust                string
 	policy               string
@@ -48,6 +52,7 @@ type workerFlags struct {
 func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve the Temporal SDK's metrics for Prometheus at host:port/metrics")
+	cmd.Flags().StringVar(&f.healthAddr, "health-addr", os.Getenv(envHealthAddr), "serve GET "+healthPath+" on host:port: 200 while the worker polls task queue \"delegate\", 503 otherwise (env "+envHealthAddr+"; delegate health asks it)")
 	cmd.Flags().StringVar(&f.debugAddr, "debug-addr", "", "serve /debug/vars (expvar: memstats) and /debug/pprof on this loopback host:port")
 	cmd.Flags().IntVar(&f.cacheSize, "cache-size", 500, "workflows kept in the worker's sticky cache (waiting delegations beyond it are replayed when they wake)")
 	cmd.Flags().StringVar(&f.policy, "policy", os.Getenv("DELEGATE_POLICY"), "authorization policy file, checked before every outbound message and reloaded when it changes (env DELEGATE_POLICY)")
@@ -99,6 +104,10 @@ func (f *workerFlags) clientOptions(ctx context.Context, o client.Options, logge
 		o.MetricsHandler = h
 		logger.Info("metrics served", "addr", f.metricsAddr, "path", "/metrics")
 	}
+	if f.healthAddr != "" {
+		f.health = newPollHealth()
+		o.MetricsHandler = f.health.wrap(o.MetricsHandler)
+	}
 	return o, nil
 }
 
@@ -145,10 +154,17 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 			return usageErr(fmt.Errorf("--debug-addr: %w", err))
 		}
 	}
+	if f.health != nil {
+		addr, err := serveHealth(ctx, f.healthAddr, f.health)
+		if err != nil {
+			return usageErr(fmt.Errorf("--health-addr: %w", err))
+		}
+		logger.Info("health served", "addr", addr.String(), "path", healthPath)
+	}
 	if f.cacheSize > 0 {
 		worker.SetStickyWorkflowCacheSize(f.cacheSize)
 	}
-	w := worker.New(c, contracts.TaskQueue, bench.WorkerOptions())
+	w := worker.New(c, contracts.TaskQueue, workeropts.Options())
 	fetcher := &cards.Fetcher{Trust: ts}
 	if creds != nil {
 		// OpenID Connect discovery documents go through the card guard.
@@ -161,7 +177,13 @@ func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog
 		return temporalErr(fmt.Errorf("starting the worker: %w", err))
 	}
 	logger.Info("worker started", "task_queue", contracts.TaskQueue)
+	if f.health != nil {
+		f.health.started.Store(f.health.now().UnixNano())
+	}
 	<-ctx.Done()
+	if f.health != nil {
+		f.health.started.Store(-1)
+	}
 	w.Stop()
 	logger.Info("worker stopped")
 	return nil

@@ -34,6 +34,7 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
 	"github.com/a2adelegate/delegate/internal/devserver"
+	"github.com/a2adelegate/delegate/internal/workeropts"
 	"github.com/a2adelegate/delegate/workflows"
 )
 
@@ -146,13 +147,8 @@ type Verdict struct {
 }
 
 // WorkerOptions are the worker settings used for trivial and delegate
-// alike (and by `delegate worker`).
-func WorkerOptions() worker.Options {
-	return worker.Options{
-		MaxConcurrentWorkflowTaskPollers: 4,
-		MaxConcurrentActivityTaskPollers: 4,
-	}
-}
+// alike: those of `delegate worker` (package workeropts).
+func WorkerOptions() worker.Options { return workeropts.Options() }
 
 // Noop is the trivial workflow's activity.
 func Noop(context.Context) error { return nil }
