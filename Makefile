@@ -19,11 +19,13 @@ test:
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
 # Interop with peers this project did not write: agents built on the a2a-js
-# SDK 1.x (A2A 1.0) and 0.3.x (A2A 0.3) from npm (interop/), through the
-# embedded Temporal server and a worker. Needs node and npm; DELEGATE_INTEROP=1
-# makes a missing peer a failure instead of a skip.
+# SDK 1.x (A2A 1.0) and 0.3.x (A2A 0.3) from npm (interop/), and an MCP client
+# on the official TypeScript SDK driving `delegate mcp` (interop/mcp/), through
+# the embedded Temporal server and a worker. Needs node and npm;
+# DELEGATE_INTEROP=1 makes a missing peer a failure instead of a skip.
 test-interop:
 	cd interop && npm ci --no-audit --no-fund --loglevel=error
+	cd interop/mcp && npm ci --no-audit --no-fund --loglevel=error
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./a2aclient ./e2e
 
