@@ -348,6 +348,11 @@ func TestInteropMCP(t *testing.T) {
 				if req, _ := schema["required"].([]any); len(req) != 1 || req[0] != "order_id" {
 					t.Errorf("open_claim required = %v, want [order_id]", schema["required"])
 				}
+				// Absent hints mean the same (MCP's ToolAnnotations defaults).
+				ann, _ := tool["annotations"].(map[string]any)
+				if ann["readOnlyHint"] == true || ann["openWorldHint"] == false {
+					t.Errorf("open_claim annotations = %v, want not read-only, open world", ann)
+				}
 				for _, forbidden := range []string{"agent_card_url", "skill", "answered_by", "deadline"} {
 					if _, ok := props[forbidden]; ok {
 						t.Errorf("open_claim offers %q to the model", forbidden)
