@@ -21,16 +21,10 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/converter"
-
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/testutil"
 )
-
-// searchAttributeDelegationStarter is the Keyword search attribute `delegate
-// mcp` sets to the actor that started a delegation (issue 30).
-const searchAttributeDelegationStarter = "DelegationStarter"
 
 // mcpClientDir is the MCP client on the official TypeScript SDK
 // (interop/mcp, `make test-interop` installs it). Missing node or SDK is a
@@ -112,6 +106,7 @@ func (m mcpClient) run(t *testing.T, ctx context.Context, scenario string, param
 	if err != nil {
 		t.Fatalf("MCP client %s: %v\nstdout:\n%s\nstderr:\n%s", scenario, err, lines, tail(stderr.String(), 4000))
 	}
+	t.Logf("MCP client %s:\n%s", scenario, lines)
 	return lines
 }
 
@@ -151,14 +146,14 @@ func requireMCPCommand(t *testing.T, bin string) {
 	}
 }
 
-// mcpTemplates writes the templates file: open_claim (answered by the
+// interopMCPTemplates writes the templates file: open_claim (answered by the
 // human, through elicitation) and open_claim_model (answered by the model,
 // delegation_answer), both for the claims agent at base. The claims agent
 // takes the scenario from the message's data, which the parameters become:
 // {"order_id": ...} alone is its default scenario, lost-parcel, which asks
 // for a photo of the box (INPUT_REQUIRED) and completes on any follow-up
 // with one claim_opened artifact (docs/claims-agent.md).
-func mcpTemplates(t *testing.T, dir, base string) string {
+func interopMCPTemplates(t *testing.T, dir, base string) string {
 	t.Helper()
 	params := map[string]any{
 		"type": "object",
@@ -242,24 +237,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// starterOf is the delegation's DelegationStarter search attribute.
-func (e *env) starterOf(t *testing.T, ctx context.Context, id string) string {
-	t.Helper()
-	d, err := e.c.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
-		t.Fatalf("describe %s: %v", id, err)
-	}
-	p := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[searchAttributeDelegationStarter]
-	if p == nil {
-		return ""
-	}
-	var s string
-	if err := converter.GetDefaultDataConverter().FromPayload(p, &s); err != nil {
-		t.Fatalf("%s of %s: %v", searchAttributeDelegationStarter, id, err)
-	}
-	return s
-}
-
 // answeredLostParcel checks a delegation that the MCP client started and
 // answered: completed with one claim for A-1001, one answer, given by
 // answeredBy with text answer, and started by starter.
@@ -282,8 +259,8 @@ func (e *env) answeredLostParcel(t *testing.T, ctx context.Context, id, starter,
 	if len(s.Answers) != 1 || s.Answers[0].AnsweredBy != answeredBy || s.Answers[0].Text != answer {
 		t.Errorf("answers = %+v, want one %q by %q", s.Answers, answer, answeredBy)
 	}
-	if got := e.starterOf(t, ctx, id); got != starter {
-		t.Errorf("%s = %q, want %q", searchAttributeDelegationStarter, got, starter)
+	if got := e.starterOf(t, id); got != starter {
+		t.Errorf("%s = %q, want %q", contracts.SearchAttributeDelegationStarter, got, starter)
 	}
 }
 
@@ -300,7 +277,7 @@ func TestInteropMCP(t *testing.T) {
 	requireMCPCommand(t, bin)
 
 	e := setup(t)
-	templates := mcpTemplates(t, tmp, e.base)
+	templates := interopMCPTemplates(t, tmp, e.base)
 	serverEnv := map[string]string{"TEMPORAL_CONFIG_FILE": testutil.EmptyFile(t)}
 	conn := []string{"--address", e.srv.FrontendAddr(), "--namespace", e.srv.Namespace()}
 	mc := mcpClient{dir: dir}
@@ -562,6 +539,7 @@ func TestInteropMCP(t *testing.T) {
 			if err != nil {
 				t.Fatalf("MCP client revoke: %v\nstdout:\n%s\nstderr:\n%s", err, ls, tail(stderr.String(), 4000))
 			}
+			t.Logf("MCP client revoke:\n%s", ls)
 			ls.step(t, "refused")
 			// bob's token still works after the file changed.
 			mc.run(t, ctx, "probes", with(bob, "probes", []any{map[string]any{"tool": "delegation_list", "arguments": map[string]any{}, "absent_id": id}}))
@@ -571,7 +549,7 @@ func TestInteropMCP(t *testing.T) {
 	// Every delegation alice started is filed under her name, and the
 	// refused calls started none.
 	t.Run("starter-search-attribute", func(t *testing.T) {
-		q := fmt.Sprintf("%s = 'alice'", searchAttributeDelegationStarter)
+		q := fmt.Sprintf("%s = 'alice'", contracts.SearchAttributeDelegationStarter)
 		var n int
 		waitFor(t, q, 30*time.Second, func() (bool, string) {
 			resp, err := e.c.WorkflowService().ListWorkflowExecutions(ctx, listRequest(e.srv.Namespace(), q))
