@@ -490,6 +490,14 @@ func TestInteropMCP(t *testing.T) {
 			}
 		})
 
+		t.Run("model-may-not-answer-a-human-template", func(t *testing.T) {
+			mc.run(t, ctx, "probes", with(alice, "probes", []any{map[string]any{"tool": "delegation_answer",
+				"arguments": map[string]any{"local_workflow_id": id, "text": "the model guesses"}, "error_contains": "from a human"}}))
+			if s := e.stateOf(t, id); s.Question == nil || len(s.Answers) != 0 {
+				t.Errorf("after the refused answer: question %+v, answers %+v; want still waiting, no answer", s.Question, s.Answers)
+			}
+		})
+
 		t.Run("human-answers-through-elicitation", func(t *testing.T) {
 			mc.run(t, ctx, "human", with(alice, "id", id, "elicitation", true, "answer", humanAnswer))
 			e.answeredLostParcel(t, ctx, id, "alice", "alice", humanAnswer)
