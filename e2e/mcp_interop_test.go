@@ -47,6 +47,10 @@ func mcpClientDir(t *testing.T) string {
 	return dir
 }
 
+// mcpProtocol is the MCP version the server speaks (issue 30) and
+// @modelcontextprotocol/sdk 1.32 asks for first.
+const mcpProtocol = "2025-11-25"
+
 // mcpLine is one JSON line the client printed.
 type mcpLine map[string]any
 
@@ -107,6 +111,9 @@ func (m mcpClient) run(t *testing.T, ctx context.Context, scenario string, param
 		t.Fatalf("MCP client %s: %v\nstdout:\n%s\nstderr:\n%s", scenario, err, lines, tail(stderr.String(), 4000))
 	}
 	t.Logf("MCP client %s:\n%s", scenario, lines)
+	if v := lines.step(t, "initialized").str("protocol"); v != mcpProtocol {
+		t.Errorf("negotiated MCP version %q, want %s (the SDK's latest, which the server speaks)", v, mcpProtocol)
+	}
 	return lines
 }
 
@@ -503,6 +510,22 @@ func TestInteropMCP(t *testing.T) {
 			e.answeredLostParcel(t, ctx, id, "alice", "alice", humanAnswer)
 		})
 
+		t.Run("cancel", func(t *testing.T) {
+			const reason = "the customer found the parcel"
+			ls := mc.run(t, ctx, "start", with(alice, "tool", "open_claim", "arguments", order, "until_question", true))
+			other := ls.step(t, "started").str("local_workflow_id")
+			mc.run(t, ctx, "probes", with(alice, "probes", []any{map[string]any{"tool": "delegation_cancel",
+				"arguments": map[string]any{"local_workflow_id": other, "reason": reason}, "expect_status": "canceled"}}))
+			out, err := dclient.Get(e.c, other).Outcome(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The recorded reason names who canceled (the actor) and why.
+			if s := e.stateOf(t, other); out.Status != contracts.StatusCanceled || !strings.Contains(s.CancelReason, reason) || !strings.Contains(s.CancelReason, "alice") {
+				t.Errorf("outcome %s, cancel reason %q; want canceled, the reason naming alice and %q", out.Status, s.CancelReason, reason)
+			}
+		})
+
 		t.Run("token-revoked-mid-session", func(t *testing.T) {
 			cmd := mc.command(ctx, "revoke", alice)
 			stdin, err := cmd.StdinPipe()
@@ -565,10 +588,10 @@ func TestInteropMCP(t *testing.T) {
 				return false, err.Error()
 			}
 			n = len(resp.GetExecutions())
-			return n >= 3, fmt.Sprint(n, " listed")
+			return n >= 4, fmt.Sprint(n, " listed")
 		})
-		if n != 3 {
-			t.Errorf("%s lists %d delegations, want 3 (stdio human, stdio model, http human)", q, n)
+		if n != 4 {
+			t.Errorf("%s lists %d delegations, want 4 (stdio: human, model; http: human, canceled)", q, n)
 		}
 	})
 }

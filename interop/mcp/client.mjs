@@ -31,15 +31,18 @@
 //   start    call tool with arguments; with until_question, then
 //            delegation_status until the agent asks; prints the id
 //   probes   call each of probes [{tool, arguments, error_contains} |
-//            {tool, arguments, absent_id}]: the first kind must be a tool
-//            error (isError) whose text contains error_contains, the second
-//            a result whose structuredContent.delegations has no
-//            local_workflow_id absent_id
+//            {tool, arguments, absent_id} | {tool, arguments, expect_status}]:
+//            the first kind must be a tool error (isError) whose text
+//            contains error_contains, the second a result whose
+//            structuredContent.delegations has no local_workflow_id
+//            absent_id, the third a result whose structuredContent.outcome
+//            has that status
 //   revoke   (http) delegation_list, print {"step":"ready"}, wait for a line
 //            on stdin (the test removes the token meanwhile), delegation_list
 //            again on the same session: expects HTTP 401
 //
-// Output: one JSON object a line on stdout ({"step": ..., ...}); the last is
+// Output: one JSON object a line on stdout ({"step": ..., ...}): first
+// {"step":"initialized", "protocol": the negotiated MCP version, ...}; the last is
 // {"step":"ok"} or {"step":"fail","error":...} (exit 1).
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -95,9 +98,18 @@ async function connect() {
   } else {
     throw new Unexpected(`transport: "${p.transport}" is not stdio or http`);
   }
+  // The SDK tells a transport the negotiated version (the HTTP one sends it
+  // as MCP-Protocol-Version); note it for stdio too.
+  let negotiated = null;
+  const setVersion = transport.setProtocolVersion?.bind(transport);
+  transport.setProtocolVersion = (v) => {
+    negotiated = v;
+    setVersion?.(v);
+  };
   await client.connect(transport);
   emit({
     step: 'initialized',
+    protocol: negotiated,
     server: client.getServerVersion(),
     capabilities: client.getServerCapabilities(),
     session: transport.sessionId ?? null,
@@ -199,6 +211,13 @@ const scenarios = {
         const ids = (r.structuredContent?.delegations ?? []).map((d) => d.local_workflow_id);
         expect(!ids.includes(pr.absent_id), `${pr.tool}: lists ${pr.absent_id}`);
         emit({ step: 'probe', tool: pr.tool, ok: true, listed: ids });
+        continue;
+      }
+      if (pr.expect_status !== undefined) {
+        expect(!r.isError, `${pr.tool}: tool error: ${textOf(r)}`);
+        const st = r.structuredContent?.outcome?.status;
+        expect(st === pr.expect_status, `${pr.tool}: outcome status ${JSON.stringify(st)}, want ${pr.expect_status}`);
+        emit({ step: 'probe', tool: pr.tool, ok: true, status: st });
         continue;
       }
       expect(r.isError === true, `${pr.tool} ${JSON.stringify(pr.arguments)}: not refused: ${JSON.stringify(r.structuredContent)} ${textOf(r)}`);
