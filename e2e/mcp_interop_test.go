@@ -366,6 +366,21 @@ func TestInteropMCP(t *testing.T) {
 			e.answeredLostParcel(t, ctx, id, "alice", "alice", humanAnswer)
 		})
 
+		t.Run("human-declines-then-an-operator-answers", func(t *testing.T) {
+			ls := mc.run(t, ctx, "decline", with(stdio("alice"),
+				"tool", "open_claim", "arguments", order, "elicitation", true, "elicit_action", "decline"))
+			id := ls.step(t, "waiting").str("local_workflow_id")
+			// The delegation waits for an operator, who answers from the CLI
+			// (package client) under their own name.
+			if s := e.stateOf(t, id); s.Question == nil || len(s.Answers) != 0 {
+				t.Fatalf("after the decline: question %+v, answers %+v; want waiting, no answer", s.Question, s.Answers)
+			}
+			if _, err := dclient.Get(e.c, id).Answer(ctx, contracts.Answer{Text: humanAnswer, AnsweredBy: "operator"}); err != nil {
+				t.Fatalf("Answer() error = %v", err)
+			}
+			e.answeredLostParcel(t, ctx, id, "alice", "operator", humanAnswer)
+		})
+
 		var modelID string
 		t.Run("model-answers-through-delegation_answer", func(t *testing.T) {
 			ls := mc.run(t, ctx, "model", with(stdio("alice"),
@@ -588,10 +603,10 @@ func TestInteropMCP(t *testing.T) {
 				return false, err.Error()
 			}
 			n = len(resp.GetExecutions())
-			return n >= 4, fmt.Sprint(n, " listed")
+			return n >= 5, fmt.Sprint(n, " listed")
 		})
-		if n != 4 {
-			t.Errorf("%s lists %d delegations, want 4 (stdio: human, model; http: human, canceled)", q, n)
+		if n != 5 {
+			t.Errorf("%s lists %d delegations, want 5 (stdio: human, declined, model; http: human, canceled)", q, n)
 		}
 	})
 }

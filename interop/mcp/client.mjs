@@ -13,7 +13,8 @@
 //               default set of the parent's)
 //   url         http: the Streamable HTTP endpoint; token: the bearer token
 //   elicitation declare the elicitation capability (form mode); answer: the
-//               text given to every elicitation (accept)
+//               text given to every elicitation (accept; elicit_action
+//               "decline" or "cancel" answers so instead)
 //   timeout_ms  the whole scenario's deadline (default 120000)
 //
 // Scenarios (each exits 0 only when what it saw is what it expects):
@@ -25,6 +26,10 @@
 //            delegation_status {wait_seconds} until the outcome is there,
 //            answering each elicitation with answer; expects at least one
 //            elicitation and the outcome status expect_status
+//   decline  call tool with arguments, delegation_status until elicited;
+//            the elicitation is answered elicit_action (decline or cancel):
+//            expects the question back, and not elicited again by the next
+//            delegation_status
 //   model    call tool with arguments, delegation_status until the agent
 //            asks, delegation_answer {text: answer}, delegation_status until
 //            the outcome; expects no elicitation and expect_status
@@ -85,6 +90,7 @@ async function connect() {
         emit({ step: 'elicitation-declined', why: 'no string property "answer" in requestedSchema' });
         return { action: 'decline' };
       }
+      if (p.elicit_action && p.elicit_action !== 'accept') return { action: p.elicit_action };
       return { action: 'accept', content: { answer: p.answer } };
     });
   }
@@ -182,6 +188,18 @@ const scenarios = {
     expectOutcome(sc);
     expect(elicitations.length >= 1, 'the delegation ended without an elicitation');
     emit({ step: 'done', local_workflow_id: id, elicitations: elicitations.length, outcome: sc.outcome });
+  },
+
+  async decline(client) {
+    expect(p.elicitation && p.elicit_action, 'decline: needs elicitation and elicit_action (decline or cancel)');
+    const id = (await startDelegation(client)).local_workflow_id;
+    const first = await follow(client, id, (s) => elicitations.length > 0 || s.outcome != null, 'an elicitation');
+    expect(elicitations.length === 1, `elicitations = ${elicitations.length}, want 1`);
+    expectQuestion(first);
+    const again = await callOK(client, 'delegation_status', { local_workflow_id: id, wait_seconds: 1 });
+    expectQuestion(again);
+    expect(elicitations.length === 1, `the ${p.elicit_action}d question was elicited again (${elicitations.length} elicitations)`);
+    emit({ step: 'waiting', local_workflow_id: id, a2a_state: again.a2a_state });
   },
 
   async model(client) {
