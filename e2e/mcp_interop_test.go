@@ -111,7 +111,8 @@ func (m mcpClient) run(t *testing.T, ctx context.Context, scenario string, param
 		t.Fatalf("MCP client %s: %v\nstdout:\n%s\nstderr:\n%s", scenario, err, lines, tail(stderr.String(), 4000))
 	}
 	t.Logf("MCP client %s:\n%s", scenario, lines)
-	if v := lines.step(t, "initialized").str("protocol"); v != mcpProtocol {
+	// (A client joining a session with session_id negotiates nothing.)
+	if v := lines.step(t, "initialized").str("protocol"); v != mcpProtocol && params["session_id"] == nil {
 		t.Errorf("negotiated MCP version %q, want %s (the SDK's latest, which the server speaks)", v, mcpProtocol)
 	}
 	return lines
@@ -557,7 +558,7 @@ func TestInteropMCP(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			ready := make(chan bool, 1)
+			ready := make(chan string, 1)
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
@@ -565,15 +566,23 @@ func TestInteropMCP(t *testing.T) {
 				for sc.Scan() {
 					out.Write(sc.Bytes())
 					out.WriteByte('\n')
-					if strings.Contains(sc.Text(), `"step":"ready"`) {
-						ready <- true
+					var l mcpLine
+					if json.Unmarshal(sc.Bytes(), &l) == nil && l.str("step") == "ready" {
+						ready <- l.str("session")
 					}
 				}
 			}()
+			var session string
 			select {
-			case <-ready:
+			case session = <-ready:
 			case <-done:
 			case <-time.After(time.Minute):
+			}
+			// Bob cannot use alice's open session with his own token.
+			if session != "" {
+				mc.run(t, ctx, "intrude", with(bob, "session_id", session))
+			} else {
+				t.Error("alice's client printed no session id")
 			}
 			// The operator removes alice's token while her session is open.
 			writeJSON(t, tokens, map[string]any{"tokens": []any{bobEntry}})

@@ -42,7 +42,9 @@
 //            structuredContent.delegations has no local_workflow_id
 //            absent_id, the third a result whose structuredContent.outcome
 //            has that status
-//   revoke   (http) delegation_list, print {"step":"ready"}, wait for a line
+//   intrude  (http) join the session session_id (another actor's) with
+//            this token, delegation_list: expects HTTP 403
+//   revoke   (http) delegation_list, print {"step":"ready","session":ID}, wait for a line
 //            on stdin (the test removes the token meanwhile), delegation_list
 //            again on the same session: expects HTTP 401
 //
@@ -75,6 +77,7 @@ function textOf(result) {
 }
 
 const elicitations = [];
+let sessionId = null;
 
 async function connect() {
   const capabilities = {};
@@ -98,8 +101,10 @@ async function connect() {
   if (p.transport === 'stdio') {
     transport = new StdioClientTransport({ command: p.command, args: p.args ?? [], env: p.env ?? {}, stderr: 'inherit' });
   } else if (p.transport === 'http') {
+    // With session_id the SDK joins that session instead of initializing.
     transport = new StreamableHTTPClientTransport(new URL(p.url), {
       requestInit: { headers: { Authorization: `Bearer ${p.token}` } },
+      sessionId: p.session_id,
     });
   } else {
     throw new Unexpected(`transport: "${p.transport}" is not stdio or http`);
@@ -113,6 +118,7 @@ async function connect() {
     setVersion?.(v);
   };
   await client.connect(transport);
+  sessionId = transport.sessionId ?? null;
   emit({
     step: 'initialized',
     protocol: negotiated,
@@ -244,10 +250,22 @@ const scenarios = {
     }
   },
 
+  async intrude(client) {
+    expect(p.transport === 'http' && p.session_id, 'intrude: needs http and session_id');
+    try {
+      const r = await call(client, 'delegation_list', {});
+      throw new Unexpected(`delegation_list on another actor's session answered: isError=${r.isError === true} ${textOf(r)} ${JSON.stringify(r.structuredContent)}`);
+    } catch (err) {
+      if (err instanceof Unexpected) throw err;
+      emit({ step: 'refused', error: String(err?.message ?? err), code: err?.code ?? null });
+      expect(err instanceof StreamableHTTPError && err.code === 403, `on another actor's session: ${err}, want HTTP 403`);
+    }
+  },
+
   async revoke(client) {
     expect(p.transport === 'http', 'revoke: needs http');
     await callOK(client, 'delegation_list', {});
-    emit({ step: 'ready' });
+    emit({ step: 'ready', session: sessionId });
     const rl = createInterface({ input: process.stdin });
     await new Promise((resolve, reject) => {
       rl.once('line', resolve);
