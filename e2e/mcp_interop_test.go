@@ -71,6 +71,16 @@ func (ls mcpLines) step(t *testing.T, name string) mcpLine {
 	return nil
 }
 
+// index is the position of the first line of that step, or -1.
+func (ls mcpLines) index(name string) int {
+	for i, l := range ls {
+		if l.str("step") == name {
+			return i
+		}
+	}
+	return -1
+}
+
 func (ls mcpLines) String() string {
 	var b strings.Builder
 	for _, l := range ls {
@@ -347,8 +357,13 @@ func TestInteropMCP(t *testing.T) {
 		})
 
 		t.Run("human-answers-through-elicitation", func(t *testing.T) {
+			// A start that waits asks the question itself (over HTTP below,
+			// delegation_status does).
 			ls := mc.run(t, ctx, "human", with(stdio("alice"),
-				"tool", "open_claim", "arguments", order, "elicitation", true, "answer", humanAnswer))
+				"tool", "open_claim", "arguments", with(order, "wait_seconds", 10), "elicitation", true, "answer", humanAnswer))
+			if i, j := ls.index("elicitation"), ls.index("started"); i < 0 || j < 0 || i > j {
+				t.Errorf("the elicitation (line %d) did not come during the start that waits (line %d)", i, j)
+			}
 			el := ls.step(t, "elicitation")
 			if !strings.Contains(el.str("message"), "photo of the box") {
 				t.Errorf("elicitation message = %q, want the agent's question (photo of the box)", el.str("message"))
