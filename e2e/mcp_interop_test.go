@@ -330,6 +330,11 @@ func TestInteropMCP(t *testing.T) {
 					"delegation_cancel": {"local_workflow_id", "reason"},
 				}))
 			tools, _ := ls.step(t, "tools")["tools"].([]any)
+			if len(tools) != 6 {
+				// One tool per template and the four fixed ones: nothing
+				// that sends elsewhere.
+				t.Errorf("%d tools listed, want 6: %v", len(tools), tools)
+			}
 			for _, raw := range tools {
 				tool, _ := raw.(map[string]any)
 				if tool["name"] != "open_claim" {
