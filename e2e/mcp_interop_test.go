@@ -400,8 +400,20 @@ func TestInteropMCP(t *testing.T) {
 		var modelID string
 		t.Run("model-answers-through-delegation_answer", func(t *testing.T) {
 			ls := mc.run(t, ctx, "model", with(stdio("alice"),
-				"tool", "open_claim_model", "arguments", with(order, "wait_seconds", 10), "elicitation", true, "answer", modelAnswer))
+				"tool", "open_claim_model", "arguments", with(order, "wait_seconds", 10), "elicitation", true, "answer", modelAnswer,
+				"subscribe", true))
 			modelID = ls.step(t, "started").str("local_workflow_id")
+			// The delegation is also a resource the client read and was
+			// told about when it changed.
+			if rt, _ := json.Marshal(ls.step(t, "resource-templates")["resourceTemplates"]); !strings.Contains(string(rt), `"uriTemplate":"delegation://{id}"`) {
+				t.Errorf("resource templates = %s, want delegation://{id}", rt)
+			}
+			if mt := ls.step(t, "resource-read").str("mimeType"); mt != "application/json" {
+				t.Errorf("resource mimeType = %q, want application/json", mt)
+			}
+			if u := ls.step(t, "resource-updated").str("uri"); u != "delegation://"+modelID {
+				t.Errorf("resource updated = %q, want delegation://%s", u, modelID)
+			}
 			e.answeredLostParcel(t, ctx, modelID, "alice", "alice (model)", modelAnswer)
 		})
 
@@ -511,6 +523,7 @@ func TestInteropMCP(t *testing.T) {
 				probe("delegation_answer", map[string]any{"local_workflow_id": id, "text": "bob answers"}),
 				probe("delegation_cancel", map[string]any{"local_workflow_id": id, "reason": "bob cancels"}),
 				map[string]any{"tool": "delegation_list", "arguments": map[string]any{}, "absent_id": id},
+				map[string]any{"resource": "delegation://" + id, "error_contains": "not found"},
 			}))
 			if notFoundText != "" {
 				got := strings.ReplaceAll(ls.step(t, "probe").str("text"), id, "ID")

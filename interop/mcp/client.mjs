@@ -32,7 +32,9 @@
 //            delegation_status
 //   model    call tool with arguments, delegation_status until the agent
 //            asks, delegation_answer {text: answer}, delegation_status until
-//            the outcome; expects no elicitation and expect_status
+//            the outcome; expects no elicitation and expect_status. With
+//            subscribe, also reads the resource delegation://ID and
+//            subscribes to it: expects notifications/resources/updated
 //   start    call tool with arguments; with until_question, then
 //            delegation_status until the agent asks; prints the id
 //   probes   call each of probes [{tool, arguments, error_contains} |
@@ -41,7 +43,8 @@
 //            contains error_contains, the second a result whose
 //            structuredContent.delegations has no local_workflow_id
 //            absent_id, the third a result whose structuredContent.outcome
-//            has that status
+//            has that status; {resource: URI, error_contains}: reading
+//            the resource must fail with that text
 //   intrude  (http) join the session session_id (another actor's) with
 //            this token, delegation_list: expects HTTP 403
 //   revoke   (http) delegation_list, print {"step":"ready","session":ID}, wait for a line
@@ -55,7 +58,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createInterface } from 'node:readline';
 
 const scenario = process.argv[2];
@@ -77,6 +80,7 @@ function textOf(result) {
 }
 
 const elicitations = [];
+const updates = []; // URIs of notifications/resources/updated
 let sessionId = null;
 
 async function connect() {
@@ -97,6 +101,10 @@ async function connect() {
       return { action: 'accept', content: { answer: p.answer } };
     });
   }
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+    updates.push(n.params.uri);
+    emit({ step: 'resource-updated', uri: n.params.uri });
+  });
   let transport;
   if (p.transport === 'stdio') {
     transport = new StdioClientTransport({ command: p.command, args: p.args ?? [], env: p.env ?? {}, stderr: 'inherit' });
@@ -210,6 +218,18 @@ const scenarios = {
 
   async model(client) {
     const id = (await startDelegation(client)).local_workflow_id;
+    const uri = `delegation://${id}`;
+    if (p.subscribe) {
+      // The delegation as a resource: read it, and be told when it changes.
+      const { resourceTemplates } = await client.listResourceTemplates();
+      emit({ step: 'resource-templates', resourceTemplates });
+      const read = await client.readResource({ uri });
+      const body = JSON.parse(read.contents?.[0]?.text ?? 'null');
+      emit({ step: 'resource-read', uri, mimeType: read.contents?.[0]?.mimeType, body });
+      expect(body?.local_workflow_id === id, `resource ${uri}: local_workflow_id = ${JSON.stringify(body?.local_workflow_id)}`);
+      await client.subscribeResource({ uri });
+      emit({ step: 'subscribed', uri });
+    }
     const asked = await follow(client, id, (s) => s.question != null || s.outcome != null, 'a question');
     expectQuestion(asked);
     const after = await callOK(client, 'delegation_answer', { local_workflow_id: id, text: p.answer });
@@ -217,6 +237,12 @@ const scenarios = {
     const sc = await follow(client, id, (s) => s.outcome != null, 'the outcome');
     expectOutcome(sc);
     expect(elicitations.length === 0, `a model template's question was elicited ${elicitations.length} time(s)`);
+    if (p.subscribe) {
+      // The server reads a subscribed delegation every few seconds: wait
+      // for the notification of its end.
+      while (!updates.includes(uri) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(updates.includes(uri), `no notifications/resources/updated for ${uri} (got ${JSON.stringify(updates)})`);
+    }
     emit({ step: 'done', local_workflow_id: id, outcome: sc.outcome });
   },
 
@@ -229,6 +255,17 @@ const scenarios = {
 
   async probes(client) {
     for (const pr of p.probes ?? []) {
+      if (pr.resource !== undefined) {
+        let got;
+        try {
+          got = await client.readResource({ uri: pr.resource });
+        } catch (err) {
+          emit({ step: 'probe', resource: pr.resource, ok: true, error: String(err?.message ?? err) });
+          expect(String(err?.message).includes(pr.error_contains), `read ${pr.resource}: ${err}, want an error with ${JSON.stringify(pr.error_contains)}`);
+          continue;
+        }
+        throw new Unexpected(`read ${pr.resource}: not refused: ${JSON.stringify(got)}`);
+      }
       const r = await call(client, pr.tool, pr.arguments ?? {});
       if (pr.absent_id !== undefined) {
         expect(!r.isError, `${pr.tool}: tool error: ${textOf(r)}`);
