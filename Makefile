@@ -30,12 +30,14 @@ test:
 
 # Interop with peers this project did not write: agents built on the a2a-js
 # SDK 1.x (A2A 1.0) and 0.3.x (A2A 0.3) from npm (interop/), through the
-# embedded Temporal server and a worker; and the TypeScript backend example
+# embedded Temporal server and a worker; the TypeScript backend example
 # (examples/typescript: @temporalio/client from npm, type-checked and compiled
-# by tsc) against them. Needs node and npm; DELEGATE_INTEROP=1 makes a missing
-# peer a failure instead of a skip.
+# by tsc) against them; and an MCP client on the official TypeScript SDK
+# driving `delegate mcp` (interop/mcp/). Needs node and npm; DELEGATE_INTEROP=1
+# makes a missing peer a failure instead of a skip.
 test-interop:
 	cd interop && npm ci --no-audit --no-fund --loglevel=error
+	cd interop/mcp && npm ci --no-audit --no-fund --loglevel=error
 	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./a2aclient ./e2e
