@@ -290,6 +290,15 @@ func decodeArgs(raw json.RawMessage, known ...string) (map[string]json.RawMessag
 		if err := json.Unmarshal(raw, &args); err != nil {
 			return nil, toolError("arguments: must be a JSON object: %v", err)
 		}
+		// A key given twice: the schema would check the last value while
+		// the message's data forwards both, and an agent may act on the
+		// first.
+		if dups := contracts.DuplicateKeys(raw); len(dups) > 0 {
+			var fe *contracts.FieldError
+			if errors.As(dups[0], &fe) {
+				return nil, toolError("argument %q: given twice (a key given twice, at any depth, is refused: which value counts would depend on the reader)", contracts.Truncate(fe.Field, 200))
+			}
+		}
 	}
 	for k := range args {
 		if !slices.Contains(known, k) {
