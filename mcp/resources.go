@@ -37,8 +37,11 @@ type watcher struct {
 }
 
 type watch struct {
-	subscribers int
-	last        string
+	// sessions are the sessions subscribed to it: an unsubscribe removes
+	// its own session only (the go-sdk calls the handler for any session,
+	// subscribed or not, another actor's too).
+	sessions map[*sdk.ServerSession]bool
+	last     string
 }
 
 func newWatcher(s *Server) *watcher { return &watcher{s: s, watched: map[string]*watch{}} }
@@ -122,10 +125,10 @@ func (w *watcher) subscribe(ctx context.Context, req *sdk.SubscribeRequest) erro
 	defer w.mu.Unlock()
 	wt := w.watched[req.Params.URI]
 	if wt == nil {
-		wt = &watch{last: key}
+		wt = &watch{last: key, sessions: map[*sdk.ServerSession]bool{}}
 		w.watched[req.Params.URI] = wt
 	}
-	wt.subscribers++
+	wt.sessions[req.Session] = true
 	if !w.running {
 		w.running = true
 		go w.loop()
@@ -137,7 +140,8 @@ func (w *watcher) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) er
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if wt := w.watched[req.Params.URI]; wt != nil {
-		if wt.subscribers--; wt.subscribers <= 0 {
+		delete(wt.sessions, req.Session)
+		if len(wt.sessions) == 0 {
 			delete(w.watched, req.Params.URI)
 		}
 	}
