@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,5 +80,66 @@ func TestMCPUnsubscribeTouchesOnlyItsSession(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("alice was not notified that her delegation ended: another session's unsubscribe dropped her subscription")
+	}
+}
+
+// TestMCPElicitationGarbage: a client that declared elicitation and
+// answers the form with garbage (accept without content, a number, an
+// answer over the bound, an unknown action) sends nothing: the delegation
+// keeps waiting, no answer is recorded; extra fields in an accepted form
+// (answered_by) are not read: the answer is recorded as the actor's.
+func TestMCPElicitationGarbage(t *testing.T) {
+	e := setup(t)
+	replies := []*sdk.ElicitResult{
+		{Action: "accept"},
+		{Action: "accept", Content: map[string]any{"answer": 42}},
+		{Action: "accept", Content: map[string]any{"answer": strings.Repeat("x", 70<<10)}},
+		{Action: "accept", Content: map[string]any{"answer": "   "}},
+		{Action: "maybe"},
+		{Action: "accept", Content: map[string]any{"answer": "A photo is attached.", "answered_by": "mallory", "credential_ref": "vault://root"}},
+	}
+	var mu sync.Mutex
+	n := 0
+	cs := stdioSession(t, e.mcpServer(t, "alice"), &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			r := replies[min(n, len(replies)-1)]
+			n++
+			return r, nil
+		},
+	})
+	res, r := call(t, cs, "open_parcel_claim", map[string]any{"order_id": "A-8008", "wait_seconds": 30})
+	if res.IsError {
+		t.Fatalf("start: %s", text(res))
+	}
+	id := r.LocalWorkflowID
+	for i := 1; ; i++ {
+		mu.Lock()
+		asked := n
+		mu.Unlock()
+		if asked != i {
+			t.Fatalf("after call %d the form was asked %d times (last result %s)", i, asked, text(res))
+		}
+		if i == len(replies) {
+			break
+		}
+		if r.Question == nil || r.Outcome != nil {
+			t.Fatalf("reply %d (%+v): the delegation does not wait any more: %s", i, replies[i-1], text(res))
+		}
+		if st := e.stateOf(t, id); len(st.Answers) != 0 {
+			t.Fatalf("reply %d (%+v) was sent as an answer: %+v", i, replies[i-1], st.Answers)
+		}
+		res, r = call(t, cs, mcp.ToolStatus, map[string]any{"local_workflow_id": id})
+		if res.IsError {
+			t.Fatalf("status after reply %d: %s", i, text(res))
+		}
+	}
+	if !strings.Contains(text(res), "answered by alice through elicitation") {
+		t.Fatalf("last result: %s", text(res))
+	}
+	st := e.stateOf(t, id)
+	if len(st.Answers) != 1 || st.Answers[0].AnsweredBy != "alice" {
+		t.Fatalf("answers = %+v, want one by alice", st.Answers)
 	}
 }
