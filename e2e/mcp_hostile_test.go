@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/mcp"
 )
 
@@ -141,5 +144,64 @@ func TestMCPElicitationGarbage(t *testing.T) {
 	st := e.stateOf(t, id)
 	if len(st.Answers) != 1 || st.Answers[0].AnsweredBy != "alice" {
 		t.Fatalf("answers = %+v, want one by alice", st.Answers)
+	}
+}
+
+// TestMCPBackendSpoofedStarter: a backend with Temporal access starts a
+// delegation itself with DelegationStarter "alice" and an id that looks
+// like a template's (mcp.TEMPLATE.UUID), toward an agent URL and a purpose
+// no template names. Alice sees it (the starter attribute is whoever
+// started it says: Temporal access is the trust boundary, docs/mcp.md),
+// but neither her model (delegation_answer) nor her human (elicitation)
+// answers it: only a delegation whose contract is the template's takes
+// answers through MCP.
+func TestMCPBackendSpoofedStarter(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := func(tmpl string) string {
+		d := contracts.Delegation{
+			LocalWorkflowID: mcp.IDPrefix + tmpl + "." + uuid.NewString(),
+			AgentCardURL:    e.base + "/.well-known/agent-card.json?via=backend",
+			Skill:           "open-claim", Purpose: "a backend's own delegation",
+			Message:        contracts.MessageSpec{Text: "Order A-9009: scenario lost-parcel"},
+			AllowedOutputs: []string{"claim_opened"}, Deadline: time.Now().Add(10 * time.Minute).UTC().Truncate(time.Second),
+			WriteAuthority: contracts.WriteAuthorityNone,
+		}
+		if _, err := dclient.Start(ctx, e.c, d, dclient.WithStarter("alice")); err != nil {
+			t.Fatalf("backend start: %v", err)
+		}
+		waitFor(t, "input-required", 60*time.Second, func() (bool, string) {
+			st := e.stateOf(t, d.LocalWorkflowID)
+			return st.Question != nil, st.A2AState
+		})
+		return d.LocalWorkflowID
+	}
+	elicited := 0
+	cs := stdioSession(t, e.mcpServer(t, "alice"), &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			elicited++
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
+		},
+	})
+
+	modelID := start("claims_scenario_model")
+	res, r := call(t, cs, mcp.ToolStatus, map[string]any{"local_workflow_id": modelID})
+	if res.IsError || r.Question == nil {
+		t.Fatalf("alice's status of the delegation started for her: %s", text(res))
+	}
+	res, _ = call(t, cs, mcp.ToolAnswer, map[string]any{"local_workflow_id": modelID, "text": "yes"})
+	refused(t, res, "not the template's")
+	if st := e.stateOf(t, modelID); len(st.Answers) != 0 {
+		t.Fatalf("the model answered a delegation no template started: %+v", st.Answers)
+	}
+
+	humanID := start("claims_scenario")
+	res, r = call(t, cs, mcp.ToolStatus, map[string]any{"local_workflow_id": humanID})
+	if res.IsError || r.Question == nil || elicited != 0 || !strings.Contains(text(res), "not the template's") {
+		t.Fatalf("status (elicited %d times): %s", elicited, text(res))
+	}
+	if st := e.stateOf(t, humanID); len(st.Answers) != 0 {
+		t.Fatalf("the human was asked through elicitation for a delegation no template started: %+v", st.Answers)
 	}
 }

@@ -297,10 +297,14 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 		return nil, err
 	}
 	note := verb
-	if t := s.templates[tmpl]; t != nil && t.Answer == AnswerHuman && st.Question != nil && s.wasDeclined(req, id, st.Question.Round) {
+	t, why := s.served(id, st)
+	if t == nil && why != "" && st.Question != nil && st.Outcome == nil {
+		note = why + "; its question waits for an operator (Temporal UI or `delegate answer`)"
+	}
+	if t != nil && t.Answer == AnswerHuman && st.Question != nil && s.wasDeclined(req, id, st.Question.Round) {
 		note = "your human declined this question in this session; it waits for an operator (Temporal UI or `delegate answer`)"
 	}
-	if t := s.templates[tmpl]; t != nil && t.Answer == AnswerHuman && st.Outcome == nil && st.Question != nil &&
+	if t != nil && t.Answer == AnswerHuman && st.Outcome == nil && st.Question != nil &&
 		st.Question.State == contracts.TaskStateInputRequired && canElicit(req) && !s.wasDeclined(req, id, st.Question.Round) {
 		var answered bool
 		answered, note, err = s.elicit(ctx, req, actor, id, st)
@@ -316,6 +320,27 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 		}
 	}
 	return s.stateResult(st, tmpl, note), nil
+}
+
+// served returns the template a delegation was started from, to decide
+// who may answer it: the template its id names (mcp.TEMPLATE.UUID) when
+// this server serves it and the delegation's contract is that template's
+// (agent_card_url, skill, purpose, from State). An id is only a name:
+// whoever can start workflows in the namespace can choose it, and set
+// DelegationStarter. Otherwise nil and why ("" for an id that names no
+// template).
+func (s *Server) served(id string, st contracts.State) (*template, string) {
+	name := templateOf(id)
+	t := s.templates[name]
+	switch {
+	case name == "":
+		return nil, ""
+	case t == nil:
+		return nil, fmt.Sprintf("template %q is not served here", contracts.Truncate(name, 80))
+	case st.AgentCardURL != t.AgentCardURL || st.Skill != t.Skill || st.Purpose != t.Purpose:
+		return nil, fmt.Sprintf("its contract is not the template's (agent_card_url, skill and purpose must be template %q's): it was not started by this template", name)
+	}
+	return t, ""
 }
 
 // afterAnswer reads the state once the question of round is no longer
@@ -550,6 +575,9 @@ func (s *Server) answer(ctx context.Context, req *sdk.CallToolRequest, actor str
 	}
 	if st.Question.State != contracts.TaskStateInputRequired {
 		return toolError("local_workflow_id %s: the agent asks for authentication (%s): only an operator answers it, with a credential reference; credentials never pass through a model", strconv.Quote(id), st.Question.State), nil
+	}
+	if served, why := s.served(id, st); served == nil {
+		return toolError("local_workflow_id %s: delegation_answer is refused: %s; an operator answers it (Temporal UI or `delegate answer`)", strconv.Quote(id), why), nil
 	}
 	a := contracts.Answer{Text: text, Data: data, AnsweredBy: actor + " (model)"}
 	if err := a.Validate(); err != nil {
