@@ -205,3 +205,46 @@ func TestMCPBackendSpoofedStarter(t *testing.T) {
 		t.Fatalf("the human was asked through elicitation for a delegation no template started: %+v", st.Answers)
 	}
 }
+
+// TestMCPConcurrentWaitsBounded: one actor's calls that wait (wait_seconds)
+// poll the server every 250 ms; the rate limit alone let 150 of them run
+// at once (5 calls a second, 30 s each). Beyond mcp.MaxWaitingPerActor at
+// once, a call returns at once with the state, saying why.
+func TestMCPConcurrentWaitsBounded(t *testing.T) {
+	e := setup(t)
+	cs := stdioSession(t, e.mcpServer(t, "alice"), nil)
+	res, r := call(t, cs, "claims_scenario", map[string]any{"order_id": "A-1010", "scenario": "slow"})
+	if res.IsError {
+		t.Fatalf("start: %s", text(res))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n := mcp.MaxWaitingPerActor + 2
+	type done struct {
+		took time.Duration
+		text string
+	}
+	results := make(chan done, n)
+	for range n {
+		go func() {
+			begin := time.Now()
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.ToolStatus, Arguments: map[string]any{"local_workflow_id": r.LocalWorkflowID, "wait_seconds": 30}})
+			if err != nil {
+				results <- done{time.Since(begin), err.Error()}
+				return
+			}
+			results <- done{time.Since(begin), text(res)}
+		}()
+	}
+	for range 2 {
+		select {
+		case d := <-results:
+			if !strings.Contains(d.text, "wait at once") {
+				t.Fatalf("a call returned after %s without saying why: %s", d.took, d.text)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%d calls that wait 30 s at once: none of them returned early", n)
+		}
+	}
+	cancel()
+}

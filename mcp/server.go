@@ -79,6 +79,9 @@ type Server struct {
 	// declined holds the questions a session's human declined or
 	// cancelled: they are not asked again in that session.
 	declined map[declineKey]bool
+	// waiting counts each actor's calls that wait at once
+	// (MaxWaitingPerActor).
+	waiting map[string]int
 }
 
 type declineKey struct {
@@ -114,7 +117,7 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, templates: ts, limiters: map[string]*rate.Limiter{}, declined: map[declineKey]bool{}}
+	s := &Server{o: o, templates: ts, limiters: map[string]*rate.Limiter{}, declined: map[declineKey]bool{}, waiting: map[string]int{}}
 	for _, t := range o.Templates {
 		s.order = append(s.order, t.Name)
 	}

@@ -270,13 +270,27 @@ func (s *Server) settledOnServer(ctx context.Context, id string) bool {
 // pollEvery is how often a waiting tool reads the state.
 const pollEvery = 250 * time.Millisecond
 
+// MaxWaitingPerActor bounds one actor's calls that wait (wait_seconds) at
+// once: each polls the server every pollEvery, and the rate limit alone
+// let 5 a second × 30 s of them run together. A call beyond it returns at
+// once with the state.
+const MaxWaitingPerActor = 4
+
 // follow waits up to wait for the delegation to settle, asks a "human"
 // template's question through elicitation when the client declared it,
 // and returns the result.
 func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id, tmpl string, wait time.Duration, verb string) (*sdk.CallToolResult, error) {
 	deadline := time.Now().Add(wait)
 	st, err := s.state(ctx, id)
+	busy := false
 	if err == nil && !settled(st) && wait > 0 {
+		if release, ok := s.startWaiting(actor); ok {
+			defer release()
+		} else {
+			busy, deadline = true, time.Now()
+		}
+	}
+	if err == nil && !settled(st) && wait > 0 && !busy {
 		// Wait on what the server knows without a worker (the workflow's
 		// status and its search attribute A2AState), then read the state
 		// once: a Query every poll would cost the worker a task each.
@@ -297,6 +311,12 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 		return nil, err
 	}
 	note := verb
+	if busy {
+		note = fmt.Sprintf("returned at once, not after wait_seconds: %d calls of yours already wait at once (the most there can be); call again later", MaxWaitingPerActor)
+		if verb != "" {
+			note = verb + "; " + note
+		}
+	}
 	t, why := s.served(id, st)
 	if t == nil && why != "" && st.Question != nil && st.Outcome == nil {
 		note = why + "; its question waits for an operator (Temporal UI or `delegate answer`)"
@@ -341,6 +361,24 @@ func (s *Server) served(id string, st contracts.State) (*template, string) {
 		return nil, fmt.Sprintf("its contract is not the template's (agent_card_url, skill and purpose must be template %q's): it was not started by this template", name)
 	}
 	return t, ""
+}
+
+// startWaiting takes one of the actor's MaxWaitingPerActor waiting
+// slots; ok is false when they are all taken.
+func (s *Server) startWaiting(actor string) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting[actor] >= MaxWaitingPerActor {
+		return nil, false
+	}
+	s.waiting[actor]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.waiting[actor]--; s.waiting[actor] <= 0 {
+			delete(s.waiting, actor)
+		}
+	}, true
 }
 
 // afterAnswer reads the state once the question of round is no longer
