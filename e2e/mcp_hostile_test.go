@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
@@ -247,4 +251,28 @@ func TestMCPConcurrentWaitsBounded(t *testing.T) {
 		}
 	}
 	cancel()
+}
+
+// TestDirectStartDuplicateKeys: a backend that starts the workflow with
+// raw JSON in which a contract field is given twice (which value counts
+// depends on the parser) is refused by the workflow, naming the field.
+func TestDirectStartDuplicateKeys(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	id := "probe-duplicate-keys"
+	b, _ := json.Marshal(lostParcel(id, e.base))
+	raw := json.RawMessage(strings.Replace(string(b), `"skill":`, `"skill":"refund-everything","skill":`, 1))
+	if !strings.Contains(string(raw), `"skill":"refund-everything","skill":`) {
+		t.Fatalf("contract %s has no skill", b)
+	}
+	run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: contracts.TaskQueue}, contracts.WorkflowType, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = run.Get(ctx, nil)
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != "invalid_contract" || !strings.Contains(ae.Error(), "skill: given twice") {
+		t.Fatalf("error = %v, want invalid_contract naming skill given twice", err)
+	}
 }
