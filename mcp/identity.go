@@ -244,7 +244,25 @@ func (s *Server) HTTPHandler(verify auth.TokenVerifier, resourceMetadataURL stri
 		SessionTimeout: time.Hour,
 	})
 	var opts = &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadataURL, AllowMissingExpiration: true}
-	return wwwAuthenticate(auth.RequireBearerToken(verify, opts)(h))
+	return wwwAuthenticate(auth.RequireBearerToken(verify, opts)(s.limitNewSessions(h)))
+}
+
+// limitNewSessions counts a request that opens a session (one without
+// Mcp-Session-Id: initialize) against its actor's rate, as a tool call:
+// each session is held for up to an hour, and a client that opens them
+// in a loop is answered 429 Too Many Requests with Retry-After.
+func (s *Server) limitNewSessions(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" && !s.limiter(ti.UserID).Allow() {
+				s.o.Logger.Warn("mcp: rate limited: new session", "actor", ti.UserID)
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, fmt.Sprintf("rate limit: %s opens sessions and calls tools more than %g times a second (burst %d)", ti.UserID, float64(s.o.Rate), s.o.Burst), http.StatusTooManyRequests)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Mux serves the Streamable HTTP endpoint at /mcp of base (the URL
