@@ -204,3 +204,21 @@ func TestOIDCRefusesHostileJWTs(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateSchemaReadsNothing: a template's parameters cannot make the
+// server read a file or the network ($ref outside the schema, also through
+// $id): refused at start.
+func TestTemplateSchemaReadsNothing(t *testing.T) {
+	for name, params := range map[string]string{
+		"file":      `{"type":"object","properties":{"a":{"$ref":"file:///etc/passwd"}}}`,
+		"http":      `{"type":"object","properties":{"a":{"$ref":"http://127.0.0.1:1/schema.json"}}}`,
+		"$id trick": `{"$id":"http://127.0.0.1:1/base/","type":"object","properties":{"a":{"$ref":"other.json"}}}`,
+	} {
+		tp := exampleTemplates(t)[0]
+		tp.Text = "{{order_id}}"
+		tp.Parameters = json.RawMessage(strings.Replace(params, `"properties":{`, `"properties":{"order_id":{"type":"string"},`, 1))
+		if err := CheckTemplates([]Template{tp}); err == nil || !strings.Contains(err.Error(), "parameters") {
+			t.Errorf("%s: CheckTemplates() error = %v, want a refusal of parameters", name, err)
+		}
+	}
+}
