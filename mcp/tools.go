@@ -494,6 +494,12 @@ func (s *Server) list(ctx context.Context, req *sdk.CallToolRequest, actor strin
 		if len(out.Delegations) == maxList {
 			break
 		}
+		if !contracts.ValidWorkflowID(r.ID) {
+			// Not a local_workflow_id (a run the workflow refused, started
+			// by a backend under any id): no tool acts on it, and its id,
+			// any text, would reach the model's context.
+			continue
+		}
 		out.Delegations = append(out.Delegations, Listed{LocalWorkflowID: r.ID, A2AState: r.A2AState, Template: templateOf(r.ID), WorkflowStatus: r.Status, Started: r.Started})
 	}
 	text := fmt.Sprintf("%d delegation(s) of %s", len(out.Delegations), actor)
