@@ -306,3 +306,41 @@ func TestMCPListShowsOnlyDelegationIDs(t *testing.T) {
 		t.Fatalf("delegation_list shows the id: %s", text(res))
 	}
 }
+
+// TestMCPSubscriptionsPerActorBounded: one actor's subscriptions make the
+// server follow at most Options.MaxWatchedPerActor delegations (all of
+// MaxWatched, shared by every actor, were one actor's to take); beyond, a
+// subscription is refused, saying to poll.
+func TestMCPSubscriptionsPerActorBounded(t *testing.T) {
+	e := setup(t)
+	s, err := mcp.New(mcp.Options{Client: e.c, Templates: mcpTemplates(t, e.base), Actor: "alice", Burst: 1000, Rate: 1000, MaxWatchedPerActor: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := stdioSession(t, s, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var uris []string
+	for i := range 2 {
+		res, r := call(t, cs, "claims_scenario", map[string]any{"order_id": fmt.Sprintf("A-120%d", i), "scenario": "slow"})
+		if res.IsError {
+			t.Fatalf("start: %s", text(res))
+		}
+		uris = append(uris, "delegation://"+r.LocalWorkflowID)
+	}
+	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uris[0]}); err != nil {
+		t.Fatalf("first Subscribe error = %v", err)
+	}
+	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uris[0]}); err != nil {
+		t.Fatalf("the same subscription again: error = %v", err)
+	}
+	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uris[1]}); err == nil || !strings.Contains(err.Error(), "poll delegation_status") {
+		t.Fatalf("second delegation's Subscribe error = %v, want a refusal over the per-actor bound", err)
+	}
+	if err := cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uris[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uris[1]}); err != nil {
+		t.Fatalf("after unsubscribing the first: error = %v", err)
+	}
+}

@@ -42,6 +42,8 @@ type watch struct {
 	// subscribed or not, another actor's too).
 	sessions map[*sdk.ServerSession]bool
 	last     string
+	// owner is the actor whose delegation it is (Options.MaxWatchedPerActor).
+	owner string
 }
 
 func newWatcher(s *Server) *watcher { return &watcher{s: s, watched: map[string]*watch{}} }
@@ -121,11 +123,21 @@ func (w *watcher) subscribe(ctx context.Context, req *sdk.SubscribeRequest) erro
 	if ended {
 		return nil // nothing will change
 	}
+	actor := w.actorOf(req.Extra)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wt := w.watched[req.Params.URI]
 	if wt == nil {
-		wt = &watch{last: key, sessions: map[*sdk.ServerSession]bool{}}
+		mine := 0
+		for _, o := range w.watched {
+			if o.owner == actor {
+				mine++
+			}
+		}
+		if mine >= w.s.o.MaxWatchedPerActor {
+			return fmt.Errorf("your subscriptions follow %d delegations already (at most %d for one actor); unsubscribe from one, or poll delegation_status", mine, w.s.o.MaxWatchedPerActor)
+		}
+		wt = &watch{last: key, sessions: map[*sdk.ServerSession]bool{}, owner: actor}
 		w.watched[req.Params.URI] = wt
 	}
 	wt.sessions[req.Session] = true

@@ -45,6 +45,10 @@ type Options struct {
 	// once. Zero: DefaultRate and DefaultBurst.
 	Rate  rate.Limit
 	Burst int
+	// MaxWatchedPerActor bounds the delegations one actor's subscriptions
+	// make the server follow (0: DefaultMaxWatchedPerActor), so that one
+	// actor cannot take all MaxWatched.
+	MaxWatchedPerActor int
 	// Logger logs refusals and errors (nil: none). Never secrets.
 	Logger *slog.Logger
 	// Version is the server's version, sent in the MCP initialize result.
@@ -53,8 +57,9 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultRate  rate.Limit = 5
-	DefaultBurst            = 20
+	DefaultRate               rate.Limit = 5
+	DefaultBurst                         = 20
+	DefaultMaxWatchedPerActor            = 100
 )
 
 // MaxArgumentBytes bounds a tool call's arguments (64 KiB), checked before
@@ -113,6 +118,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Namespace == "" {
 		o.Namespace = client.DefaultNamespace
+	}
+	if o.MaxWatchedPerActor == 0 {
+		o.MaxWatchedPerActor = DefaultMaxWatchedPerActor
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
