@@ -222,3 +222,15 @@ func TestTemplateSchemaReadsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestOIDCIssuerMustBeHTTPS: the issuer's keys decide who every request
+// is: fetched over plain http from a host that is not loopback, anyone on
+// the path could serve their own. Refused before anything is fetched.
+func TestOIDCIssuerMustBeHTTPS(t *testing.T) {
+	for _, iss := range []string{"http://id.example.com", "http://10.0.0.1:8080/realms/x", "ftp://id.example.com", "id.example.com"} {
+		_, err := NewOIDC(context.Background(), iss, "delegate-mcp")
+		if err == nil || !strings.Contains(err.Error(), "--issuer") || !strings.Contains(err.Error(), "https") {
+			t.Errorf("NewOIDC(%q) error = %v, want a refusal naming --issuer and https", iss, err)
+		}
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"sync"
@@ -187,11 +189,33 @@ func NewOIDC(ctx context.Context, issuer, audience string) (*OIDC, error) {
 	if audience == "" {
 		return nil, errors.New("--audience: required with --issuer (the aud a token must carry for this server)")
 	}
+	if err := checkIssuerURL(issuer); err != nil {
+		return nil, err
+	}
 	p, err := oidc.NewProvider(ctx, issuer)
 	if err != nil {
 		return nil, fmt.Errorf("--issuer %s: discovery: %w", issuer, err)
 	}
 	return &OIDC{verifier: p.Verifier(&oidc.Config{ClientID: audience})}, nil
+}
+
+// checkIssuerURL refuses an issuer whose keys would be fetched where
+// someone on the path could serve their own: anything but https, except
+// http to a loopback host (a local issuer, tests).
+func checkIssuerURL(issuer string) error {
+	u, err := url.Parse(issuer)
+	if err == nil && u.Host != "" {
+		switch u.Scheme {
+		case "https":
+			return nil
+		case "http":
+			h := u.Hostname()
+			if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("--issuer %s: must be an https URL (http only to a loopback host): its keys decide who every request is", contracts.Truncate(issuer, 200))
 }
 
 // Verify checks a JWT and returns its sub and expiry.
