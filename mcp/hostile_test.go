@@ -185,13 +185,21 @@ func TestOIDCRefusesHostileJWTs(t *testing.T) {
 		t.Fatalf("the issuer's own token: %+v, %v; want alice", ti, err)
 	}
 	for name, tok := range map[string]string{
-		"alg none":        none,
-		"alg confusion":   confused,
-		"another key":     sign(good, other, "k1"),
-		"another issuer":  sign(claims("https://evil.example", "delegate-mcp", time.Now().Add(time.Hour)), key, "k1"),
-		"another aud":     sign(claims(srv.URL, "someone-else", time.Now().Add(time.Hour)), key, "k1"),
-		"expired":         sign(claims(srv.URL, "delegate-mcp", time.Now().Add(-time.Minute)), key, "k1"),
-		"not a JWT":       "alice",
+		"alg none":       none,
+		"alg confusion":  confused,
+		"another key":    sign(good, other, "k1"),
+		"another issuer": sign(claims("https://evil.example", "delegate-mcp", time.Now().Add(time.Hour)), key, "k1"),
+		"another aud":    sign(claims(srv.URL, "someone-else", time.Now().Add(time.Hour)), key, "k1"),
+		"expired":        sign(claims(srv.URL, "delegate-mcp", time.Now().Add(-time.Minute)), key, "k1"),
+		"not a JWT":      "alice",
+		"no exp": func() string {
+			tok, _ := jwt.NewBuilder().Issuer(srv.URL).Subject("alice").Audience([]string{"delegate-mcp"}).Build()
+			return sign(tok, key, "k1")
+		}(),
+		"sub not an actor": func() string {
+			tok, _ := jwt.NewBuilder().Issuer(srv.URL).Subject(`al"ice`).Audience([]string{"delegate-mcp"}).Expiration(time.Now().Add(time.Hour)).Build()
+			return sign(tok, key, "k1")
+		}(),
 		"payload altered": strings.Join([]string{strings.Split(sign(good, key, "k1"), ".")[0], b64(map[string]any{"iss": srv.URL, "sub": "bob", "aud": "delegate-mcp", "exp": time.Now().Add(time.Hour).Unix()}), strings.Split(sign(good, key, "k1"), ".")[2]}, "."),
 	} {
 		ti, err := verify(ctx, tok, nil)
