@@ -242,3 +242,26 @@ func TestOIDCIssuerMustBeHTTPS(t *testing.T) {
 		}
 	}
 }
+
+// TestTextArgumentsNoControlCharacters: a value that fills the message's
+// text carries no control character (but tab, newline and carriage
+// return) and no bidirectional override, embedding or isolate (U+202A to
+// U+202E, U+2066 to U+2069), which make what an operator or an agent
+// reads differ from what was sent; refused naming the argument.
+func TestTextArgumentsNoControlCharacters(t *testing.T) {
+	cs := session(t, Options{})
+	for name, note := range map[string]string{
+		"NUL": "a\x00b", "ESC": "a\x1b[2Jb", "DEL": "a\x7fb", "C1": "a\u0085b", "RLO": "refund \u202e001$", "isolate": "a\u2066b",
+	} {
+		res := callTool(t, cs, "open_parcel_claim", map[string]any{"order_id": "A-1", "note": note})
+		if !res.IsError || !strings.Contains(resultText(res), `argument "note"`) || !strings.Contains(resultText(res), "U+") {
+			t.Errorf("%s: %s, want a refusal naming argument note and the character", name, resultText(res))
+		}
+	}
+	// Tab, newline, emoji with a zero-width joiner: text, passed (the
+	// call then fails on the unreachable Temporal, after every check).
+	res := callTool(t, cs, "open_parcel_claim", map[string]any{"order_id": "A-1", "note": "line 1\n\tline 2 \U0001F469\u200D\U0001F4BB"})
+	if !strings.Contains(resultText(res), "nothing was refused") {
+		t.Errorf("plain text refused: %s", resultText(res))
+	}
+}

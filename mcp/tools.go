@@ -103,6 +103,9 @@ func (s *Server) start(ctx context.Context, req *sdk.CallToolRequest, actor stri
 	if err := t.compiled.Validate(inst); err != nil {
 		return toolError("%s (the tool's input schema)", schemaError(err)), nil
 	}
+	if err := t.checkText(args); err != nil {
+		return toolError("%v", err), nil
+	}
 	var data json.RawMessage
 	if len(args) > 0 {
 		data, _ = json.Marshal(args)
