@@ -344,3 +344,41 @@ func TestMCPSubscriptionsPerActorBounded(t *testing.T) {
 		t.Fatalf("after unsubscribing the first: error = %v", err)
 	}
 }
+
+// TestMCPIDTricks: alice's delegation's id, varied (case, path and URI
+// tricks, padding), reaches nothing for bob, and nothing but her own
+// delegation for her: every variation is "not found", as a missing id.
+func TestMCPIDTricks(t *testing.T) {
+	e := setup(t)
+	alice := stdioSession(t, e.mcpServer(t, "alice"), nil)
+	bob := stdioSession(t, e.mcpServer(t, "bob"), nil)
+	res, r := call(t, alice, "claims_scenario", map[string]any{"order_id": "A-1300", "scenario": "slow"})
+	if res.IsError {
+		t.Fatalf("start: %s", text(res))
+	}
+	id := r.LocalWorkflowID
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	variants := []string{strings.ToUpper(id), id + " ", " " + id, id + "/", "./" + id, id + "/../" + id, strings.ReplaceAll(id, ".", "%2E"), id + "\x00", id + "*", "*"}
+	for _, v := range variants {
+		for who, cs := range map[string]*sdk.ClientSession{"alice": alice, "bob": bob} {
+			res, _ := call(t, cs, mcp.ToolStatus, map[string]any{"local_workflow_id": v})
+			refused(t, res, "not found")
+			res, _ = call(t, cs, mcp.ToolCancel, map[string]any{"local_workflow_id": v, "reason": "probe"})
+			refused(t, res, "not found")
+			if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "delegation://" + v}); err == nil || (!strings.Contains(err.Error(), "not found") && !strings.Contains(err.Error(), "control character")) {
+				t.Errorf("%s reads delegation://%q: error %v, want not found (or a control character refused)", who, v, err)
+			}
+		}
+	}
+	for _, uri := range []string{"delegation://" + id + "?x=1", "delegation://" + id + "#f", "DELEGATION://" + id, "delegation:/" + id, "file:///etc/passwd"} {
+		if _, err := bob.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err == nil {
+			t.Errorf("bob reads %q", uri)
+		}
+	}
+	res, _ = call(t, bob, mcp.ToolStatus, map[string]any{"local_workflow_id": id})
+	refused(t, res, "not found")
+	if res, r := call(t, alice, mcp.ToolStatus, map[string]any{"local_workflow_id": id}); res.IsError || r.LocalWorkflowID != id {
+		t.Fatalf("alice's own id: %s", text(res))
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -263,5 +264,27 @@ func TestTextArgumentsNoControlCharacters(t *testing.T) {
 	res := callTool(t, cs, "open_parcel_claim", map[string]any{"order_id": "A-1", "note": "line 1\n\tline 2 \U0001F469\u200D\U0001F4BB"})
 	if !strings.Contains(resultText(res), "nothing was refused") {
 		t.Errorf("plain text refused: %s", resultText(res))
+	}
+}
+
+// TestResourceURIControlCharacters: a resource URI holding a control
+// character is refused as invalid params and the session goes on. (The
+// go-sdk's "resource not found" error formats the URI with %q, "\x00",
+// which is not JSON: the response could not be written and the session
+// ended.)
+func TestResourceURIControlCharacters(t *testing.T) {
+	cs := session(t, Options{})
+	ctx := context.Background()
+	for _, u := range []string{"delegation://x\x00", "other://x\x01", "delegation://x\x7f", "delegation://x\u0085"} {
+		_, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: u})
+		if err == nil || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("ReadResource(%q) error = %v, want a refusal naming the control character", u, err)
+		}
+		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: u}); err == nil || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("Subscribe(%q) error = %v, want a refusal naming the control character", u, err)
+		}
+		if err := cs.Ping(ctx, nil); err != nil {
+			t.Fatalf("after %q the session is gone: %v", u, err)
+		}
 	}
 }

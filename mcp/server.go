@@ -9,7 +9,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/api/operatorservice/v1"
 	sdkclient "go.temporal.io/sdk/client"
@@ -149,6 +151,7 @@ func (s *Server) MCPServer() *sdk.Server {
 		Logger:                    s.sdkLogger(),
 	})
 	w.srv = srv
+	srv.AddReceivingMiddleware(refuseControlURIs)
 	srv.AddResourceTemplate(&sdk.ResourceTemplate{
 		URITemplate: ResourceScheme + "{id}", Name: "delegation", Title: "A delegation of yours", MIMEType: "application/json",
 		Description: "delegation://LOCAL_WORKFLOW_ID: the delegation's state as delegation_status returns it (structuredContent); subscribe to be told when its a2a_state, question or outcome changes.",
@@ -204,6 +207,38 @@ func (s *Server) MCPServer() *sdk.Server {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// refuseControlURIs refuses, as invalid params, a resources/read,
+// resources/subscribe or resources/unsubscribe whose URI holds a control
+// character. The go-sdk's "resource not found" error (v1.8.0) formats the
+// URI with %q, whose "\x00" is not JSON: the response could not be
+// written and the session ended.
+func refuseControlURIs(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		var uri string
+		switch r := req.(type) {
+		case *sdk.ReadResourceRequest:
+			if r.Params != nil {
+				uri = r.Params.URI
+			}
+		case *sdk.SubscribeRequest:
+			if r.Params != nil {
+				uri = r.Params.URI
+			}
+		case *sdk.UnsubscribeRequest:
+			if r.Params != nil {
+				uri = r.Params.URI
+			}
+		}
+		for _, c := range uri {
+			if unicode.IsControl(c) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+					Message: fmt.Sprintf("uri: holds control character U+%04X; a delegation's URI is %sLOCAL_WORKFLOW_ID", c, ResourceScheme)}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
 
 // sdkLogger is the go-sdk's logger: Options.Logger from level warn (the
 // SDK logs every session's start and end at info).
