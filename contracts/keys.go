@@ -22,6 +22,15 @@ func checkKeys(data []byte, t reflect.Type) []error {
 	return errs
 }
 
+// DuplicateKeys returns a *FieldError (rule "given twice") for each key
+// given twice in one object anywhere in the JSON document data, named by
+// its path ("items.qty", "list[2].id"; keys compared after unescaping, so
+// "\u0061" and "a" are the same key), or nil. encoding/json keeps the last
+// of two values silently, while other parsers keep the first: a document
+// checked by one and acted on by another must have none. data should be
+// valid JSON (check it first): the walk stops at the first syntax error.
+func DuplicateKeys(data []byte) []error { return checkKeys(data, nil) }
+
 func walkValue(dec *json.Decoder, t reflect.Type, path string, errs *[]error) {
 	tok, err := dec.Token()
 	if err != nil {

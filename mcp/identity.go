@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"sync"
@@ -187,11 +189,33 @@ func NewOIDC(ctx context.Context, issuer, audience string) (*OIDC, error) {
 	if audience == "" {
 		return nil, errors.New("--audience: required with --issuer (the aud a token must carry for this server)")
 	}
+	if err := checkIssuerURL(issuer); err != nil {
+		return nil, err
+	}
 	p, err := oidc.NewProvider(ctx, issuer)
 	if err != nil {
 		return nil, fmt.Errorf("--issuer %s: discovery: %w", issuer, err)
 	}
 	return &OIDC{verifier: p.Verifier(&oidc.Config{ClientID: audience})}, nil
+}
+
+// checkIssuerURL refuses an issuer whose keys would be fetched where
+// someone on the path could serve their own: anything but https, except
+// http to a loopback host (a local issuer, tests).
+func checkIssuerURL(issuer string) error {
+	u, err := url.Parse(issuer)
+	if err == nil && u.Host != "" {
+		switch u.Scheme {
+		case "https":
+			return nil
+		case "http":
+			h := u.Hostname()
+			if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("--issuer %s: must be an https URL (http only to a loopback host): its keys decide who every request is", contracts.Truncate(issuer, 200))
 }
 
 // Verify checks a JWT and returns its sub and expiry.
@@ -244,7 +268,25 @@ func (s *Server) HTTPHandler(verify auth.TokenVerifier, resourceMetadataURL stri
 		SessionTimeout: time.Hour,
 	})
 	var opts = &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadataURL, AllowMissingExpiration: true}
-	return wwwAuthenticate(auth.RequireBearerToken(verify, opts)(h))
+	return wwwAuthenticate(auth.RequireBearerToken(verify, opts)(s.limitNewSessions(h)))
+}
+
+// limitNewSessions counts a request that opens a session (one without
+// Mcp-Session-Id: initialize) against its actor's rate, as a tool call:
+// each session is held for up to an hour, and a client that opens them
+// in a loop is answered 429 Too Many Requests with Retry-After.
+func (s *Server) limitNewSessions(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" && !s.limiter(ti.UserID).Allow() {
+				s.o.Logger.Warn("mcp: rate limited: new session", "actor", ti.UserID)
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, fmt.Sprintf("rate limit: %s opens sessions and calls tools more than %g times a second (burst %d)", ti.UserID, float64(s.o.Rate), s.o.Burst), http.StatusTooManyRequests)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Mux serves the Streamable HTTP endpoint at /mcp of base (the URL

@@ -37,8 +37,13 @@ type watcher struct {
 }
 
 type watch struct {
-	subscribers int
-	last        string
+	// sessions are the sessions subscribed to it: an unsubscribe removes
+	// its own session only (the go-sdk calls the handler for any session,
+	// subscribed or not, another actor's too).
+	sessions map[*sdk.ServerSession]bool
+	last     string
+	// owner is the actor whose delegation it is (Options.MaxWatchedPerActor).
+	owner string
 }
 
 func newWatcher(s *Server) *watcher { return &watcher{s: s, watched: map[string]*watch{}} }
@@ -118,14 +123,24 @@ func (w *watcher) subscribe(ctx context.Context, req *sdk.SubscribeRequest) erro
 	if ended {
 		return nil // nothing will change
 	}
+	actor := w.actorOf(req.Extra)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wt := w.watched[req.Params.URI]
 	if wt == nil {
-		wt = &watch{last: key}
+		mine := 0
+		for _, o := range w.watched {
+			if o.owner == actor {
+				mine++
+			}
+		}
+		if mine >= w.s.o.MaxWatchedPerActor {
+			return fmt.Errorf("your subscriptions follow %d delegations already (at most %d for one actor); unsubscribe from one, or poll delegation_status", mine, w.s.o.MaxWatchedPerActor)
+		}
+		wt = &watch{last: key, sessions: map[*sdk.ServerSession]bool{}, owner: actor}
 		w.watched[req.Params.URI] = wt
 	}
-	wt.subscribers++
+	wt.sessions[req.Session] = true
 	if !w.running {
 		w.running = true
 		go w.loop()
@@ -137,7 +152,8 @@ func (w *watcher) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) er
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if wt := w.watched[req.Params.URI]; wt != nil {
-		if wt.subscribers--; wt.subscribers <= 0 {
+		delete(wt.sessions, req.Session)
+		if len(wt.sessions) == 0 {
 			delete(w.watched, req.Params.URI)
 		}
 	}

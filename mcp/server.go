@@ -9,7 +9,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/api/operatorservice/v1"
 	sdkclient "go.temporal.io/sdk/client"
@@ -45,6 +47,10 @@ type Options struct {
 	// once. Zero: DefaultRate and DefaultBurst.
 	Rate  rate.Limit
 	Burst int
+	// MaxWatchedPerActor bounds the delegations one actor's subscriptions
+	// make the server follow (0: DefaultMaxWatchedPerActor), so that one
+	// actor cannot take all MaxWatched.
+	MaxWatchedPerActor int
 	// Logger logs refusals and errors (nil: none). Never secrets.
 	Logger *slog.Logger
 	// Version is the server's version, sent in the MCP initialize result.
@@ -53,8 +59,9 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultRate  rate.Limit = 5
-	DefaultBurst            = 20
+	DefaultRate               rate.Limit = 5
+	DefaultBurst                         = 20
+	DefaultMaxWatchedPerActor            = 100
 )
 
 // MaxArgumentBytes bounds a tool call's arguments (64 KiB), checked before
@@ -79,6 +86,9 @@ type Server struct {
 	// declined holds the questions a session's human declined or
 	// cancelled: they are not asked again in that session.
 	declined map[declineKey]bool
+	// waiting counts each actor's calls that wait at once
+	// (MaxWaitingPerActor).
+	waiting map[string]int
 }
 
 type declineKey struct {
@@ -111,10 +121,13 @@ func New(o Options) (*Server, error) {
 	if o.Namespace == "" {
 		o.Namespace = client.DefaultNamespace
 	}
+	if o.MaxWatchedPerActor == 0 {
+		o.MaxWatchedPerActor = DefaultMaxWatchedPerActor
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, templates: ts, limiters: map[string]*rate.Limiter{}, declined: map[declineKey]bool{}}
+	s := &Server{o: o, templates: ts, limiters: map[string]*rate.Limiter{}, declined: map[declineKey]bool{}, waiting: map[string]int{}}
 	for _, t := range o.Templates {
 		s.order = append(s.order, t.Name)
 	}
@@ -138,6 +151,7 @@ func (s *Server) MCPServer() *sdk.Server {
 		Logger:                    s.sdkLogger(),
 	})
 	w.srv = srv
+	srv.AddReceivingMiddleware(refuseControlURIs)
 	srv.AddResourceTemplate(&sdk.ResourceTemplate{
 		URITemplate: ResourceScheme + "{id}", Name: "delegation", Title: "A delegation of yours", MIMEType: "application/json",
 		Description: "delegation://LOCAL_WORKFLOW_ID: the delegation's state as delegation_status returns it (structuredContent); subscribe to be told when its a2a_state, question or outcome changes.",
@@ -193,6 +207,38 @@ func (s *Server) MCPServer() *sdk.Server {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// refuseControlURIs refuses, as invalid params, a resources/read,
+// resources/subscribe or resources/unsubscribe whose URI holds a control
+// character. The go-sdk's "resource not found" error (v1.8.0) formats the
+// URI with %q, whose "\x00" is not JSON: the response could not be
+// written and the session ended.
+func refuseControlURIs(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		var uri string
+		switch r := req.(type) {
+		case *sdk.ReadResourceRequest:
+			if r.Params != nil {
+				uri = r.Params.URI
+			}
+		case *sdk.SubscribeRequest:
+			if r.Params != nil {
+				uri = r.Params.URI
+			}
+		case *sdk.UnsubscribeRequest:
+			if r.Params != nil {
+				uri = r.Params.URI
+			}
+		}
+		for _, c := range uri {
+			if unicode.IsControl(c) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+					Message: fmt.Sprintf("uri: holds control character U+%04X; a delegation's URI is %sLOCAL_WORKFLOW_ID", c, ResourceScheme)}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
 
 // sdkLogger is the go-sdk's logger: Options.Logger from level warn (the
 // SDK logs every session's start and end at info).
@@ -289,6 +335,15 @@ func decodeArgs(raw json.RawMessage, known ...string) (map[string]json.RawMessag
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
 			return nil, toolError("arguments: must be a JSON object: %v", err)
+		}
+		// A key given twice: the schema would check the last value while
+		// the message's data forwards both, and an agent may act on the
+		// first.
+		if dups := contracts.DuplicateKeys(raw); len(dups) > 0 {
+			var fe *contracts.FieldError
+			if errors.As(dups[0], &fe) {
+				return nil, toolError("argument %q: given twice (a key given twice, at any depth, is refused: which value counts would depend on the reader)", contracts.Truncate(fe.Field, 200))
+			}
 		}
 	}
 	for k := range args {

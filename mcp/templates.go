@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -348,21 +349,46 @@ func (t *template) delegation(id, text string, data json.RawMessage, now time.Ti
 // other value as compact JSON, an absent one as nothing.
 func (t *template) render(args map[string]json.RawMessage) string {
 	return placeholder.ReplaceAllStringFunc(t.Text, func(m string) string {
-		name := placeholder.FindStringSubmatch(m)[1]
-		v, ok := args[name]
+		v, ok := args[placeholder.FindStringSubmatch(m)[1]]
 		if !ok {
 			return ""
 		}
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			return s
-		}
-		var buf bytes.Buffer
-		if json.Compact(&buf, v) == nil {
-			return buf.String()
-		}
-		return string(v)
+		return textOf(v)
 	})
+}
+
+// textOf is what an argument's value puts in the text: a string as it is,
+// any other value as compact JSON.
+func textOf(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) == nil {
+		return buf.String()
+	}
+	return string(v)
+}
+
+// checkText refuses, in the value of each argument a placeholder of the
+// text names, a control character (but tab, newline and carriage return)
+// and a bidirectional embedding, override or isolate (U+202A to U+202E,
+// U+2066 to U+2069): they make what an operator or an agent reads differ
+// from what was sent. The refusal names the argument and the character.
+func (t *template) checkText(args map[string]json.RawMessage) error {
+	for _, m := range placeholder.FindAllStringSubmatch(t.Text, -1) {
+		v, ok := args[m[1]]
+		if !ok {
+			continue
+		}
+		for _, r := range textOf(v) {
+			if (unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r') || (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) {
+				return fmt.Errorf("argument %q: holds U+%04X, a control or bidirectional formatting character; the text it fills takes none (tab, newline and carriage return are fine)", m[1], r)
+			}
+		}
+	}
+	return nil
 }
 
 // newID is a fresh local_workflow_id for a delegation of template name:

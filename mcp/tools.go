@@ -103,6 +103,9 @@ func (s *Server) start(ctx context.Context, req *sdk.CallToolRequest, actor stri
 	if err := t.compiled.Validate(inst); err != nil {
 		return toolError("%s (the tool's input schema)", schemaError(err)), nil
 	}
+	if err := t.checkText(args); err != nil {
+		return toolError("%v", err), nil
+	}
 	var data json.RawMessage
 	if len(args) > 0 {
 		data, _ = json.Marshal(args)
@@ -270,13 +273,27 @@ func (s *Server) settledOnServer(ctx context.Context, id string) bool {
 // pollEvery is how often a waiting tool reads the state.
 const pollEvery = 250 * time.Millisecond
 
+// MaxWaitingPerActor bounds one actor's calls that wait (wait_seconds) at
+// once: each polls the server every pollEvery, and the rate limit alone
+// let 5 a second × 30 s of them run together. A call beyond it returns at
+// once with the state.
+const MaxWaitingPerActor = 4
+
 // follow waits up to wait for the delegation to settle, asks a "human"
 // template's question through elicitation when the client declared it,
 // and returns the result.
 func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id, tmpl string, wait time.Duration, verb string) (*sdk.CallToolResult, error) {
 	deadline := time.Now().Add(wait)
 	st, err := s.state(ctx, id)
+	busy := false
 	if err == nil && !settled(st) && wait > 0 {
+		if release, ok := s.startWaiting(actor); ok {
+			defer release()
+		} else {
+			busy, deadline = true, time.Now()
+		}
+	}
+	if err == nil && !settled(st) && wait > 0 && !busy {
 		// Wait on what the server knows without a worker (the workflow's
 		// status and its search attribute A2AState), then read the state
 		// once: a Query every poll would cost the worker a task each.
@@ -297,10 +314,20 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 		return nil, err
 	}
 	note := verb
-	if t := s.templates[tmpl]; t != nil && t.Answer == AnswerHuman && st.Question != nil && s.wasDeclined(req, id, st.Question.Round) {
+	if busy {
+		note = fmt.Sprintf("returned at once, not after wait_seconds: %d calls of yours already wait at once (the most there can be); call again later", MaxWaitingPerActor)
+		if verb != "" {
+			note = verb + "; " + note
+		}
+	}
+	t, why := s.served(id, st)
+	if t == nil && why != "" && st.Question != nil && st.Outcome == nil {
+		note = why + "; its question waits for an operator (Temporal UI or `delegate answer`)"
+	}
+	if t != nil && t.Answer == AnswerHuman && st.Question != nil && s.wasDeclined(req, id, st.Question.Round) {
 		note = "your human declined this question in this session; it waits for an operator (Temporal UI or `delegate answer`)"
 	}
-	if t := s.templates[tmpl]; t != nil && t.Answer == AnswerHuman && st.Outcome == nil && st.Question != nil &&
+	if t != nil && t.Answer == AnswerHuman && st.Outcome == nil && st.Question != nil &&
 		st.Question.State == contracts.TaskStateInputRequired && canElicit(req) && !s.wasDeclined(req, id, st.Question.Round) {
 		var answered bool
 		answered, note, err = s.elicit(ctx, req, actor, id, st)
@@ -316,6 +343,45 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 		}
 	}
 	return s.stateResult(st, tmpl, note), nil
+}
+
+// served returns the template a delegation was started from, to decide
+// who may answer it: the template its id names (mcp.TEMPLATE.UUID) when
+// this server serves it and the delegation's contract is that template's
+// (agent_card_url, skill, purpose, from State). An id is only a name:
+// whoever can start workflows in the namespace can choose it, and set
+// DelegationStarter. Otherwise nil and why ("" for an id that names no
+// template).
+func (s *Server) served(id string, st contracts.State) (*template, string) {
+	name := templateOf(id)
+	t := s.templates[name]
+	switch {
+	case name == "":
+		return nil, ""
+	case t == nil:
+		return nil, fmt.Sprintf("template %q is not served here", contracts.Truncate(name, 80))
+	case st.AgentCardURL != t.AgentCardURL || st.Skill != t.Skill || st.Purpose != t.Purpose:
+		return nil, fmt.Sprintf("its contract is not the template's (agent_card_url, skill and purpose must be template %q's): it was not started by this template", name)
+	}
+	return t, ""
+}
+
+// startWaiting takes one of the actor's MaxWaitingPerActor waiting
+// slots; ok is false when they are all taken.
+func (s *Server) startWaiting(actor string) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting[actor] >= MaxWaitingPerActor {
+		return nil, false
+	}
+	s.waiting[actor]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.waiting[actor]--; s.waiting[actor] <= 0 {
+			delete(s.waiting, actor)
+		}
+	}, true
 }
 
 // afterAnswer reads the state once the question of round is no longer
@@ -430,6 +496,12 @@ func (s *Server) list(ctx context.Context, req *sdk.CallToolRequest, actor strin
 	for _, r := range rows {
 		if len(out.Delegations) == maxList {
 			break
+		}
+		if !contracts.ValidWorkflowID(r.ID) {
+			// Not a local_workflow_id (a run the workflow refused, started
+			// by a backend under any id): no tool acts on it, and its id,
+			// any text, would reach the model's context.
+			continue
 		}
 		out.Delegations = append(out.Delegations, Listed{LocalWorkflowID: r.ID, A2AState: r.A2AState, Template: templateOf(r.ID), WorkflowStatus: r.Status, Started: r.Started})
 	}
@@ -550,6 +622,9 @@ func (s *Server) answer(ctx context.Context, req *sdk.CallToolRequest, actor str
 	}
 	if st.Question.State != contracts.TaskStateInputRequired {
 		return toolError("local_workflow_id %s: the agent asks for authentication (%s): only an operator answers it, with a credential reference; credentials never pass through a model", strconv.Quote(id), st.Question.State), nil
+	}
+	if served, why := s.served(id, st); served == nil {
+		return toolError("local_workflow_id %s: delegation_answer is refused: %s; an operator answers it (Temporal UI or `delegate answer`)", strconv.Quote(id), why), nil
 	}
 	a := contracts.Answer{Text: text, Data: data, AnsweredBy: actor + " (model)"}
 	if err := a.Validate(); err != nil {
