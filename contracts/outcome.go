@@ -19,6 +19,12 @@ type Answer struct {
 	// worker's credential store, which supplies the secret for the
 	// follow-up. Secrets never travel through a signal or an update.
 	CredentialRef string `json:"credential_ref,omitempty"`
+	// Round, when set (≥ 1), is the question round (State.Question.Round)
+	// this answer was written for: the workflow refuses it when another
+	// question is pending by then, so an answer given late (an MCP
+	// elicitation, an operator reading an old screen) never lands on a
+	// later question. 0 answers whichever question is pending.
+	Round int `json:"round,omitempty"`
 }
 
 // MaxAnswerBytes bounds an answer: its text, data, answered_by and
@@ -39,6 +45,9 @@ func (a Answer) Validate() error {
 	}
 	if len(a.AnsweredBy) > 200 {
 		errs = append(errs, &FieldError{Field: "answered_by", Rule: "at most 200 bytes"})
+	}
+	if a.Round < 0 {
+		errs = append(errs, &FieldError{Field: "round", Rule: "a question round is 1 or more (0 or absent: whichever question is pending)"})
 	}
 	if strings.TrimSpace(a.Text) == "" && emptyJSON(a.Data) && a.CredentialRef == "" {
 		errs = append(errs, &FieldError{Field: "text", Rule: "an answer needs text or data (or credential_ref for AUTH_REQUIRED)"})

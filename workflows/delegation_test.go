@@ -236,6 +236,41 @@ func (s *DelegationSuite) TestInputRequiredAnsweredByUpdate() {
 	s.Equal("update", s.state().Answers[0].Via)
 }
 
+// TestAnswerForAnotherRound: an answer written for another question round
+// (a late elicitation, an old screen) is refused by the Update and dropped
+// by the Signal; the pending round's answer is taken.
+func (s *DelegationSuite) TestAnswerForAnotherRound() {
+	s.expectInputRound("photo.jpg")
+	var rejected error
+	var accepted *contracts.ProvideInputResult
+	s.env.RegisterDelayedCallback(func() {
+		s.env.SignalWorkflow(contracts.ProvideInput, contracts.Answer{Text: "stale by signal", Round: 2})
+		s.env.UpdateWorkflow(contracts.ProvideInput, "stale", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { rejected = err },
+			OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, contracts.Answer{Text: "stale", Round: 2})
+		s.env.UpdateWorkflow(contracts.ProvideInput, "good", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { s.Fail("rejected", err.Error()) },
+			OnAccept: func() {},
+			OnComplete: func(v any, err error) {
+				s.NoError(err)
+				r := v.(contracts.ProvideInputResult)
+				accepted = &r
+			},
+		}, contracts.Answer{Text: "photo.jpg", Round: 1})
+	}, time.Minute)
+	o := s.execute(contract())
+	s.Equal(contracts.StatusCompleted, o.Status)
+	s.ErrorContains(rejected, "round")
+	s.ErrorContains(rejected, "round 1 is pending")
+	s.Require().NotNil(accepted)
+	s.Equal(1, accepted.Round)
+	st := s.state()
+	s.Require().Len(st.Answers, 1)
+	s.Equal("photo.jpg", st.Answers[0].Text)
+	s.Equal(1, st.IgnoredAnswers)
+}
+
 func (s *DelegationSuite) TestInvalidArtifactKind() {
 	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.Anything).
 		Return(sent(snap("completed", claim("claim_opened"), claim("refund_issued"))), nil).Once()

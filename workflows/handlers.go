@@ -67,7 +67,7 @@ func (r *run) listen(ctx workflow.Context) {
 		return workflow.GetSignalChannelWithOptions(ctx, name, workflow.SignalChannelOptions{Description: desc})
 	}
 	r.sig = signals{
-		input:        sig(contracts.ProvideInput, `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name"}; for AUTH_REQUIRED {"credential_ref": "name"}.`),
+		input:        sig(contracts.ProvideInput, `Answer the remote agent's question: {"text": "...", "data": {...}, "answered_by": "name", "round": N (optional)}; for AUTH_REQUIRED {"credential_ref": "name"}.`),
 		rediscover:   sig(contracts.SignalRediscover, "Accept the agent's new card after a change that stopped the delegation (state card-changed): it is negotiated again and used. Payload: none."),
 		resolve:      sig(contracts.ResolveUnknown, `Resolve a send whose outcome is unknown: {"action": "resend" | "adopt" | "abandon", "task_id": "..." (for adopt)}.`),
 		revoke:       sig(contracts.SignalRevoke, `Withdraw the delegation's authorization: nothing more is sent, the remote task is canceled, status authorization_denied. Payload {"reason": "..."}.`),

@@ -27,7 +27,7 @@ func (r *run) registerInput(ctx workflow.Context) error {
 			return contracts.ProvideInputResult{Round: r.s.Question.Round}, nil
 		},
 		workflow.UpdateHandlerOptions{
-			Description: `Answer the remote agent's question; refused when empty or when no question is pending. Payload {"text": "...", "data": {...}, "answered_by": "name"}.`,
+			Description: `Answer the remote agent's question; refused when empty or when no question is pending. Payload {"text": "...", "data": {...}, "answered_by": "name", "round": N}; round (optional) is the question round answered, refused when another is pending.`,
 			Validator: func(ctx workflow.Context, raw converter.RawValue) error {
 				var a contracts.Answer
 				if err := decodePayload(raw, &a, true); err != nil {
@@ -51,6 +51,9 @@ func (r *run) checkAnswer(a contracts.Answer) error {
 	q := r.s.Question
 	if q == nil {
 		return fmt.Errorf("no question is pending (remote state %q)", r.s.A2AState)
+	}
+	if a.Round != 0 && a.Round != q.Round {
+		return &contracts.FieldError{Field: "round", Rule: fmt.Sprintf("the answer is for question round %d, but round %d is pending: read the question (Query %q) and answer it", a.Round, q.Round, contracts.QueryState)}
 	}
 	if r.box.hasAnswer() {
 		return errors.New("an answer for this question was already given")

@@ -14,15 +14,16 @@ import (
 
 func newAnswerCmd(cf *clientFlags) *cobra.Command {
 	var text, data, by, credRef string
+	var round int
 	cmd := &cobra.Command{
-		Use:   "answer ID --text T [--data JSON] [--by NAME]",
+		Use:   "answer ID --text T [--data JSON] [--by NAME] [--round N]",
 		Args:  oneID,
 		Short: "Answer the remote agent's question (Update \"provide-input\")",
 		Long: `Answer the question of a delegation waiting in input-required. The answer goes
 through the Update "provide-input", so an empty answer, or an answer when no
 question is pending, is refused at once with the reason.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a := contracts.Answer{Text: text, AnsweredBy: by, CredentialRef: credRef}
+			a := contracts.Answer{Text: text, AnsweredBy: by, CredentialRef: credRef, Round: round}
 			if data != "" {
 				var v any
 				if err := json.Unmarshal([]byte(data), &v); err != nil {
@@ -54,6 +55,7 @@ question is pending, is refused at once with the reason.`,
 	cmd.Flags().StringVar(&text, "text", "", "answer text")
 	cmd.Flags().StringVar(&data, "data", "", "answer data (JSON)")
 	cmd.Flags().StringVar(&by, "by", "", "who answers (default $USER)")
+	cmd.Flags().IntVar(&round, "round", 0, "the question round this answers (as status shows it); refused if another question is pending by then (default: whichever is pending)")
 	cmd.Flags().StringVar(&credRef, "credential-ref", "", "for AUTH_REQUIRED: the name of a credential in the worker's credential store (never the secret)")
 	return cmd
 }
