@@ -299,3 +299,16 @@ func TestStatusPrintsFailureText(t *testing.T) {
 		t.Errorf("status prints\n%q", got)
 	}
 }
+
+// One port given to two of dev's listeners is a usage error naming both
+// flags, before anything starts (it failed late, binding, with exit 3);
+// the help names the flags that open the metrics and pprof ports.
+func TestDevSamePortTwice(t *testing.T) {
+	wantExit(t, exitUsage, []string{"--port 7645 and --ui-port 7645: the same port"}, "dev", "--memory", "--port", "7645", "--ui-port", "7645")
+	keys := writeFile(t, "keys", "k1:"+strings.Repeat("A", 43)+"=\n")
+	wantExit(t, exitUsage, []string{"--ui-port 7646 and --codec-port 7646: the same port"}, "dev", "--memory", "--port", "7645", "--ui-port", "7646", "--codec-port", "7646", "--encryption-key-file", keys)
+	out, _, code := cli(t, "dev", "--help")
+	if code != 0 || !strings.Contains(out, "No metrics or pprof port is opened unless --metrics-addr / --debug-addr is given") {
+		t.Errorf("dev --help: exit %d, %s", code, out)
+	}
+}
