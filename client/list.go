@@ -253,3 +253,16 @@ func (h *Handle) WorkflowStatus(ctx context.Context) (string, error) {
 	}
 	return statusName(desc.GetWorkflowExecutionInfo().GetStatus()), nil
 }
+
+// Starter returns the search attribute DelegationStarter of the
+// delegation's latest run (DescribeWorkflowExecution): who started it
+// through `delegate mcp`, "" when it was not set. Errors: the Temporal
+// error.
+func (h *Handle) Starter(ctx context.Context) (string, error) {
+	desc, err := h.c.DescribeWorkflowExecution(ctx, h.id, "")
+	if err != nil {
+		return "", err
+	}
+	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes()
+	return keyword(sa.GetIndexedFields()[contracts.SearchAttributeDelegationStarter].GetData()), nil
+}
