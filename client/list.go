@@ -16,6 +16,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	sdkclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -70,10 +72,19 @@ type Listed struct {
 	// ListOptions.WithState): how it ended, where A2AState is the remote
 	// task's last state or, with none to tell, the phase "ended".
 	Outcome contracts.Status `json:"outcome,omitempty"`
+	// Failure is the category of a run that failed without an Outcome:
+	// the type of its ApplicationError, "invalid_contract" (the workflow
+	// refused its input: workflows.ErrTypeInvalidContract) or
+	// "carried_state" (workflows.ErrTypeCarriedState). Set with
+	// ListOptions.WithState, for the MaxOutcomeReads newest ended runs.
+	Failure string `json:"failure,omitempty"`
 	// NameUnknown says Agent is the contract's agent_card_url, not a
 	// name: the delegation recorded no Agent Card (its first send had not
-	// succeeded, or the card could not be read). Set with
-	// ListOptions.WithState.
+	// succeeded, the deadline had passed before it, or the card could not
+	// be read). Agent is "" when the card URL is not known either (a
+	// backend started the run without the search attribute A2AAgent, and
+	// its contract could not be read: sealed, or not a contract). Set
+	// with ListOptions.WithState.
 	NameUnknown bool `json:"name_unknown,omitempty"`
 	// WaitingSince is when the open question (or unknown outcome) began,
 	// Deadline the contract's; set with ListOptions.WithState.
@@ -178,7 +189,10 @@ func List(ctx context.Context, c sdkclient.Client, o ListOptions) ([]Listed, err
 
 // fillFromState adds what only the workflow knows: for running
 // delegations, from Query "state"; for ended ones (at most
-// MaxOutcomeReads), from the run's result, the Outcome. Each read is
+// MaxOutcomeReads), from the run's result, the Outcome, or the category
+// of its failure. A row with no agent (a backend that started the run
+// without the search attribute A2AAgent) gets the contract's
+// agent_card_url, from the state or from the run's input. Each read is
 // bounded by a short timeout; a row whose read fails keeps what
 // visibility said.
 func fillFromState(ctx context.Context, c sdkclient.Client, rows []Listed) {
@@ -204,19 +218,38 @@ func fillFromState(ctx context.Context, c sdkclient.Client, rows []Listed) {
 				r.WaitingSince = &since
 			}
 			agent = s.Agent
-		case r.Status == "completed" && outcomes < MaxOutcomeReads:
+			if agent.CardURL == "" {
+				agent.CardURL = s.AgentCardURL
+			}
+		case (r.Status == "completed" || r.Status == "failed") && outcomes < MaxOutcomeReads:
 			// A delegation returns its Outcome; a failed run (its input
-			// refused) has none.
+			// refused) has none: its failure's type says why.
 			outcomes++
 			qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			var out contracts.Outcome
 			err := c.GetWorkflow(qctx, r.ID, r.runID).Get(qctx, &out)
+			var appErr *temporal.ApplicationError
+			if r.Status == "failed" && errors.As(err, &appErr) {
+				r.Failure = contracts.Truncate(appErr.Type(), contracts.MaxKeyword)
+			}
+			if r.Agent == "" {
+				agent.CardURL = out.Agent.CardURL
+				if agent.CardURL == "" {
+					agent.CardURL = contractCardURL(qctx, c, r.ID, r.runID)
+				}
+			}
 			cancel()
+			if r.Status == "failed" {
+				if r.Agent == "" && agent.CardURL != "" {
+					r.Agent, r.NameUnknown = contracts.Truncate(agent.CardURL, contracts.MaxKeyword), true
+				}
+				continue
+			}
 			if err != nil || out.Status == "" {
 				continue
 			}
 			r.Outcome = out.Status
-			agent = out.Agent
+			agent.Name, agent.CardDigest = out.Agent.Name, out.Agent.CardDigest
 		default:
 			continue
 		}
@@ -224,8 +257,38 @@ func fillFromState(ctx context.Context, c sdkclient.Client, rows []Listed) {
 			r.Agent = contracts.Truncate(agent.Name, contracts.MaxKeyword)
 		} else if agent.CardDigest == "" {
 			r.NameUnknown = true
+			if r.Agent == "" {
+				r.Agent = contracts.Truncate(agent.CardURL, contracts.MaxKeyword)
+			}
 		}
 	}
+}
+
+// contractCardURL reads the agent_card_url of the contract a run was
+// started with (workflow input 1, in the first event of its history),
+// for a run started without the search attribute A2AAgent. "" when it
+// cannot be read: sealed (a codec), not JSON, over
+// contracts.MaxContractBytes, or no history.
+func contractCardURL(ctx context.Context, c sdkclient.Client, id, runID string) string {
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return ""
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return ""
+	}
+	in := ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()
+	if len(in) == 0 || string(in[0].GetMetadata()[converter.MetadataEncoding]) != converter.MetadataEncodingJSON || len(in[0].GetData()) > contracts.MaxContractBytes {
+		return ""
+	}
+	var d struct {
+		AgentCardURL string `json:"agent_card_url"`
+	}
+	if json.Unmarshal(in[0].GetData(), &d) != nil {
+		return ""
+	}
+	return d.AgentCardURL
 }
 
 func keyword(data []byte) string {
@@ -252,4 +315,17 @@ func (h *Handle) WorkflowStatus(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return statusName(desc.GetWorkflowExecutionInfo().GetStatus()), nil
+}
+
+// Starter returns the search attribute DelegationStarter of the
+// delegation's latest run (DescribeWorkflowExecution): who started it
+// through `delegate mcp`, "" when it was not set. Errors: the Temporal
+// error.
+func (h *Handle) Starter(ctx context.Context) (string, error) {
+	desc, err := h.c.DescribeWorkflowExecution(ctx, h.id, "")
+	if err != nil {
+		return "", err
+	}
+	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes()
+	return keyword(sa.GetIndexedFields()[contracts.SearchAttributeDelegationStarter].GetData()), nil
 }

@@ -65,6 +65,12 @@ func TestReadmeGoSnippet(t *testing.T) {
 				t.Errorf("%s: the snippet drops an error: %q", file, stale)
 			}
 		}
+		// A set field wins over TEMPORAL_ADDRESS and the profile: a
+		// snippet that sets Address connects a user who exported
+		// TEMPORAL_ADDRESS (as the tour suggests) to the wrong server.
+		if m := regexp.MustCompile(`Connection\{[^}]*Address:`).FindString(snippet); m != "" {
+			t.Errorf("%s: the snippet hard-codes the address (%q): use client.Connection{}", file, m)
+		}
 	}
 	checkout, err := filepath.Abs("..")
 	if err != nil {
@@ -91,7 +97,7 @@ func TestReadmeGoSnippet(t *testing.T) {
 	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	for _, args := range [][]string{
 		{"mod", "init", "example.com/backend"},
-		// As README.md says, with this checkout for ../delegate.
+		// As README.md says, with this checkout for PATH.
 		{"mod", "edit", "-replace", "github.com/a2adelegate/delegate=" + checkout},
 		{"mod", "edit", "-require", "github.com/a2adelegate/delegate@v0.0.0-00010101000000-000000000000"},
 		{"mod", "tidy"},

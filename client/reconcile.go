@@ -26,11 +26,15 @@ func ReconcileOptions(in contracts.ReconcileInput, now time.Time) ListOptions {
 // ScheduleReconcile creates (or replaces) the Temporal Schedule
 // contracts.ReconcileScheduleID that runs the ReconcileDelegations
 // workflow with in every interval: each open delegation it selects reads
-// its remote task once. Errors: the Temporal error.
-func ScheduleReconcile(ctx context.Context, c sdkclient.Client, every time.Duration, in contracts.ReconcileInput) error {
-	h := c.ScheduleClient().GetHandle(ctx, contracts.ReconcileScheduleID)
-	_ = h.Delete(ctx) // replace an earlier schedule
-	_, err := c.ScheduleClient().Create(ctx, sdkclient.ScheduleOptions{
+// its remote task once. It reports whether a Schedule of that id was
+// there and has been replaced (false: created). Errors: the Temporal
+// error.
+func ScheduleReconcile(ctx context.Context, c sdkclient.Client, every time.Duration, in contracts.ReconcileInput) (replaced bool, err error) {
+	replaced, err = RemoveReconcileSchedule(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	_, err = c.ScheduleClient().Create(ctx, sdkclient.ScheduleOptions{
 		ID:   contracts.ReconcileScheduleID,
 		Spec: sdkclient.ScheduleSpec{Intervals: []sdkclient.ScheduleIntervalSpec{{Every: every}}},
 		Action: &sdkclient.ScheduleWorkflowAction{
@@ -39,9 +43,9 @@ func ScheduleReconcile(ctx context.Context, c sdkclient.Client, every time.Durat
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("creating schedule %s: %w", contracts.ReconcileScheduleID, err)
+		return replaced, fmt.Errorf("creating schedule %s: %w", contracts.ReconcileScheduleID, err)
 	}
-	return nil
+	return replaced, nil
 }
 
 // RemoveReconcileSchedule deletes the Schedule ScheduleReconcile made; it

@@ -13,8 +13,11 @@
 // sealed with it. A payload that is not sealed (written before encryption
 // was turned on) is read as it is.
 //
-//	keys, err := codec.LoadKeys(os.Getenv("DELEGATE_ENCRYPTION_KEY_FILE"))
-//	c, err := client.Dial(ctx, client.Connection{DataConverter: keys.DataConverter()})
+//	// package client (github.com/a2adelegate/delegate/client) loads the keys itself:
+//	c, err := client.Dial(ctx, client.Connection{EncryptionKeyFile: "keys.txt"}) // or $DELEGATE_ENCRYPTION_KEYS
+//	// a Temporal SDK client of your own:
+//	keys, err := codec.LoadKeys("keys.txt")
+//	opts := sdkclient.Options{DataConverter: keys.DataConverter(), FailureConverter: keys.FailureConverter()}
 //
 // What stays in clear (search attributes, ids, failure types) is listed
 // in docs/trust.md.

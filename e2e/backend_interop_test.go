@@ -244,3 +244,42 @@ func TestInteropTypeScriptBackend(t *testing.T) {
 		}
 	})
 }
+
+// TestInteropTypeScriptUsage: the example's scripts, given a flag too few,
+// an unknown one or one without its value, print why and their usage and
+// exit 2, without a stack trace (refusals.js without --prefix died with
+// one); --help prints the usage and exits 0. No server is needed.
+func TestInteropTypeScriptUsage(t *testing.T) {
+	dir, node := requireTypeScriptExample(t)
+	for _, c := range []struct {
+		script string
+		args   []string
+		why    string
+	}{
+		{"refusals.js", []string{"--agent", "http://127.0.0.1:9"}, "missing --prefix"},
+		{"refusals.js", []string{"--agent", "http://127.0.0.1:9", "--prefix", "p", "--id", "x"}, `unknown argument "--id"`},
+		{"refusals.js", []string{"--agent", "--prefix", "p"}, "--agent needs a value"},
+		{"delegate_backend.js", []string{"--agent", "http://127.0.0.1:9"}, "missing --id"},
+		{"delegate_backend.js", []string{"http://127.0.0.1:9"}, `unknown argument "http://127.0.0.1:9"`},
+	} {
+		cmd := exec.Command(node, append([]string{filepath.Join("dist", c.script)}, c.args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS=127.0.0.1:1") // nothing is dialed
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		usage := "usage: TEMPORAL_ADDRESS=127.0.0.1:7233 node dist/" + c.script + " --agent URL "
+		if code != 2 || !strings.HasPrefix(stderr.String(), c.why+"\n"+usage) || strings.Contains(stderr.String(), "    at ") || stdout.Len() > 0 {
+			t.Errorf("node dist/%s %s: exit %d (%v), want 2 with %q and the usage, no stack trace; stdout %q, stderr:\n%s",
+				c.script, strings.Join(c.args, " "), code, err, c.why, stdout.String(), stderr.String())
+		}
+	}
+	out, err := exec.Command(node, filepath.Join(dir, "dist", "refusals.js"), "--help").Output()
+	if err != nil || !strings.HasPrefix(string(out), "usage: TEMPORAL_ADDRESS=127.0.0.1:7233 node dist/refusals.js --agent URL --prefix P\n") {
+		t.Errorf("refusals.js --help: %v, %q", err, out)
+	}
+}

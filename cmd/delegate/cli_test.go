@@ -177,7 +177,7 @@ func TestStatusRetryingTimes(t *testing.T) {
 	} {
 		var b strings.Builder
 		printState(&b, contracts.State{LocalWorkflowID: "r-1", Retrying: &contracts.Retrying{Op: "CheckAndSend", Attempts: 1,
-			LastError: "timeout", Since: time.Now().Add(-time.Minute), Next: tc.next}}, "")
+			LastError: "timeout", Since: time.Now().Add(-time.Minute), Next: tc.next}}, "", "")
 		if !strings.Contains(b.String(), tc.want+tc.next.UTC().Format(time.RFC3339)) {
 			t.Errorf("next %s: status says\n%s\nwant %q", tc.next, b.String(), tc.want)
 		}
@@ -283,7 +283,7 @@ func TestStartDeadlineInRefused(t *testing.T) {
 func TestStatusPrintsFailureText(t *testing.T) {
 	var out bytes.Buffer
 	printState(&out, contracts.State{LocalWorkflowID: "x",
-		Failure: "invalid contract: write_authority: only \"none\" is accepted\ndeadline_in: a backend must send \"deadline\" (C:\\path)"}, "")
+		Failure: "invalid contract: write_authority: only \"none\" is accepted\ndeadline_in: a backend must send \"deadline\" (C:\\path)"}, "", "")
 	got := out.String()
 	want := regexp.MustCompile(`\nfailure: +invalid contract: write_authority: only "none" is accepted\n +deadline_in: a backend must send "deadline" \(C:\\path\)\n`)
 	if !want.MatchString(got) {
@@ -294,8 +294,50 @@ func TestStatusPrintsFailureText(t *testing.T) {
 	}
 	// Remote text cannot make a line of its own look like a row.
 	out.Reset()
-	printState(&out, contracts.State{LocalWorkflowID: "x", Failure: "a\nstatus:    completed\r\x1b[2J"}, "")
+	printState(&out, contracts.State{LocalWorkflowID: "x", Failure: "a\nstatus:    completed\r\x1b[2J"}, "", "")
 	if got := out.String(); !regexp.MustCompile(`\nfailure: +a\n +status: +completed\\r\\x1b\[2J\n`).MatchString(got) {
 		t.Errorf("status prints\n%q", got)
+	}
+}
+
+// One port given to two of dev's listeners is a usage error naming both
+// flags, before anything starts (it failed late, binding, with exit 3);
+// the help names the flags that open the metrics and pprof ports.
+func TestDevSamePortTwice(t *testing.T) {
+	wantExit(t, exitUsage, []string{"--port 7645 and --ui-port 7645: the same port"}, "dev", "--memory", "--port", "7645", "--ui-port", "7645")
+	keys := writeFile(t, "keys", "k1:"+strings.Repeat("A", 43)+"=\n")
+	wantExit(t, exitUsage, []string{"--ui-port 7646 and --codec-port 7646: the same port"}, "dev", "--memory", "--port", "7645", "--ui-port", "7646", "--codec-port", "7646", "--encryption-key-file", keys)
+	out, _, code := cli(t, "dev", "--help")
+	if code != 0 || !strings.Contains(out, "No metrics or pprof port is opened unless --metrics-addr / --debug-addr is given") {
+		t.Errorf("dev --help: exit %d, %s", code, out)
+	}
+}
+
+// status says who answered each round, how and when, and who started the
+// delegation (DelegationStarter): answered_by showed only with --json.
+// Operator and remote text cannot make a line of its own.
+func TestStatusAnswersAndStarter(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	printState(&out, contracts.State{LocalWorkflowID: "x", InputRounds: 2, Answers: []contracts.AnswerRecord{
+		{Round: 1, AnsweredBy: "alice", Via: "update", At: at},
+		{Round: 2, AnsweredBy: "eve\nstatus:    completed", Via: "signal", At: at.Add(time.Minute), Refused: "HTTP 400\r\x1b[2J"},
+		{Round: 2, AnsweredBy: "bob", Via: "update", At: at.Add(2 * time.Minute), Unconfirmed: "no reply"},
+	}}, "", "mcp:carol")
+	got := out.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`\nstarted by: +mcp:carol\n`),
+		regexp.MustCompile(`\nanswers: +round 1: by alice via update at 2026-12-01T10:00:00Z\n` +
+			` +round 2: by eve\\nstatus: +completed via signal at 2026-12-01T10:01:00Z; answer not taken: HTTP 400\\r\\x1b\[2J\n` +
+			` +round 2: by bob via update at 2026-12-01T10:02:00Z; answer unconfirmed: no reply\n`),
+	} {
+		if !want.MatchString(got) {
+			t.Errorf("status prints\n%s\nwant it to match %s", got, want)
+		}
+	}
+	out.Reset()
+	printState(&out, contracts.State{LocalWorkflowID: "x"}, "", "")
+	if got := out.String(); strings.Contains(got, "started by") || strings.Contains(got, "answers") {
+		t.Errorf("status with no starter and no answer prints\n%s", got)
 	}
 }

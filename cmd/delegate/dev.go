@@ -37,7 +37,7 @@ payloads are encrypted. Besides those, the server's own services listen on seven
 more on 127.0.0.1 (the frontend's membership port; the gRPC and membership ports
 of history, matching and worker): free ports in 20000-31999 chosen at each start
 (never next to --port), printed at startup; nothing outside this process uses them.
-No metrics or pprof port is opened.
+No metrics or pprof port is opened unless --metrics-addr / --debug-addr is given.
 
 The server runs with dynamic config chosen for one host (docs/performance.md);
 --dynamic-config FILE takes Temporal's own dynamic-config YAML, key by key over it.
@@ -59,12 +59,16 @@ payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them deco
 				}
 				cfg.DynamicConfig = dc
 			}
-			if err := checkPorts(cfg); err != nil {
-				return err
-			}
 			keys, err := codec.FromFileOrEnv(cf.conn.EncryptionKeyFile)
 			if err != nil {
 				return usageErr(err)
+			}
+			codecUsed := -1 // no codec server without keys
+			if keys != nil {
+				codecUsed = codecPort
+			}
+			if err := checkPorts(cfg, codecUsed); err != nil {
+				return err
 			}
 			if _, err := wf.pushSettings(); err != nil {
 				return err // checked before anything starts
@@ -159,9 +163,22 @@ func internalPortsLine(ps []devserver.ServicePort) string {
 	return fmt.Sprintf("Internal ports  %s on %s (the server's own: frontend membership; history, matching, worker gRPC and membership; chosen at each start)", strings.Join(ports, " "), where)
 }
 
-// checkPorts refuses out-of-range or busy ports before the server starts,
-// with an error that names the flag.
-func checkPorts(cfg devserver.Config) error {
+// checkPorts refuses out-of-range, repeated or busy ports before the
+// server starts, with an error that names the flag (both flags for a port
+// given twice: a usage error, exit 2). codecPort is --codec-port when a
+// codec server will listen (0: any free port), -1 when none will.
+func checkPorts(cfg devserver.Config, codecPort int) error {
+	given := []struct {
+		flag string
+		port int
+	}{{"--port", cfg.Port}, {"--ui-port", cfg.UIPort}, {"--codec-port", codecPort}}
+	for i, a := range given {
+		for _, b := range given[i+1:] {
+			if a.port > 0 && a.port == b.port {
+				return usageErr(fmt.Errorf("%s %d and %s %d: the same port; give each its own", a.flag, a.port, b.flag, b.port))
+			}
+		}
+	}
 	for _, p := range []struct {
 		flag string
 		port int

@@ -19,9 +19,11 @@ func newListCmd(cf *clientFlags) *cobra.Command {
 		Short: "List delegations (visibility query on search attribute A2AState)",
 		Long: `List delegations, newest first: ID, AGENT (the agent's name; the card URL
 marked "(name unknown)" while the delegation has recorded no Agent Card, e.g. its
-first send never succeeded), A2A STATE (search attribute A2AState: the remote task's
-state, or a local phase such as "sending" or "ended"), OUTCOME (how an ended
-delegation ended: the Outcome's status, read for the 100 newest), WAITING SINCE and
+first send never succeeded or its deadline had passed; "-" when the card URL is not
+known either), A2A STATE (search attribute A2AState: the remote task's state, or a
+local phase such as "sending" or "ended"), OUTCOME (how an ended delegation ended:
+the Outcome's status, or for a run that failed without one the failure's category,
+e.g. invalid_contract; read for the 100 newest), WAITING SINCE and
 DEADLINE (of running delegations, from Query "state"), WORKFLOW (the Temporal
 workflow status) and STARTED.`,
 		Args: cobra.NoArgs,
@@ -56,11 +58,15 @@ workflow status) and STARTED.`,
 			// none to tell).
 			fmt.Fprintln(tw, "ID\tAGENT\tA2A STATE\tOUTCOME\tWAITING SINCE\tDEADLINE\tWORKFLOW\tSTARTED")
 			for _, r := range rows {
-				agent := clean(r.Agent)
-				if r.NameUnknown {
+				agent := orDash(clean(r.Agent))
+				if r.NameUnknown && r.Agent != "" {
 					agent += " (name unknown)" // the card URL: no card recorded
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clean(r.ID), agent, clean(r.A2AState), orDash(string(r.Outcome)), fmtTime(r.WaitingSince), fmtTime(r.Deadline), r.Status, fmtTime(&r.Started))
+				outcome := string(r.Outcome)
+				if outcome == "" {
+					outcome = r.Failure // a failed run: why (invalid_contract)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clean(r.ID), agent, orDash(clean(r.A2AState)), orDash(clean(outcome)), fmtTime(r.WaitingSince), fmtTime(r.Deadline), r.Status, fmtTime(&r.Started))
 			}
 			return tw.Flush()
 		},

@@ -74,14 +74,19 @@ removes it.`,
 				return nil
 			}
 			if every > 0 {
-				if err := dclient.ScheduleReconcile(ctx, c, every, in); err != nil {
+				replaced, err := dclient.ScheduleReconcile(ctx, c, every, in)
+				if err != nil {
 					return temporalErr(err)
 				}
+				done := "created"
+				if replaced {
+					done = "replaced" // a second --schedule said the same as the first
+				}
 				if asJSON {
-					printJSON(cmd.OutOrStdout(), map[string]any{"schedule": contracts.ReconcileScheduleID, "every": every.String(), "state": in.State, "older_than": in.OlderThan.String(), "orphan_window": orphanWindow(in).String()})
+					printJSON(cmd.OutOrStdout(), map[string]any{"schedule": contracts.ReconcileScheduleID, "replaced": replaced, "every": every.String(), "state": in.State, "older_than": in.OlderThan.String(), "orphan_window": orphanWindow(in).String()})
 					return nil
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "schedule %s: %s\n", contracts.ReconcileScheduleID, describeSchedule(every, in))
+				fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s: %s\n", contracts.ReconcileScheduleID, done, describeSchedule(every, in))
 				return nil
 			}
 			open, err := dclient.List(ctx, c, dclient.ReconcileOptions(in, time.Now()))

@@ -43,7 +43,10 @@ func newStatusCmd(cf *clientFlags) *cobra.Command {
 					printJSON(cmd.OutOrStdout(), s)
 					return nil
 				}
-				printState(cmd.OutOrStdout(), s, cf.given)
+				// Who started it, when delegate mcp did (search attribute
+				// DelegationStarter); a describe that fails shows none.
+				starter, _ := dclient.Get(c, args[0]).Starter(ctx)
+				printState(cmd.OutOrStdout(), s, cf.given, starter)
 				return nil
 			})
 		},
@@ -126,7 +129,11 @@ func cleanLines(s string) string {
 	return strings.Join(lines, "\n\t")
 }
 
-func printState(w io.Writer, s contracts.State, given string) {
+// printState prints s as rows "name: value" (remote and operator text
+// through clean/cleanLines); given is the connection flags to repeat in
+// the command lines it suggests, starter the search attribute
+// DelegationStarter ("": not set, no row).
+func printState(w io.Writer, s contracts.State, given, starter string) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -135,6 +142,7 @@ func printState(w io.Writer, s contracts.State, given string) {
 	}
 	row("delegation", s.LocalWorkflowID)
 	row("purpose", s.Purpose)
+	row("started by", starter)
 	row("agent", strings.TrimSpace(s.Agent.Name+" "+s.Agent.CardURL))
 	row("card digest", s.Agent.CardDigest)
 	if s.Protocol.Version != "" {
@@ -182,13 +190,14 @@ func printState(w io.Writer, s contracts.State, given string) {
 			row("resolve with", fmt.Sprintf("delegate resolve %s --action resend|adopt|abandon [--task-id T]%s", s.LocalWorkflowID, given))
 		}
 	}
-	for _, a := range s.Answers {
-		if a.Refused != "" {
-			row("answer not taken", fmt.Sprintf("round %d at %s: %s", a.Round, a.At.UTC().Format(time.RFC3339), a.Refused))
+	if len(s.Answers) > 0 {
+		// One line per answer, each cleaned as a whole (a newline in it
+		// is shown escaped), so no answer makes a line of its own.
+		lines := make([]string, 0, len(s.Answers))
+		for _, a := range s.Answers {
+			lines = append(lines, clean(answerLine(a)))
 		}
-		if a.Unconfirmed != "" {
-			row("answer unconfirmed", fmt.Sprintf("round %d at %s: %s", a.Round, a.At.UTC().Format(time.RFC3339), a.Unconfirmed))
-		}
+		row("answers", strings.Join(lines, "\n"))
 	}
 	if n := len(s.IgnoredSignals); n > 0 {
 		last := s.IgnoredSignals[n-1]
@@ -229,6 +238,25 @@ func printState(w io.Writer, s contracts.State, given string) {
 		}
 	}
 	_ = tw.Flush()
+}
+
+// answerLine describes one answer of State.Answers: its round, who
+// answered (answered_by, the authenticated actor), how it came (Signal or
+// Update "provide-input"), when, and whether it was refused ("answer not
+// taken") or its delivery is unknown ("answer unconfirmed").
+func answerLine(a contracts.AnswerRecord) string {
+	by := a.AnsweredBy
+	if by == "" {
+		by = "(no name)"
+	}
+	l := fmt.Sprintf("round %d: by %s via %s at %s", a.Round, by, a.Via, a.At.UTC().Format(time.RFC3339))
+	if a.Refused != "" {
+		l += "; answer not taken: " + a.Refused
+	}
+	if a.Unconfirmed != "" {
+		l += "; answer unconfirmed: " + a.Unconfirmed
+	}
+	return l
 }
 
 // answerHint is the command line that answers s's question: a credential

@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	sdkclient "go.temporal.io/sdk/client"
+
+	dclient "github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/claimsagent"
 	"github.com/a2adelegate/delegate/internal/testutil"
 )
@@ -30,7 +34,7 @@ var tour = []tourStep{
 	{`./bin/delegate list --state input-required`, regexp.MustCompile(`lost-parcel-YYYYMMDD-HHMMSS\s+Claims Agent\s+input-required`), true},
 	{`./bin/delegate status lost-parcel-YYYYMMDD-HHMMSS`, regexp.MustCompile(`question:\s+"Please send a photo`), true},
 	{`./bin/delegate answer lost-parcel-YYYYMMDD-HHMMSS --text "photo attached: box.jpg" --by alice`, regexp.MustCompile(`answer accepted for round 1`), false},
-	{`./bin/delegate status lost-parcel-YYYYMMDD-HHMMSS`, regexp.MustCompile(`(?s)status:\s+completed.*output:\s+claim_opened .*"order_id":"A-1001"`), true},
+	{`./bin/delegate status lost-parcel-YYYYMMDD-HHMMSS`, regexp.MustCompile(`(?s)answers:\s+round 1: by alice via update at \S+Z\n.*status:\s+completed.*output:\s+claim_opened .*"order_id":"A-1001"`), true},
 	{`./bin/delegate start --contract contracts/examples/instant.json --wait`, regexp.MustCompile(`"status": "completed"`), false},
 	{`./bin/delegate start --contract contracts/examples/slow.json`, regexp.MustCompile(`claims-slow-example`), false},
 	{`./bin/delegate cancel claims-slow-example --reason "no longer needed"`, regexp.MustCompile(`ended canceled`), false},
@@ -247,15 +251,77 @@ func TestReadmeTour(t *testing.T) {
 		}
 	}
 
-	// The reconcile schedule is created, removed (off in any case), and
-	// removing it again says there is none. Created, it says what it will
-	// do (it printed `(state "", older than 0s)`).
+	// Runs a backend started itself, without the search attributes
+	// package client sets: one whose contract the workflow refused lists
+	// its failure's category as OUTCOME (it showed "-" and no agent), one
+	// whose deadline had passed lists the contract's card URL (it showed
+	// " (name unknown)" alone).
+	c, err := dclient.Dial(ctx, dclient.Connection{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	raw := func(id, deadline, writeAuthority string) {
+		t.Helper()
+		contract := map[string]any{"local_workflow_id": id, "agent_card_url": "http://127.0.0.1:9/.well-known/agent-card.json",
+			"skill": "open-claim", "purpose": "p", "message": map[string]any{"text": "hi"}, "allowed_outputs": []string{"claim_opened"},
+			"deadline": deadline, "write_authority": writeAuthority}
+		if _, err := c.ExecuteWorkflow(ctx, sdkclient.StartWorkflowOptions{ID: id, TaskQueue: contracts.TaskQueue}, contracts.WorkflowType, contract); err != nil {
+			t.Fatalf("start %s: %v", id, err)
+		}
+	}
+	raw("tour-refused", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "all")
+	raw("tour-past-deadline", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), "none")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^tour-refused\s+http://127\.0\.0\.1:9/\.well-known/agent-card\.json \(name unknown\)\s+ended\s+invalid_contract\s+-\s+-\s+failed\s`),
+		regexp.MustCompile(`(?m)^tour-past-deadline\s+http://127\.0\.0\.1:9/\.well-known/agent-card\.json \(name unknown\)\s+\S+\s+deadline_exceeded\s+-\s+-\s+completed\s`),
+	} {
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			out, _, _ := cli(t, "list")
+			if want.MatchString(out) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("list shows\n%s\nwant a row matching %s", out, want)
+				break
+			}
+		}
+	}
+
+	// status names who started a delegation (DelegationStarter, as
+	// delegate mcp sets it).
+	d, err := contracts.DecodeDelegation([]byte(`{"local_workflow_id": "tour-started-by", "agent_card_url": "http://127.0.0.1:9/.well-known/agent-card.json",
+ "skill": "open-claim", "purpose": "p", "message": {"text": "hi"}, "allowed_outputs": ["claim_opened"], "deadline_in": "1h", "write_authority": "none"}`), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dclient.Start(ctx, c, d, dclient.WithStarter("carol@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, _, _ := cli(t, "status", "tour-started-by")
+		if regexp.MustCompile(`\nstarted by: +carol@example\.com\n`).MatchString(out) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("status of a delegation started with a starter:\n%s", out)
+			break
+		}
+	}
+	if _, stderr, code := cli(t, "cancel", "tour-started-by"); code != 0 {
+		t.Errorf("cancel tour-started-by: %s", stderr)
+	}
+
+	// The reconcile schedule is created, then replaced (a second
+	// --schedule printed the same line as the first), removed (off in any
+	// case), and removing it again says there is none. Created, it says
+	// what it will do (it printed `(state "", older than 0s)`).
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"reconcile", "--schedule", "15m"}, `schedule delegate-reconcile: every 15m, Signal "reconcile" to every open delegation (any A2AState, any age), then the orphan sweep (delegations terminated within the last 24h whose remote task still works are canceled)`},
-		{[]string{"reconcile", "--schedule", "1h30m", "--state", "input-required", "--older-than", "2h"}, `schedule delegate-reconcile: every 1h30m, Signal "reconcile" to every open delegation whose A2AState is input-required, started more than 2h ago, then the orphan sweep`},
+		{[]string{"reconcile", "--schedule", "15m"}, `schedule delegate-reconcile created: every 15m, Signal "reconcile" to every open delegation (any A2AState, any age), then the orphan sweep (delegations terminated within the last 24h whose remote task still works are canceled)`},
+		{[]string{"reconcile", "--schedule", "1h30m", "--state", "input-required", "--older-than", "2h"}, `schedule delegate-reconcile replaced: every 1h30m, Signal "reconcile" to every open delegation whose A2AState is input-required, started more than 2h ago, then the orphan sweep`},
 		{[]string{"reconcile", "--schedule", "OFF"}, "schedule delegate-reconcile removed"},
 		{[]string{"reconcile", "--schedule", "off"}, "schedule delegate-reconcile: there is none"},
 	} {

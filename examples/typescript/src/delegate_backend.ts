@@ -250,19 +250,45 @@ export async function waitUntil<T>(what: string, timeoutMs: number, cond: () => 
   }
 }
 
-function flag(name: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0 || i + 1 >= process.argv.length) throw new Error(`usage: node dist/delegate_backend.js --agent URL --id ID (missing --${name})`);
-  return process.argv[i + 1];
+/**
+ * Reads the command line's `--name value` flags: each of names once, and
+ * nothing else. A missing, repeated or unknown flag, or one without its
+ * value, prints why and usage to stderr and exits 2 (a usage error, as
+ * the delegate CLI; no stack trace); --help prints usage and exits 0.
+ */
+export function parseFlags(usage: string, names: readonly string[], argv: readonly string[] = process.argv.slice(2)): Record<string, string> {
+  function fail(why: string): never {
+    console.error(`${why}\n${usage}`);
+    process.exit(2);
+  }
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(usage);
+    process.exit(0);
+  }
+  const got: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i += 2) {
+    const name = argv[i].startsWith('--') ? argv[i].slice(2) : '';
+    if (!names.includes(name)) fail(`unknown argument ${JSON.stringify(argv[i])}`);
+    if (name in got) fail(`--${name} given twice`);
+    const value = argv[i + 1];
+    if (value === undefined || value.startsWith('--')) fail(`--${name} needs a value`);
+    got[name] = value;
+  }
+  for (const n of names) if (!(n in got)) fail(`missing --${n}`);
+  return got;
 }
+
+const usage = `usage: TEMPORAL_ADDRESS=127.0.0.1:7233 node dist/delegate_backend.js --agent URL --id ID
+  --agent URL  the claims agent's base URL (e.g. http://127.0.0.1:9999)
+  --id ID      the local_workflow_id of the delegation it starts (and ID-slow, which it cancels)
+The connection is TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE (default 127.0.0.1:7233, "default").`;
 
 function print(step: string, v: object): void {
   console.log(JSON.stringify({ step, ...v }));
 }
 
 async function main(): Promise<void> {
-  const agent = flag('agent');
-  const id = flag('id');
+  const { agent, id } = parseFlags(usage, ['agent', 'id']);
   const client = await connect();
   try {
     // 1. Start.

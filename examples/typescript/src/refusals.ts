@@ -9,7 +9,7 @@
 //
 //   TEMPORAL_ADDRESS=127.0.0.1:7233 node dist/refusals.js --agent http://127.0.0.1:9999 --prefix probe
 //
-// e2e/backend_ts_interop_test.go runs it and checks each line.
+// e2e/backend_interop_test.go runs it and checks each line.
 
 import { WorkflowExecutionAlreadyStartedError, WorkflowContinuedAsNewError } from '@temporalio/client';
 import type { Client, WorkflowHandle, WorkflowStartOptions } from '@temporalio/client';
@@ -23,6 +23,7 @@ import {
   deadlineIn,
   lostParcel,
   outcome,
+  parseFlags,
   readState,
   refusal,
   startDelegation,
@@ -31,11 +32,10 @@ import {
 
 type Probe = { probe: string } & Record<string, unknown>;
 
-function flag(name: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0 || i + 1 >= process.argv.length) throw new Error(`usage: node dist/refusals.js --agent URL --prefix P (missing --${name})`);
-  return process.argv[i + 1];
-}
+const usage = `usage: TEMPORAL_ADDRESS=127.0.0.1:7233 node dist/refusals.js --agent URL --prefix P
+  --agent URL   the claims agent's base URL (e.g. http://127.0.0.1:9999)
+  --prefix P    the start of the workflow ids the probes use (P-...; a new P for each run)
+The connection is TEMPORAL_ADDRESS and TEMPORAL_NAMESPACE (default 127.0.0.1:7233, "default").`;
 
 function report(p: Probe): void {
   console.log(JSON.stringify(p));
@@ -71,8 +71,7 @@ async function answerRaw(handle: WorkflowHandle, probe: string, payload: unknown
 }
 
 async function main(): Promise<void> {
-  const agent = flag('agent');
-  const prefix = flag('prefix');
+  const { agent, prefix } = parseFlags(usage, ['agent', 'prefix']);
   const id = (s: string) => `${prefix}-${s}`;
   const client = await connect();
   try {
