@@ -98,6 +98,14 @@ func TestBadTemplatesRefused(t *testing.T) {
 			t.Fatalf("error = %v, want agent_url named", err)
 		}
 	})
+	t.Run("deadline_in in file", func(t *testing.T) {
+		// The contract file's relative deadline is deadline_in; a
+		// template's is deadline_after: the refusal says so.
+		_, err := ParseTemplates([]byte(`{"templates": [{"name": "x", "deadline_in": "30m"}]}`))
+		if err == nil || !strings.Contains(err.Error(), `templates[0].deadline_in: unknown field`) || !strings.Contains(err.Error(), `did you mean "deadline_after"?`) {
+			t.Fatalf("error = %v, want deadline_in named with the hint deadline_after", err)
+		}
+	})
 	t.Run("none", func(t *testing.T) {
 		if _, err := ParseTemplates([]byte(`{"templates": []}`)); err == nil || !strings.Contains(err.Error(), "at least one template") {
 			t.Fatalf("error = %v", err)
