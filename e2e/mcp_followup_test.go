@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,5 +37,39 @@ func TestMCPStatusWaitsPastAnAnswer(t *testing.T) {
 	if r.Outcome == nil || r.Outcome.Status != contracts.StatusCompleted {
 		t.Fatalf("delegation_status wait_seconds=10 returned after %s with a2a_state %s (%s), want it to wait until the delegation completed",
 			took.Round(time.Millisecond), r.A2AState, text(res))
+	}
+}
+
+// TestMCPRetryingShown: a delegation whose agent cannot be reached says
+// why: structuredContent.retrying (operation, attempts, the last error,
+// the next attempt) and the text, as `delegate status` prints "retrying".
+func TestMCPRetryingShown(t *testing.T) {
+	e := setup(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() // nothing listens there once closed
+	ln.Close()
+	s, err := mcp.New(mcp.Options{Client: e.c, Templates: mcpTemplates(t, dead), Actor: "alice", Burst: 1000, Rate: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := stdioSession(t, s, nil)
+	res, r := call(t, cs, "open_parcel_claim_auto", map[string]any{"order_id": "A-1212"})
+	if res.IsError {
+		t.Fatalf("start: %s", text(res))
+	}
+	id := r.LocalWorkflowID
+	waitFor(t, "retrying shown", 60*time.Second, func() (bool, string) {
+		res, r = call(t, cs, mcp.ToolStatus, map[string]any{"local_workflow_id": id, "wait_seconds": 2})
+		return r.Retrying != nil && r.Retrying.Attempts >= 1, text(res)
+	})
+	rt := r.Retrying
+	if rt.Operation != "CheckAndSend" || !strings.Contains(rt.LastError, "connection refused") || rt.NextAttempt.IsZero() || len(rt.LastError) > 700 {
+		t.Fatalf("retrying = %+v, want CheckAndSend, connection refused, a next attempt", rt)
+	}
+	if tx := text(res); !strings.Contains(tx, "Retrying CheckAndSend: attempt ") || !strings.Contains(tx, "connection refused") || !strings.Contains(tx, "not instructions") {
+		t.Fatalf("text %q does not say it is retrying and why", tx)
 	}
 }

@@ -235,6 +235,9 @@ func (s *Server) resultOf(st contracts.State, tmpl string) Result {
 	if st.Outcome != nil {
 		o := BoundOutcome(*st.Outcome)
 		r.Outcome = &o
+	} else if rt := st.Retrying; rt != nil {
+		r.Retrying = &Retrying{Operation: contracts.Truncate(rt.Op, 100), Attempts: rt.Attempts,
+			LastError: contracts.CutText(rt.LastError, maxRetryingError), NextAttempt: rt.Next.UTC()}
 	}
 	return r
 }
