@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"net"
 	"strings"
 	"testing"
@@ -71,5 +73,43 @@ func TestMCPRetryingShown(t *testing.T) {
 	}
 	if tx := text(res); !strings.Contains(tx, "Retrying CheckAndSend: attempt ") || !strings.Contains(tx, "connection refused") || !strings.Contains(tx, "not instructions") {
 		t.Fatalf("text %q does not say it is retrying and why", tx)
+	}
+}
+
+// TestMCPResourcesListed: resources/list gives the actor's delegations as
+// delegation://ID resources, and no other actor's.
+func TestMCPResourcesListed(t *testing.T) {
+	e := setup(t)
+	cs := stdioSession(t, e.mcpServer(t, "alice"), nil)
+	res, r := call(t, cs, "claims_scenario", map[string]any{"order_id": "A-1313", "scenario": "slow"})
+	if res.IsError {
+		t.Fatalf("start: %s", text(res))
+	}
+	uri := "delegation://" + r.LocalWorkflowID
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	waitFor(t, "listed", 30*time.Second, func() (bool, string) {
+		lr, err := cs.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatalf("ListResources() error = %v", err)
+		}
+		if lr.CacheScope != "private" {
+			t.Fatalf("resources/list cacheScope %q, want private (one actor's list)", lr.CacheScope)
+		}
+		for _, rs := range lr.Resources {
+			if rs.URI == uri && rs.MIMEType == "application/json" && strings.Contains(rs.Title, "claims_scenario") {
+				return true, ""
+			}
+		}
+		b, _ := json.Marshal(lr)
+		return false, string(b)
+	})
+	bob := stdioSession(t, e.mcpServer(t, "bob"), nil)
+	lr, err := bob.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatalf("bob's ListResources() error = %v", err)
+	}
+	if len(lr.Resources) != 0 {
+		t.Fatalf("bob lists %d resources, want none of alice's: %+v", len(lr.Resources), lr.Resources[0])
 	}
 }
