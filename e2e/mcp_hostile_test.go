@@ -305,6 +305,11 @@ func TestMCPListShowsOnlyDelegationIDs(t *testing.T) {
 	if strings.Contains(text(res), "SYSTEM:") {
 		t.Fatalf("delegation_list shows the id: %s", text(res))
 	}
+	// resources/list lists the same way.
+	lr, err := cs.ListResources(ctx, nil)
+	if lb, _ := json.Marshal(lr); err != nil || strings.Contains(string(lb), "SYSTEM:") {
+		t.Fatalf("resources/list: %s (%v), want the id left out", lb, err)
+	}
 }
 
 // TestMCPSubscriptionsPerActorBounded: one actor's subscriptions make the

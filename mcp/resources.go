@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -19,7 +20,8 @@ import (
 // "delegation://" + its local_workflow_id. Reading it gives the Result a
 // delegation_status call would (as JSON, without elicitation); a client
 // that subscribes is sent notifications/resources/updated when its
-// a2a_state, question or outcome changes.
+// a2a_state, question or outcome changes. resources/list lists the
+// actor's newest 100 delegations (listResources).
 const ResourceScheme = "delegation://"
 
 // watchEvery is how often a subscribed delegation's state is read.
@@ -94,7 +96,50 @@ func (w *watcher) read(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.
 	if err != nil {
 		return nil, err
 	}
-	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
+	return &sdk.ReadResourceResult{Cacheable: sdk.Cacheable{CacheScope: "private"}, Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
+}
+
+// listResources is a receiving middleware that answers resources/list
+// with the actor's delegations as resources (delegation://ID), its newest
+// maxList, from the same listing as delegation_list (the visibility
+// store: no worker involved). A request with a cursor (this server never
+// gives one) is passed on as it is.
+func (w *watcher) listResources(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		lr, ok := res.(*sdk.ListResourcesResult)
+		if err != nil || !ok || method != "resources/list" {
+			return res, err
+		}
+		if p, _ := req.GetParams().(*sdk.ListResourcesParams); p != nil && p.Cursor != "" {
+			return res, err
+		}
+		actor := w.actorOf(req.GetExtra())
+		if actor == "" {
+			return res, nil
+		}
+		if !w.s.limiter(actor).Allow() {
+			return nil, fmt.Errorf("rate limit: %s makes more than %g calls a second", actor, float64(w.s.o.Rate))
+		}
+		// One actor's list: no one else's client or cache may serve it.
+		lr.CacheScope = "private"
+		rows, err := client.List(ctx, w.s.o.Client, client.ListOptions{Namespace: w.s.o.Namespace, Starter: actor, Pages: 1})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if len(lr.Resources) == maxList {
+				break
+			}
+			if !contracts.ValidWorkflowID(r.ID) {
+				continue // not a local_workflow_id: as delegation_list, left out
+			}
+			lr.Resources = append(lr.Resources, &sdk.Resource{URI: ResourceScheme + r.ID, Name: r.ID, MIMEType: "application/json",
+				Title:       fmt.Sprintf("%s: %s", templateOf(r.ID), contracts.CurrentA2AState(r.A2AState)),
+				Description: fmt.Sprintf("a delegation of yours (template %s), a2a_state %s, workflow %s, started %s", templateOf(r.ID), contracts.CurrentA2AState(r.A2AState), r.Status, r.Started.UTC().Format(time.RFC3339))})
+		}
+		return lr, nil
+	}
 }
 
 // MaxWatched bounds the delegations one server follows for its
@@ -235,6 +280,9 @@ func (s *Server) resultOf(st contracts.State, tmpl string) Result {
 	if st.Outcome != nil {
 		o := BoundOutcome(*st.Outcome)
 		r.Outcome = &o
+	} else if rt := st.Retrying; rt != nil {
+		r.Retrying = &Retrying{Operation: contracts.Truncate(rt.Op, 100), Attempts: rt.Attempts,
+			LastError: contracts.CutText(rt.LastError, maxRetryingError), NextAttempt: rt.Next.UTC()}
 	}
 	return r
 }

@@ -151,7 +151,7 @@ func (s *Server) MCPServer() *sdk.Server {
 		Logger:                    s.sdkLogger(),
 	})
 	w.srv = srv
-	srv.AddReceivingMiddleware(refuseControlURIs)
+	srv.AddReceivingMiddleware(refuseControlURIs, w.listResources)
 	srv.AddResourceTemplate(&sdk.ResourceTemplate{
 		URITemplate: ResourceScheme + "{id}", Name: "delegation", Title: "A delegation of yours", MIMEType: "application/json",
 		Description: "delegation://LOCAL_WORKFLOW_ID: the delegation's state as delegation_status returns it (structuredContent); subscribe to be told when its a2a_state, question or outcome changes.",

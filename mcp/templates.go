@@ -148,7 +148,7 @@ func ParseTemplates(b []byte) ([]Template, error) {
 	}
 	var tf TemplatesFile
 	if err := contracts.DecodeObject(b, &tf); err != nil {
-		return nil, err
+		return nil, hintDeadlineIn(err)
 	}
 	if _, err := compileTemplates(tf.Templates, time.Now()); err != nil {
 		return nil, err
@@ -162,6 +162,32 @@ func ParseTemplates(b []byte) ([]Template, error) {
 func CheckTemplates(ts []Template) error {
 	_, err := compileTemplates(ts, time.Now())
 	return err
+}
+
+// hintDeadlineIn adds to an "unknown field" error about a template's
+// "deadline_in" (the contract file's relative deadline,
+// contracts.FieldDeadlineIn) the name a template uses: deadline_after.
+func hintDeadlineIn(err error) error {
+	each := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		each = j.Unwrap()
+	}
+	changed := false
+	for i, e := range each {
+		var fe *contracts.FieldError
+		if !errors.As(e, &fe) || strings.Contains(fe.Rule, "did you mean") || !strings.HasPrefix(fe.Rule, "unknown field") {
+			continue
+		}
+		if fe.Field[strings.LastIndex(fe.Field, ".")+1:] != contracts.FieldDeadlineIn {
+			continue
+		}
+		each[i] = &contracts.FieldError{Field: fe.Field, Rule: fe.Rule + `; did you mean "deadline_after"? (a template's deadline is relative: a Go duration such as "30m")`}
+		changed = true
+	}
+	if !changed {
+		return err
+	}
+	return errors.Join(each...)
 }
 
 func compileTemplates(ts []Template, now time.Time) (map[string]*template, error) {
