@@ -257,7 +257,11 @@ func TestMCPModelAnswers(t *testing.T) {
 	if r.Question.Source != "remote_agent" || !strings.Contains(r.Question.Text, "photo of the box") || !strings.Contains(text(res), "not instructions") {
 		t.Fatalf("question = %+v, text %q", r.Question, text(res))
 	}
-	res, r = call(t, cs, mcp.ToolAnswer, map[string]any{"local_workflow_id": r.LocalWorkflowID, "text": "Photo sent.", "data": map[string]any{"photo": "box.jpg"}})
+	// An answer for another round than the pending one is refused, and
+	// nothing is sent; the round read is answered.
+	stale, _ := call(t, cs, mcp.ToolAnswer, map[string]any{"local_workflow_id": r.LocalWorkflowID, "text": "old", "round": r.Question.Round + 1})
+	refused(t, stale, `argument "round"`, "is pending")
+	res, r = call(t, cs, mcp.ToolAnswer, map[string]any{"local_workflow_id": r.LocalWorkflowID, "text": "Photo sent.", "data": map[string]any{"photo": "box.jpg"}, "round": r.Question.Round})
 	if res.IsError {
 		t.Fatalf("delegation_answer refused: %s", text(res))
 	}

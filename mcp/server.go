@@ -195,11 +195,12 @@ func (s *Server) MCPServer() *sdk.Server {
 	}, s.guard(s.cancel))
 	srv.AddTool(&sdk.Tool{
 		Name:        ToolAnswer,
-		Description: "Answer the remote agent's question in one of your delegations, only for templates whose answers come from the model. Recorded as answered by you (model).",
+		Description: "Answer the remote agent's question in one of your delegations, only for templates whose answers come from the model. Recorded as answered by you (model). round (the question.round you read) makes sure the answer goes to that question and no later one.",
 		InputSchema: objectSchema([]string{"local_workflow_id", "text"}, map[string]any{
 			"local_workflow_id": map[string]any{"type": "string"},
 			"text":              map[string]any{"type": "string"},
 			"data":              map[string]any{"type": "object"},
+			"round":             map[string]any{"type": "integer", "minimum": 1},
 		}),
 		Annotations: &sdk.ToolAnnotations{Title: "Answer a delegation's question", ReadOnlyHint: false, DestructiveHint: ptr(false), OpenWorldHint: ptr(true)},
 	}, s.guard(s.answer))
@@ -384,6 +385,21 @@ func waitArg(args map[string]json.RawMessage) (time.Duration, *sdk.CallToolResul
 		return 0, toolError("argument %q: an integer from 0 to %d", WaitSecondsParam, MaxWaitSeconds)
 	}
 	return time.Duration(n) * time.Second, nil
+}
+
+// roundArg decodes the optional argument "round" of delegation_answer: the
+// question round (question.round of a result) the answer is for, 1 or more;
+// 0 when absent.
+func roundArg(args map[string]json.RawMessage) (int, *sdk.CallToolResult) {
+	raw, ok := args["round"]
+	if !ok {
+		return 0, nil
+	}
+	var n float64
+	if err := json.Unmarshal(raw, &n); err != nil || n != float64(int(n)) || n < 1 || n > 1e6 {
+		return 0, toolError("argument \"round\": an integer of 1 or more: the question.round of the question you answer")
+	}
+	return int(n), nil
 }
 
 // ServeStdio serves the MCP protocol over standard input and output until

@@ -523,7 +523,10 @@ func (s *Server) elicit(ctx context.Context, req *sdk.CallToolRequest, actor, id
 		return false, "the elicitation returned action " + strconv.Quote(contracts.Truncate(res.Action, 40)) + "; the delegation keeps waiting", nil
 	}
 	text, _ := res.Content["answer"].(string)
-	a := contracts.Answer{Text: text, AnsweredBy: actor}
+	// The answer is for the question the human saw, however long they
+	// took: the workflow refuses it if a later question is pending by then
+	// (Answer.Round), and the question waits for an operator.
+	a := contracts.Answer{Text: text, AnsweredBy: actor, Round: q.Round}
 	if err := a.Validate(); err != nil {
 		return false, "the answer given was not sent: " + err.Error() + "; the delegation keeps waiting", nil
 	}
@@ -644,7 +647,11 @@ func (s *Server) cancel(ctx context.Context, req *sdk.CallToolRequest, actor str
 // answer is delegation_answer: the model answers, only for a "model"
 // template, recorded as "ACTOR (model)".
 func (s *Server) answer(ctx context.Context, req *sdk.CallToolRequest, actor string) (*sdk.CallToolResult, error) {
-	args, refused := decodeArgs(req.Params.Arguments, "local_workflow_id", "text", "data")
+	args, refused := decodeArgs(req.Params.Arguments, "local_workflow_id", "text", "data", "round")
+	if refused != nil {
+		return refused, nil
+	}
+	round, refused := roundArg(args)
 	if refused != nil {
 		return refused, nil
 	}
@@ -690,7 +697,13 @@ func (s *Server) answer(ctx context.Context, req *sdk.CallToolRequest, actor str
 	if served, why := s.served(id, st); served == nil {
 		return toolError("local_workflow_id %s: delegation_answer is refused: %s; an operator answers it (Temporal UI or `delegate answer`)", strconv.Quote(id), why), nil
 	}
-	a := contracts.Answer{Text: text, Data: data, AnsweredBy: actor + " (model)"}
+	if round != 0 && round != st.Question.Round {
+		return toolError("argument \"round\": the answer is for question round %d, but round %d is pending: read it with delegation_status and answer that one", round, st.Question.Round), nil
+	}
+	// The answer is for the question just read (or the one the model
+	// named): the workflow refuses it if a later one is pending by the
+	// time it arrives (Answer.Round).
+	a := contracts.Answer{Text: text, Data: data, AnsweredBy: actor + " (model)", Round: st.Question.Round}
 	if err := a.Validate(); err != nil {
 		return toolError("%v", err), nil
 	}
