@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -240,24 +239,6 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// syncBuffer is a bytes.Buffer safe for a process's output and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // answeredLostParcel checks a delegation that the MCP client started and
 // answered: completed with one claim for A-1001, one answer, given by
 // answeredBy with text answer, and started by starter.
@@ -457,7 +438,7 @@ func TestInteropMCP(t *testing.T) {
 		url := "http://" + addr + "/mcp"
 		cmd := exec.Command(bin, append([]string{"mcp", "--addr", addr, "--tokens", tokens, "--templates", templates}, conn...)...)
 		cmd.Env = append(os.Environ(), "TEMPORAL_CONFIG_FILE="+serverEnv["TEMPORAL_CONFIG_FILE"])
-		var logs syncBuffer
+		var logs testutil.LockedBuffer
 		cmd.Stdout, cmd.Stderr = &logs, &logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -583,7 +564,7 @@ func TestInteropMCP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var stderr syncBuffer
+			var stderr testutil.LockedBuffer
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

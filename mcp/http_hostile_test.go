@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,28 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	sdkclient "go.temporal.io/sdk/client"
+
+	"github.com/a2adelegate/delegate/internal/testutil"
 )
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestHTTPHostileRequests: over Streamable HTTP, a body over the bound is
 // 413; an oversize or unknown token is 401 whose body quotes no token;
@@ -42,7 +25,7 @@ func TestHTTPHostileRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	var logs lockedBuf
+	var logs testutil.LockedBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	aliceTok, bobTok := "alice-token-0123456789", "bob-token-0123456789ab"
 	path := filepath.Join(t.TempDir(), "tokens.json")
