@@ -305,27 +305,51 @@ func statusName(s enumspb.WorkflowExecutionStatus) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }
 
-// WorkflowStatus returns the status of the delegation's latest workflow
-// run (DescribeWorkflowExecution): "running", "completed", "failed",
-// "canceled", "terminated", "continued_as_new" or "timed_out". Errors: the
-// Temporal error (serviceerror.NotFound for an unknown id).
-func (h *Handle) WorkflowStatus(ctx context.Context) (string, error) {
-	desc, err := h.c.DescribeWorkflowExecution(ctx, h.id, "")
-	if err != nil {
-		return "", err
-	}
-	return statusName(desc.GetWorkflowExecutionInfo().GetStatus()), nil
+// Described is what the Temporal server itself knows of a delegation's
+// latest run (DescribeWorkflowExecution: no worker, no workflow task).
+type Described struct {
+	// WorkflowType is the run's workflow type (contracts.WorkflowType for
+	// a delegation).
+	WorkflowType string
+	// Status is the run's status in lower case: "running", "completed",
+	// "failed", "canceled", "terminated", "continued_as_new" or
+	// "timed_out".
+	Status string
+	// A2AState is search attribute A2AState as stored (a former spelling
+	// is not mapped: contracts.CurrentA2AState); "" when unset. It lags
+	// the workflow's state by up to one workflow task.
+	A2AState string
+	// Starter is search attribute DelegationStarter: who started the
+	// delegation (`delegate mcp`'s actor, client.WithStarter); "" when
+	// unset.
+	Starter string
 }
 
-// Starter returns the search attribute DelegationStarter of the
-// delegation's latest run (DescribeWorkflowExecution): who started it
-// through `delegate mcp`, "" when it was not set. Errors: the Temporal
-// error.
-func (h *Handle) Starter(ctx context.Context) (string, error) {
+// Running reports whether the run is still running.
+func (d Described) Running() bool { return d.Status == "running" }
+
+// Describe reads the delegation's latest run from the server
+// (DescribeWorkflowExecution). Errors: the Temporal error
+// (serviceerror.NotFound for an unknown id).
+func (h *Handle) Describe(ctx context.Context) (Described, error) {
 	desc, err := h.c.DescribeWorkflowExecution(ctx, h.id, "")
 	if err != nil {
-		return "", err
+		return Described{}, err
 	}
-	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes()
-	return keyword(sa.GetIndexedFields()[contracts.SearchAttributeDelegationStarter].GetData()), nil
+	info := desc.GetWorkflowExecutionInfo()
+	sa := info.GetSearchAttributes().GetIndexedFields()
+	return Described{
+		WorkflowType: info.GetType().GetName(),
+		Status:       statusName(info.GetStatus()),
+		A2AState:     keyword(sa[contracts.SearchAttributeA2AState].GetData()),
+		Starter:      keyword(sa[contracts.SearchAttributeDelegationStarter].GetData()),
+	}, nil
+}
+
+// WorkflowStatus returns the status of the delegation's latest workflow
+// run (Describe: Described.Status). Errors: the Temporal error
+// (serviceerror.NotFound for an unknown id).
+func (h *Handle) WorkflowStatus(ctx context.Context) (string, error) {
+	d, err := h.Describe(ctx)
+	return d.Status, err
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
@@ -258,14 +257,11 @@ func (w *watcher) check(uri string) {
 // server (DescribeWorkflowExecution: no worker, no workflow task);
 // ended is true once the workflow is no longer running.
 func (s *Server) serverKey(ctx context.Context, id string) (key string, ended bool, err error) {
-	desc, err := s.o.Client.DescribeWorkflowExecution(ctx, id, "")
+	d, err := s.handle(id).Describe(ctx)
 	if err != nil {
 		return "", false, err
 	}
-	info := desc.GetWorkflowExecutionInfo()
-	state := keyword(info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeA2AState].GetData())
-	ended = info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
-	return info.GetStatus().String() + "|" + state, ended, nil
+	return d.Status + "|" + d.A2AState, !d.Running(), nil
 }
 
 // resultOf is the Result of a state (as stateResult's structuredContent).

@@ -16,7 +16,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"golang.org/x/text/message"
 
@@ -204,7 +203,7 @@ func (s *Server) own(ctx context.Context, id, actor string) (*sdk.CallToolResult
 	if !contracts.ValidWorkflowID(id) {
 		return notFound(id), nil
 	}
-	desc, err := s.o.Client.DescribeWorkflowExecution(ctx, id, "")
+	d, err := s.handle(id).Describe(ctx)
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
@@ -212,23 +211,15 @@ func (s *Server) own(ctx context.Context, id, actor string) (*sdk.CallToolResult
 		}
 		return nil, err
 	}
-	info := desc.GetWorkflowExecutionInfo()
-	if info.GetType().GetName() != contracts.WorkflowType {
-		return notFound(id), nil
-	}
-	starter := keyword(info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeDelegationStarter].GetData())
-	if starter != actor {
+	if d.WorkflowType != contracts.WorkflowType || d.Starter != actor {
 		return notFound(id), nil
 	}
 	return nil, nil
 }
 
-func keyword(data []byte) string {
-	var s string
-	if json.Unmarshal(data, &s) == nil {
-		return s
-	}
-	return ""
+// handle is the delegation id in the server's namespace (package client).
+func (s *Server) handle(id string) *client.Handle {
+	return client.Get(s.o.Client, id).WithNamespace(s.o.Namespace)
 }
 
 // queryTimeout bounds one Query "state" (it needs a worker).
@@ -237,7 +228,7 @@ const queryTimeout = 10 * time.Second
 // state reads the delegation's State: Query "state", or, for a delegation
 // that ended with no worker to answer, its Outcome from the history.
 func (s *Server) state(ctx context.Context, id string) (contracts.State, error) {
-	h := client.Get(s.o.Client, id).WithNamespace(s.o.Namespace)
+	h := s.handle(id)
 	qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	st, err := h.State(qctx)
 	cancel()
@@ -295,15 +286,11 @@ func answeredRound(st contracts.State, round int) bool {
 // the caller confirms it with Query "state" (settled). Errors count as
 // settled: the caller reads the state next.
 func (s *Server) settledOnServer(ctx context.Context, id string) (done, confirm bool) {
-	desc, err := s.o.Client.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
+	d, err := s.handle(id).Describe(ctx)
+	if err != nil || !d.Running() {
 		return true, false
 	}
-	info := desc.GetWorkflowExecutionInfo()
-	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return true, false
-	}
-	state := contracts.CurrentA2AState(keyword(info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeA2AState].GetData()))
+	state := contracts.CurrentA2AState(d.A2AState)
 	switch state {
 	case string(contracts.TaskStateInputRequired), string(contracts.TaskStateAuthRequired):
 		return true, true
@@ -532,7 +519,7 @@ func (s *Server) elicit(ctx context.Context, req *sdk.CallToolRequest, actor, id
 	}
 	actx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	if _, err := client.Get(s.o.Client, id).Answer(actx, a); err != nil {
+	if _, err := s.handle(id).Answer(actx, a); err != nil {
 		return false, "the answer was refused: " + contracts.Truncate(err.Error(), 300), nil
 	}
 	s.o.Logger.Info("mcp: answered through elicitation", "id", id, "actor", actor, "round", q.Round)
@@ -606,7 +593,7 @@ func (s *Server) cancel(ctx context.Context, req *sdk.CallToolRequest, actor str
 	if res, err := s.own(ctx, id, actor); res != nil || err != nil {
 		return res, err
 	}
-	h := client.Get(s.o.Client, id).WithNamespace(s.o.Namespace)
+	h := s.handle(id)
 	if ws, err := h.WorkflowStatus(ctx); err == nil && ws != "running" {
 		st, err := s.state(ctx, id)
 		if err != nil {
@@ -626,8 +613,7 @@ func (s *Server) cancel(ctx context.Context, req *sdk.CallToolRequest, actor str
 	wctx, cancelWait := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelWait()
 	for {
-		desc, err := s.o.Client.DescribeWorkflowExecution(wctx, id, "")
-		if err != nil || desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if d, err := s.handle(id).Describe(wctx); err != nil || !d.Running() {
 			break
 		}
 		select {
@@ -709,7 +695,7 @@ func (s *Server) answer(ctx context.Context, req *sdk.CallToolRequest, actor str
 	}
 	actx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	if _, err := client.Get(s.o.Client, id).Answer(actx, a); err != nil {
+	if _, err := s.handle(id).Answer(actx, a); err != nil {
 		return toolError("the answer was refused by the delegation: %s", contracts.Truncate(err.Error(), 500)), nil
 	}
 	s.o.Logger.Info("mcp: answered by the model", "id", id, "actor", actor, "round", st.Question.Round)

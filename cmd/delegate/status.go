@@ -31,22 +31,22 @@ func newStatusCmd(cf *clientFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if s.Outcome == nil && s.Failure == "" {
+				// The run as the server knows it; a describe that fails
+				// adds nothing.
+				d, derr := dclient.Get(c, args[0]).Describe(ctx)
+				if s.Outcome == nil && s.Failure == "" && derr == nil && !d.Running() {
 					// A query answers for a workflow that was terminated
 					// too (replayed): say it ended without an outcome.
-					if st, err := dclient.Get(c, args[0]).WorkflowStatus(ctx); err == nil && st != "running" {
-						s.Failure = fmt.Sprintf("the workflow is %s and gave no outcome (ended by an operator or by the server's limits; see its history in the Temporal UI)", st)
-						s.Question, s.Unknown = nil, nil
-					}
+					s.Failure = fmt.Sprintf("the workflow is %s and gave no outcome (ended by an operator or by the server's limits; see its history in the Temporal UI)", d.Status)
+					s.Question, s.Unknown = nil, nil
 				}
 				if asJSON {
 					printJSON(cmd.OutOrStdout(), s)
 					return nil
 				}
 				// Who started it, when delegate mcp did (search attribute
-				// DelegationStarter); a describe that fails shows none.
-				starter, _ := dclient.Get(c, args[0]).Starter(ctx)
-				printState(cmd.OutOrStdout(), s, cf.given, starter)
+				// DelegationStarter).
+				printState(cmd.OutOrStdout(), s, cf.given, d.Starter)
 				return nil
 			})
 		},
