@@ -67,7 +67,7 @@ async def connect() -> Client:
     )
 
 
-def deadline_in(seconds: float) -> str:
+def deadline_from_now(seconds: float) -> str:
     """A deadline seconds from now, RFC 3339. Contracts never carry a fixed date."""
     return (datetime.now(timezone.utc) + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
 
@@ -84,7 +84,7 @@ def lost_parcel(local_workflow_id: str, agent: str, scenario: str | None = None)
         "purpose": "open a claim for a lost parcel",
         "message": {"text": "My parcel for order A-1001 never arrived.", "data": data},
         "allowed_outputs": ["claim_opened"],
-        "deadline": deadline_in(3600),  # in the future, at most 366 days ahead
+        "deadline": deadline_from_now(3600),  # in the future, at most 366 days ahead
         "write_authority": "none",
     }
 

@@ -221,7 +221,7 @@ export function refusal(err: unknown): { type: string; message: string; nonRetry
 }
 
 /** A deadline an hour from now, as RFC 3339. Contracts never carry a fixed date. */
-export function deadlineIn(ms: number): string {
+export function deadlineFromNow(ms: number): string {
   return new Date(Date.now() + ms).toISOString();
 }
 
@@ -234,7 +234,7 @@ export function lostParcel(id: string, agent: string, scenario?: string): Delega
     purpose: 'open a claim for a lost parcel',
     message: { text: 'My parcel for order A-1001 never arrived.', data: scenario ? { order_id: 'A-1001', scenario } : { order_id: 'A-1001' } },
     allowed_outputs: ['claim_opened'],
-    deadline: deadlineIn(60 * 60 * 1000),
+    deadline: deadlineFromNow(60 * 60 * 1000),
     write_authority: 'none',
   };
 }

@@ -20,7 +20,7 @@ import {
   answer,
   cancel,
   connect,
-  deadlineIn,
+  deadlineFromNow,
   lostParcel,
   outcome,
   parseFlags,
@@ -96,7 +96,7 @@ async function main(): Promise<void> {
       await startRaw(client, 'workflow id', { workflowId: id('another-id'), args: [d] });
     }
     {
-      const d = { ...lostParcel(id('far-deadline'), agent), deadline: deadlineIn(10 * 365 * 24 * 3600 * 1000) };
+      const d = { ...lostParcel(id('far-deadline'), agent), deadline: deadlineFromNow(10 * 365 * 24 * 3600 * 1000) };
       await startRaw(client, 'deadline too far', { workflowId: d.local_workflow_id, args: [d] });
     }
     // A contract file's relative deadline ("deadline_in": "1h") is
@@ -110,7 +110,7 @@ async function main(): Promise<void> {
     // A deadline already past is not refused: the delegation ends
     // deadline_exceeded at once, and nothing is sent.
     {
-      const d = { ...lostParcel(id('past-deadline'), agent), deadline: deadlineIn(-60 * 1000) };
+      const d = { ...lostParcel(id('past-deadline'), agent), deadline: deadlineFromNow(-60 * 1000) };
       await startRaw(client, 'past deadline', { workflowId: d.local_workflow_id, args: [d] });
     }
     {
