@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -102,7 +102,7 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 	}
 	rec := *hc
 	base, red := opts.authTransport(transportOf(hc), newRedactor(opts.secrets))
-	rec.Transport = &wireTransport{base: base, version: iface.Version, maxBytes: maxBytes, red: red}
+	rec.Transport = &wireTransport{base: base, version: iface.Version, binding: iface.Binding, maxBytes: maxBytes, red: red}
 	if len(otel.GetTextMapPropagator().Fields()) > 0 {
 		// Tracing is on (internal/tracing installed a propagator): otelhttp
 		// injects the caller's trace context (W3C traceparent). Off, the
@@ -165,9 +165,9 @@ func (c *Client) sendMessage(ctx context.Context, msg contracts.OutboundMessage)
 		parts = append(parts, a2a.NewTextPart(msg.Text))
 	}
 	if d := bytes.TrimSpace(msg.Data); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
-		var v any
-		if err := json.Unmarshal(msg.Data, &v); err != nil {
-			return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryInvalidInput, Op: "SendMessage", Err: fmt.Errorf("message data is not JSON: %w", err)}
+		v, err := outboundData(d, c.iface.Binding == string(a2a.TransportProtocolGRPC))
+		if err != nil {
+			return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryInvalidInput, Op: "SendMessage", Err: err}
 		}
 		parts = append(parts, a2a.NewDataPart(v))
 	}
@@ -176,7 +176,9 @@ func (c *Client) sendMessage(ctx context.Context, msg contracts.OutboundMessage)
 	// returnImmediately (A2A 1.0 §3.2.2): the send is a short call; the
 	// task is then followed by GetTask or a stream, never by a long blocking
 	// send whose outcome a timeout would make unknown.
-	req := &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{ReturnImmediately: true}}
+	// historyLength 0 (A2A 1.0 §3.2.4): the reply's task without its
+	// history, which this client never reads.
+	req := &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{ReturnImmediately: true, HistoryLength: noHistory()}}
 	res, err := c.sdk.SendMessage(ctx, req)
 	if err != nil {
 		return contracts.TaskSnapshot{}, classify("SendMessage", err, rec)
@@ -186,7 +188,7 @@ func (c *Client) sendMessage(ctx context.Context, msg contracts.OutboundMessage)
 		if err := checkIDs("SendMessage", msg.TaskID, msg.ContextID, string(r.ID), r.ContextID, true); err != nil {
 			return contracts.TaskSnapshot{}, err
 		}
-		return SnapshotOf(r), nil
+		return snapshotOf(r, rec.exact, c.iface.Version), nil
 	case *a2a.Message:
 		if err := checkIDs("SendMessage", msg.TaskID, msg.ContextID, string(r.TaskID), r.ContextID, false); err != nil {
 			return contracts.TaskSnapshot{}, err
@@ -197,19 +199,107 @@ func (c *Client) sendMessage(ctx context.Context, msg contracts.OutboundMessage)
 	}
 }
 
-// getTask is GetTask before the redaction.
+// ReadAttempts is how many times GetTask reads a task whose 2xx reply it
+// could not read before it returns the protocol error: a reply cut or
+// garbled once in transit reads whole the next time, and a finished task
+// must not be given up on one bad read.
+const ReadAttempts = 3
+
+// sendStreaming is SendStreaming before the redaction.
+func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
+	parts := a2a.ContentParts{}
+	if msg.Text != "" {
+		parts = append(parts, a2a.NewTextPart(msg.Text))
+	}
+	if d := bytes.TrimSpace(msg.Data); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
+		v, err := outboundData(d, c.iface.Binding == string(a2a.TransportProtocolGRPC))
+		if err != nil {
+			return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryInvalidInput, Op: "SendMessage", Err: err}
+		}
+		parts = append(parts, a2a.NewDataPart(v))
+	}
+	m := &a2a.Message{ID: msg.MessageID, Role: a2a.MessageRoleUser, TaskID: a2a.TaskID(msg.TaskID), ContextID: msg.ContextID, Parts: parts}
+	sctx, closeStream := context.WithCancel(ctx)
+	defer closeStream()
+	sctx, rec := withRecord(sctx)
+	rec.stream = true
+	req := &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{HistoryLength: noHistory()}}
+	for ev, err := range c.sdk.SendStreamingMessage(sctx, req) {
+		if err != nil {
+			// Classified as a send: written and no event is an unknown
+			// outcome.
+			return contracts.TaskSnapshot{}, classify("SendMessage", err, rec)
+		}
+		var snap contracts.TaskSnapshot
+		switch e := ev.(type) {
+		case *a2a.Task:
+			snap = snapshotOf(e, rec.exact, c.iface.Version)
+		case *a2a.Message:
+			if err := checkIDs("SendMessage", msg.TaskID, msg.ContextID, string(e.TaskID), e.ContextID, false); err != nil {
+				return contracts.TaskSnapshot{}, err
+			}
+			return contracts.TaskSnapshot{ContextID: e.ContextID, TaskID: string(e.TaskID), State: contracts.TaskStateMessage, Reply: partsText(e.Parts)}, nil
+		case *a2a.TaskStatusUpdateEvent:
+			snap = snapshotOf(&a2a.Task{ID: e.TaskID, ContextID: e.ContextID, Status: e.Status}, rec.exact, c.iface.Version)
+		case *a2a.TaskArtifactUpdateEvent:
+			// The task exists; its state is read after (settle, WatchTask).
+			snap = contracts.TaskSnapshot{TaskID: string(e.TaskID), ContextID: e.ContextID, State: contracts.TaskStateWorking}
+		default:
+			continue
+		}
+		if err := checkIDs("SendMessage", msg.TaskID, msg.ContextID, snap.TaskID, snap.ContextID, true); err != nil {
+			return contracts.TaskSnapshot{}, err
+		}
+		// The first event names the task: the send is done (A2A 1.0
+		// §3.1.2: a task lifecycle stream begins with the Task). The
+		// stream is closed; the task is followed by GetTask or its own
+		// subscription.
+		return snap, nil
+	}
+	// The stream ended with no event: the agent took the request and said
+	// nothing of what it made of it.
+	rec.mu.Lock()
+	written, status := rec.written || rec.status != 0, rec.status
+	rec.mu.Unlock()
+	if written {
+		return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryUnknownOutcome, Op: "SendMessage", Written: true, Status: status,
+			Err: errors.New("the stream ended before its first event")}
+	}
+	return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryTransient, Op: "SendMessage", Err: errors.New("the stream ended before anything was sent")}
+}
+
+// getTask is GetTask before the redaction: an unreadable reply is read
+// again, ReadAttempts times in all, 100 ms then 200 ms apart.
 func (c *Client) getTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
+	for attempt := 1; ; attempt++ {
+		snap, err := c.getTaskOnce(ctx, taskID, contextID)
+		var ce *CallError
+		if err == nil || !errors.As(err, &ce) || !ce.Unreadable || attempt >= ReadAttempts {
+			if ce != nil && ce.Unreadable {
+				ce.Attempts = attempt
+			}
+			return snap, err
+		}
+		select {
+		case <-ctx.Done():
+			return snap, err
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Client) getTaskOnce(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.callTimeout)
 	defer cancel()
 	ctx, rec := withRecord(ctx)
-	t, err := c.sdk.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)})
+	t, err := c.sdk.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(taskID), HistoryLength: noHistory()})
 	if err != nil {
 		return contracts.TaskSnapshot{}, classify("GetTask", err, rec)
 	}
 	if err := checkIDs("GetTask", taskID, contextID, string(t.ID), t.ContextID, true); err != nil {
 		return contracts.TaskSnapshot{}, err
 	}
-	return SnapshotOf(t), nil
+	return snapshotOf(t, rec.exact, c.iface.Version), nil
 }
 
 // createPushConfig is CreatePushConfig before the redaction.
@@ -249,9 +339,22 @@ type StreamEvent struct {
 // StreamEvent. The sequence ends when the stream ends (a terminal state,
 // or a dropped connection: then with an error, or silently).
 func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[StreamEvent, error] {
+	return c.SubscribeStatesOpened(ctx, taskID, nil)
+}
+
+// SubscribeStatesOpened is SubscribeStates, calling opened (when not nil)
+// once the agent has answered the subscription over HTTP, before its first
+// event: a read of the task then closes the gap between the read before it
+// and the subscription, which A2A 0.3 §7.9 lets a server leave open (it
+// need not replay what came before; A2A 1.0 §3.1.6 sends the Task first).
+func (c *Client) SubscribeStatesOpened(ctx context.Context, taskID string, opened func()) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
 		ctx, rec := withRecord(ctx)
 		rec.stream = true
+		if opened != nil {
+			var once sync.Once
+			rec.opened = func() { once.Do(opened) }
+		}
 		for ev, err := range c.sdk.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(taskID)}) {
 			if err != nil {
 				yield(StreamEvent{}, c.finish(classify("SubscribeToTask", err, rec)))
@@ -260,14 +363,14 @@ func (c *Client) SubscribeStates(ctx context.Context, taskID string) iter.Seq2[S
 			var se StreamEvent
 			switch e := ev.(type) {
 			case *a2a.Task:
-				snap := SnapshotOf(e)
+				snap := snapshotOf(e, rec.exact, c.iface.Version)
 				se = StreamEvent{State: snap.State, StatusKey: snap.StatusKey}
 			case *a2a.TaskStatusUpdateEvent:
-				snap := SnapshotOf(&a2a.Task{ID: e.TaskID, ContextID: e.ContextID, Status: e.Status})
+				snap := snapshotOf(&a2a.Task{ID: e.TaskID, ContextID: e.ContextID, Status: e.Status}, rec.exact, c.iface.Version)
 				se = StreamEvent{State: snap.State, StatusKey: snap.StatusKey}
 			case *a2a.TaskArtifactUpdateEvent:
 				if e.Artifact != nil && (e.TaskID == "" || string(e.TaskID) == taskID) {
-					se.Chunk = &ArtifactChunk{Artifact: c.red.artifact(artifactOf(e.Artifact)), Append: e.Append, LastChunk: e.LastChunk}
+					se.Chunk = &ArtifactChunk{Artifact: c.red.artifact(artifactOf(e.Artifact, rec.exact, c.iface.Version)), Append: e.Append, LastChunk: e.LastChunk}
 				}
 			}
 			if !yield(se, nil) {
@@ -289,7 +392,7 @@ func (c *Client) cancelTask(ctx context.Context, taskID, contextID string) (cont
 	if err := checkIDs("CancelTask", taskID, contextID, string(t.ID), t.ContextID, true); err != nil {
 		return contracts.TaskSnapshot{}, err
 	}
-	return SnapshotOf(t), nil
+	return snapshotOf(t, rec.exact, c.iface.Version), nil
 }
 
 // IDError is a reply that names another task or context than the one
@@ -366,7 +469,13 @@ type CallError struct {
 	// agent's answer does not say: that no credential went with the call,
 	// and why (Options.NoCredential).
 	Hint string
-	Err  error
+	// Unreadable reports a 2xx reply this client could not read (category
+	// protocol); GetTask reads again before it gives up (ReadAttempts).
+	Unreadable bool
+	// Attempts is how many times the call was made (GetTask of an
+	// unreadable reply: ReadAttempts).
+	Attempts int
+	Err      error
 }
 
 // maxErrorText bounds CallError.Error (remote text included); the
@@ -394,6 +503,9 @@ func (e *CallError) Error() string {
 	if e.Hint != "" {
 		b.WriteString("; " + e.Hint)
 	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, "; read %d times", e.Attempts)
+	}
 	if e.BodySHA256 != "" {
 		fmt.Fprintf(&b, "; response body (%d bytes, sha256:%s): %s", e.BodyBytes, e.BodySHA256, e.Excerpt)
 	}
@@ -407,7 +519,8 @@ func (e *CallError) Retryable() bool { return e.Category == contracts.CategoryTr
 
 // classify makes the CallError of a failed call. It goes by what came
 // back, in this order: the HTTP guard's refusal (card); 401/403 or an A2A
-// authentication error (authorization); HTTP 408, 429 and 5xx other than
+// authentication error (authorization); a 5xx carrying a JSON-RPC error
+// (by its code, as below); HTTP 408, 429 and 5xx other than
 // 501/505 (transient, whatever the body); any other 4xx, or a body over
 // the limit (protocol: the same call would fail again; for a send answered
 // 2xx, unknown_outcome: the agent took the message); a reply cut before
@@ -453,6 +566,11 @@ func classify(op string, err error, rec *record) error {
 		ce.HasCode && (ce.Code == -31401 || ce.Code == -31403),
 		errors.Is(err, a2a.ErrUnauthenticated), errors.Is(err, a2a.ErrUnauthorized):
 		ce.Category = contracts.CategoryAuthorization
+	case ce.HasCode && status >= 500:
+		// A JSON-RPC error sent with a 5xx (trpc-a2a-go answers every A2A
+		// error with HTTP 500): its code says what it is (TaskNotFound
+		// stays protocol, -32603 internal stays transient).
+		ce.Category = rpcCategory(ce.Code)
 	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests,
 		status >= 500 && status != http.StatusNotImplemented && status != http.StatusHTTPVersionNotSupported:
 		ce.Category = contracts.CategoryTransient
@@ -498,6 +616,7 @@ func classify(op string, err error, rec *record) error {
 		// A 2xx reply that did not decode, or a server error of a2a-go's
 		// own making from such a reply.
 		ce.Category = contracts.CategoryProtocol
+		ce.Unreadable = status/100 == 2
 	}
 	return ce
 }
@@ -535,6 +654,30 @@ func partsText(parts a2a.ContentParts) string {
 func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
 	snap, err := c.sendMessage(ctx, msg)
 	return c.red.snapshot(snap), c.finish(err)
+}
+
+// SendStreaming sends msg by SendStreamingMessage (A2A 1.0 §3.1.2) and
+// returns at the stream's first event, which names the Task it created or
+// continued (or is the Message reply): an agent that works for long inside
+// the call is followed from its first event, never left to a timeout that
+// would make the send's outcome unknown. The stream is then closed; the
+// task is followed by GetTask or SubscribeStates. Errors are *CallError as
+// for SendMessage; a stream that ends before any event is unknown_outcome.
+// An agent that does not serve streams (UnsupportedOperation, method not
+// found, HTTP 404/405/501: nothing was created) gives a protocol error
+// that StreamingRefused reports, and the caller may send by SendMessage.
+func (c *Client) SendStreaming(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
+	snap, err := c.sendStreaming(ctx, msg)
+	return c.red.snapshot(snap), c.finish(err)
+}
+
+// StreamingRefused reports an error of SendStreaming by which the agent
+// said it does not serve streams (nothing was created): A2A
+// UnsupportedOperation (-32004), JSON-RPC method not found (-32601), HTTP
+// 404, 405 or 501, or gRPC Unimplemented.
+func StreamingRefused(err error) bool {
+	var ce *CallError
+	return errors.As(err, &ce) && ce.Category == contracts.CategoryProtocol && notOffered(ce)
 }
 
 // GetTask reads the Task (A2A 1.0 §3.1.3). contextID, when not empty, is

@@ -26,7 +26,7 @@ const MaxExtendedCardBytes = 1 << 20
 // (Options.MaxResponseBytes) and then by MaxExtendedCardBytes; the
 // secrets the client sends are redacted from it.
 //
-// Why the bytes are taken at the wire seam: a2a-go v2.3.1 decodes the
+// Why the bytes are taken at the wire seam: a2a-go v2.4.0 decodes the
 // card with its own model, which refuses a card whose securityRequirements
 // are in A2A 1.0's proto JSON form (a2a-go#430) and would lose the form a
 // signature covers. A reply that a2a-go could not decode but that is a

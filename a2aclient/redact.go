@@ -185,42 +185,15 @@ func (r *redactor) json(b json.RawMessage) json.RawMessage {
 	return out
 }
 
-func (r *redactor) value(v any) any {
-	switch x := v.(type) {
-	case string:
-		return r.text(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[r.text(k)] = r.value(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = r.value(e)
-		}
-		return out
-	}
-	return v
-}
-
-func (r *redactor) metadata(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	return r.value(m).(map[string]any)
-}
-
 func (r *redactor) artifact(a contracts.Artifact) contracts.Artifact {
 	if r == nil {
 		return a
 	}
-	a.ArtifactID, a.Name, a.Metadata = r.text(a.ArtifactID), r.text(a.Name), r.metadata(a.Metadata)
+	a.ArtifactID, a.Name, a.Metadata = r.text(a.ArtifactID), r.text(a.Name), r.json(a.Metadata)
 	parts := make([]contracts.Part, len(a.Parts))
 	for i, p := range a.Parts {
 		p.Text, p.URL, p.Filename, p.MediaType = r.text(p.Text), r.text(p.URL), r.text(p.Filename), r.text(p.MediaType)
-		p.Data, p.Raw, p.Metadata = r.json(p.Data), r.bytes(p.Raw), r.metadata(p.Metadata)
+		p.Data, p.Raw, p.Metadata = r.json(p.Data), r.bytes(p.Raw), r.json(p.Metadata)
 		parts[i] = p
 	}
 	if a.Parts != nil {
@@ -236,6 +209,13 @@ func (r *redactor) snapshot(s contracts.TaskSnapshot) contracts.TaskSnapshot {
 	s.RawState, s.StatusText, s.Reply = r.text(s.RawState), r.text(s.StatusText), r.text(s.Reply)
 	s.StatusMessageID, s.StatusTimestamp, s.StatusKey = r.text(s.StatusMessageID), r.text(s.StatusTimestamp), r.text(s.StatusKey)
 	s.StatusData = r.json(s.StatusData)
+	if s.Warnings != nil {
+		ws := make([]string, len(s.Warnings))
+		for i, w := range s.Warnings {
+			ws[i] = r.text(w)
+		}
+		s.Warnings = ws
+	}
 	if s.Artifacts != nil {
 		arts := make([]contracts.Artifact, len(s.Artifacts))
 		for i, a := range s.Artifacts {

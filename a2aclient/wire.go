@@ -35,7 +35,7 @@ var ErrResponseTooLarge = errors.New("response body over the limit")
 const excerptBytes = 4096
 
 // wireTransport is the one seam between a2a-go and what peers send. a2a-go
-// v2.3.1 decodes what its own servers write; independent servers differ,
+// v2.4.0 decodes what its own servers write; independent servers differ,
 // and a2a-go then fails or misreads the call. Here, before a2a-go sees a
 // response:
 //
@@ -55,12 +55,22 @@ const excerptBytes = 4096
 //   - a TaskState spelled the other version's way ("completed" on a 1.0
 //     interface, "TASK_STATE_COMPLETED" on 0.3) is respelled for the
 //     interface's version (A2A 1.0 §4.1.3, A2A 0.3 §6.3), so that a2a-go
-//     does not read it as unknown or unspecified.
+//     does not read it as unknown or unspecified;
+//   - a 201 or 202 of an A2A 0.3 HTTP+JSON server is read as 200, the
+//     only success status a2a-go's 0.3 REST client takes besides 204;
+//   - a successful reply is protected (exactValues): data and metadata
+//     keep their exact text past a2a-go's float64 decoding, a Task's
+//     history is dropped, and members delegate does not need that a2a-go
+//     cannot read are dropped with a warning;
+//   - a successful reply over the limit only because of a history is read
+//     past it without holding it (skipHistory, at most MaxSkippedBytes).
 //
-// Streams (text/event-stream) pass through: a2a-go bounds each event.
+// Streams (text/event-stream): a2a-go bounds each event; each event is
+// normalized and protected as a body is (eventStream).
 type wireTransport struct {
 	base     http.RoundTripper
 	version  string
+	binding  string
 	maxBytes int64
 	// red redacts the secrets the client sends from every body before
 	// anything reads or cuts it (nil: the client sends none).
@@ -78,11 +88,24 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rec.status = resp.StatusCode
 		rec.mu.Unlock()
 	}
+	if t.protoForm() && (resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusAccepted) {
+		// A2A 0.3 HTTP+JSON servers answer a send 201 and a cancel 202
+		// (the a2a-js 0.3 SDK does); a2a-go v2.4.0's 0.3 REST client
+		// (a2acompat/a2av0) takes only 200 and 204 as success and reads
+		// the task it was sent as an error.
+		resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
+	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "text/event-stream" && rec != nil && rec.stream && resp.StatusCode < 300 {
-		// A stream the call asked for: a2a-go bounds each event. A reply
-		// to any other call is read (and capped) as a body, whatever its
-		// Content-Type says.
+		// A stream the call asked for: a2a-go bounds each event; each
+		// event's JSON is normalized and protected here as a body is. A
+		// reply to any other call is read (and capped) as a body,
+		// whatever its Content-Type says.
+		rec.exact.proto = t.protoForm()
+		resp.Body = newEventStream(resp.Body, t.version, rec.exact)
+		if rec.opened != nil {
+			rec.opened()
+		}
 		return resp, nil
 	}
 	if mt == "application/a2a+json" {
@@ -93,7 +116,20 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Header.Set("Content-Type", "application/json")
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, t.maxBytes+1))
+	if err == nil && int64(len(body)) > t.maxBytes && resp.StatusCode/100 == 2 && rec != nil && !rec.keepBody {
+		// Over the bound: perhaps only for what this client never reads (a
+		// history it did not ask for, A2A 1.0 §3.2.4). Read on, past such
+		// members, without holding them (skipHistory).
+		var skipped int64
+		body, skipped, err = skipHistory(io.MultiReader(bytes.NewReader(body), resp.Body), t.maxBytes, MaxSkippedBytes)
+		if err == nil && skipped > 0 && rec.exact != nil {
+			rec.exact.warn("the reply's history (%d bytes) was skipped unread", skipped)
+		}
+	}
 	resp.Body.Close()
+	if errors.Is(err, ErrResponseTooLarge) {
+		return nil, fmt.Errorf("%w (HTTP %d)", err, resp.StatusCode)
+	}
 	if err != nil {
 		// The reply was cut (reset, EOF before Content-Length): the
 		// request was taken, its answer lost.
@@ -113,6 +149,12 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		rec.mu.Unlock()
 	}
+	if rec != nil && rec.exact != nil && !rec.keepBody && resp.StatusCode/100 == 2 {
+		// Before normalizeBody, which re-encodes what it rewrites: the
+		// held values keep the text the agent wrote.
+		rec.exact.proto = t.protoForm()
+		body = rec.exact.protect(body)
+	}
 	body, info := normalizeBody(body, t.version)
 	if rec != nil && (resp.StatusCode >= 300 || info.rpcError) {
 		rec.mu.Lock()
@@ -123,10 +165,39 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rec.bodySHA256 = hex.EncodeToString(sum[:])
 		rec.mu.Unlock()
 	}
+	if rec != nil && rec.stream && resp.StatusCode/100 == 2 && !info.rpcError && isReply(body) {
+		// A stream asked for, answered with one plain JSON reply (servers
+		// that do not stream a send, or answer its first event so): read
+		// as a stream of that one event.
+		resp.Header.Set("Content-Type", "text/event-stream")
+		body = append(append([]byte("data: "), bytes.TrimSpace(body)...), '\n', '\n')
+		if rec.opened != nil {
+			rec.opened()
+		}
+	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
 	resp.Header.Del("Content-Length")
 	return resp, nil
+}
+
+// isReply reports whether body is a JSON object that is not an error: a
+// JSON-RPC response with a result, or an HTTP+JSON object.
+func isReply(body []byte) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) != nil || obj == nil {
+		return false
+	}
+	if _, isRPC := obj["jsonrpc"]; isRPC {
+		return obj["result"] != nil && !isNull(obj["result"])
+	}
+	return obj["error"] == nil
+}
+
+// protoForm reports whether replies come in the proto JSON form of the A2A
+// 0.3 HTTP+JSON binding (a2a-go's a2apb/v0/pbjson).
+func (t *wireTransport) protoForm() bool {
+	return t.binding == "HTTP+JSON" && strings.HasPrefix(t.version, "0.")
 }
 
 // ErrRPCMismatch is wrapped by the error of a JSON-RPC call whose
@@ -136,8 +207,8 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 var ErrRPCMismatch = errors.New("the JSON-RPC response does not answer the request")
 
 // checkRPCResponse holds a JSON-RPC response to its request (JSON-RPC 2.0
-// §5): the same id (a number and its string are the same), and a result or
-// an error, not both. Anything else (not a JSON-RPC request, a body that
+// §5): "jsonrpc" exactly "2.0", the same id (a number and its string are
+// the same), and a result or an error, not both. Anything else (not a JSON-RPC request, a body that
 // is not a JSON object) is left to a2a-go.
 func checkRPCResponse(req *http.Request, status int, body []byte) error {
 	if req.Method != http.MethodPost || req.GetBody == nil || status/100 != 2 {
@@ -156,7 +227,7 @@ func checkRPCResponse(req *http.Request, status int, body []byte) error {
 		return nil
 	}
 	var out struct {
-		JSONRPC *string         `json:"jsonrpc"`
+		JSONRPC json.RawMessage `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Result  json.RawMessage `json:"result"`
 		Error   json.RawMessage `json:"error"`
@@ -175,6 +246,10 @@ func checkRPCResponse(req *http.Request, status int, body []byte) error {
 	switch {
 	case out.JSONRPC == nil:
 		return fmt.Errorf("%w: it has no \"jsonrpc\" member (a JSON-RPC 2.0 response has \"jsonrpc\": \"2.0\")", ErrRPCMismatch)
+	case !isVersion20(out.JSONRPC):
+		// JSON-RPC 2.0 §5: "jsonrpc" MUST be exactly "2.0". a2a-go reads
+		// the member and never checks it.
+		return fmt.Errorf("%w: its \"jsonrpc\" member is %s (a JSON-RPC 2.0 response has exactly \"2.0\")", ErrRPCMismatch, contracts.CutText(string(out.JSONRPC), 40))
 	case hasResult && hasError:
 		return fmt.Errorf("%w: it has both a result and an error", ErrRPCMismatch)
 	case hasResult && string(bytes.TrimSpace(out.ID)) == "null":
@@ -193,6 +268,13 @@ func checkRPCResponse(req *http.Request, status int, body []byte) error {
 		return fmt.Errorf("%w: its id is %s, the request's %s", ErrRPCMismatch, contracts.CutText(string(out.ID), 100), contracts.CutText(string(in.ID), 100))
 	}
 	return nil
+}
+
+// isVersion20 reports whether a "jsonrpc" member is the JSON string "2.0"
+// (however its characters are spelled).
+func isVersion20(raw json.RawMessage) bool {
+	var v string
+	return json.Unmarshal(raw, &v) == nil && v == "2.0"
 }
 
 func excerptOf(body []byte) string {
@@ -370,10 +452,16 @@ type record struct {
 	grpcCode                                  codes.Code
 	grpcMessage                               string
 	dialErr                                   error
+	// exact holds the values of the reply a2a-go would alter, and the
+	// warnings of what was ignored (exactValues).
+	exact *exactValues
+	// opened, when set, is called once the stream a call asked for is
+	// answered (its headers came, before any event).
+	opened func()
 }
 
 func withRecord(ctx context.Context) (context.Context, *record) {
-	rec := &record{}
+	rec := &record{exact: newExactValues()}
 	ctx = context.WithValue(ctx, recordKey{}, rec)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(info httptrace.WroteRequestInfo) {

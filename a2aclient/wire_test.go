@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -390,6 +391,15 @@ func TestRPCResponseMustAnswerTheRequest(t *testing.T) {
 		"no jsonrpc member": {func(w http.ResponseWriter, r *http.Request, m string) {
 			io.WriteString(w, `{"id":`+rpcID(w)+`,"result":`+task+`}`)
 		}, `no "jsonrpc" member`},
+		"jsonrpc 1.0": {func(w http.ResponseWriter, r *http.Request, m string) {
+			io.WriteString(w, `{"jsonrpc":"1.0","id":`+rpcID(w)+`,"result":`+task+`}`)
+		}, `"jsonrpc" member is "1.0"`},
+		"jsonrpc with a space": {func(w http.ResponseWriter, r *http.Request, m string) {
+			io.WriteString(w, `{"jsonrpc":"2.0 ","id":`+rpcID(w)+`,"result":`+task+`}`)
+		}, `"jsonrpc" member is "2.0 "`},
+		"jsonrpc 2": {func(w http.ResponseWriter, r *http.Request, m string) {
+			io.WriteString(w, `{"jsonrpc":2,"id":`+rpcID(w)+`,"result":`+task+`}`)
+		}, `"jsonrpc" member is 2 (`},
 		"a result with a null id": {func(w http.ResponseWriter, r *http.Request, m string) {
 			io.WriteString(w, `{"jsonrpc":"2.0","id":null,"result":`+task+`}`)
 		}, "null id"},
@@ -411,6 +421,23 @@ func TestRPCResponseMustAnswerTheRequest(t *testing.T) {
 		_, err = c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi"})
 		if ce := callError(t, err); ce.Category != contracts.CategoryUnknownOutcome {
 			t.Errorf("%s: SendMessage %v, want unknown_outcome", name, err)
+		}
+	}
+}
+
+// A JSON-RPC error sent with HTTP 500 (trpc-a2a-go answers every A2A error
+// so) is classed by its code: TaskNotFound is protocol, not transient;
+// -32603 internal stays transient.
+func TestRPCErrorWithServerStatusByItsCode(t *testing.T) {
+	for code, want := range map[int]contracts.Category{-32001: contracts.CategoryProtocol, -32002: contracts.CategoryProtocol, -32601: contracts.CategoryProtocol, -32603: contracts.CategoryTransient} {
+		c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(500)
+			io.WriteString(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"Task not found"}}`, rpcID(w), code))
+		}}, "JSONRPC", "0.3")
+		_, err := c.GetTask(context.Background(), "t-1", "")
+		if ce := callError(t, err); ce.Category != want || ce.Code != code {
+			t.Errorf("HTTP 500 with JSON-RPC %d: %v, want %s", code, err, want)
 		}
 	}
 }

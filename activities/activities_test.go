@@ -262,7 +262,7 @@ func TestSettleReadThatHangsKeepsTheSend(t *testing.T) {
 func TestBoundByEncodedSize(t *testing.T) {
 	parts := make([]contracts.Part, 10000)
 	for i := range parts {
-		parts[i] = contracts.Part{Kind: contracts.PartText, Text: "x", Metadata: map[string]any{"note": strings.Repeat("m", 300)}}
+		parts[i] = contracts.Part{Kind: contracts.PartText, Text: "x", Metadata: json.RawMessage(`{"note":"` + strings.Repeat("m", 300) + `"}`)}
 	}
 	snap := contracts.TaskSnapshot{TaskID: "t-1", ContextID: "c-1", State: contracts.TaskStateCompleted, Artifacts: []contracts.Artifact{
 		{ArtifactID: "big", Name: "claim_opened", Parts: parts},

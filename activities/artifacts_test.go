@@ -94,7 +94,7 @@ func TestAssemblyBoundsWhatItKeeps(t *testing.T) {
 	big := Assembly{MaxArtifactBytes: 1000}
 	for n := range 50 {
 		big.Add(a2aclient.ArtifactChunk{Artifact: contracts.Artifact{ArtifactID: fmt.Sprintf("%d-%s", n, strings.Repeat("i", 1<<20)), Parts: []contracts.Part{{Kind: contracts.PartText, Text: "x"}}}})
-		big.Add(a2aclient.ArtifactChunk{Artifact: contracts.Artifact{ArtifactID: fmt.Sprintf("m%d", n), Metadata: map[string]any{"pad": strings.Repeat("m", 1<<20)}, Parts: []contracts.Part{{Kind: contracts.PartText, Text: "x"}}}})
+		big.Add(a2aclient.ArtifactChunk{Artifact: contracts.Artifact{ArtifactID: fmt.Sprintf("m%d", n), Metadata: json.RawMessage(`{"pad":"` + strings.Repeat("m", 1<<20) + `"}`), Parts: []contracts.Part{{Kind: contracts.PartText, Text: "x"}}}})
 	}
 	held := 0
 	for k := range big.index {

@@ -56,6 +56,9 @@ func (a *Activities) CheckAndSend(ctx context.Context, in contracts.CheckAndSend
 	}
 	send := in.Send
 	send.Interface = card.Interface
+	// A first message to an agent that streams goes by
+	// SendStreamingMessage: the task id is known from its first event.
+	send.Stream = in.InUse == nil && card.Streaming && send.Message.TaskID == ""
 	snap, err := a.SendMessage(ctx, send)
 	if err != nil {
 		return res, withDetails(err, res)

@@ -31,6 +31,7 @@ func activityFuncs(a *Activities) map[string]any {
 		pollTask      func(context.Context, contracts.WatchInput) (contracts.TaskSnapshot, error)              = a.PollTask
 		watchTask     func(context.Context, contracts.WatchInput) (contracts.TaskSnapshot, error)              = a.WatchTask
 		getTask       func(context.Context, contracts.GetTaskInput) (contracts.TaskSnapshot, error)            = a.GetTask
+		findTask      func(context.Context, contracts.FindTaskInput) (contracts.FindTaskResult, error)         = a.FindTask
 		cancelTask    func(context.Context, contracts.CancelInput) (contracts.TaskSnapshot, error)             = a.CancelTask
 		reconcileOpen func(context.Context, contracts.ReconcileInput) ([]string, error)                        = a.ReconcileOpen
 		cancelOrphans func(context.Context, contracts.ReconcileInput) ([]contracts.Orphan, error)              = a.CancelOrphans
@@ -40,6 +41,7 @@ func activityFuncs(a *Activities) map[string]any {
 		contracts.ActivityPollTask:      pollTask,
 		contracts.ActivityWatchTask:     watchTask,
 		contracts.ActivityGetTask:       getTask,
+		contracts.ActivityFindTask:      findTask,
 		contracts.ActivityCancelTask:    cancelTask,
 		contracts.ActivityReconcileOpen: reconcileOpen,
 		contracts.ActivityCancelOrphans: cancelOrphans,

@@ -22,14 +22,22 @@ func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (c
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
 	}
 	defer c.Close()
-	timeout := a.SendTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
+	timeout := sendTimeout(in, a.SendTimeout)
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stop := keepHeartbeating(sctx, 3*time.Second)
-	snap, err := c.SendMessage(sctx, in.Message)
+	var snap contracts.TaskSnapshot
+	if in.Stream {
+		// The card declares streaming: the task id comes with the first
+		// event, before the agent's work is done (contracts.SendInput.Stream).
+		snap, err = c.SendStreaming(sctx, in.Message)
+		if a2aclient.StreamingRefused(err) {
+			a.logger().Info("the agent refused a streaming send; sending by SendMessage", "workflow_id", workflowID(ctx), "error", err)
+			snap, err = c.SendMessage(sctx, in.Message)
+		}
+	} else {
+		snap, err = c.SendMessage(sctx, in.Message)
+	}
 	stop()
 	if err != nil {
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
@@ -38,6 +46,26 @@ func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (c
 	snap = a.settle(ctx, c, snap)
 	a.logger().Info("a2a message sent", "workflow_id", workflowID(ctx), "message_id", in.Message.MessageID, "task_id", snap.TaskID, "state", snap.State)
 	return bound(snap, in.Limits), nil
+}
+
+// sendTimeout is how long one send may take: the contract's send_timeout
+// (in.Timeout), else the worker's (Activities.SendTimeout), else
+// contracts.DefaultSendTimeout; never past the contract's deadline (at
+// least a second, so that a send at the deadline's edge is still tried).
+func sendTimeout(in contracts.SendInput, worker time.Duration) time.Duration {
+	timeout := in.Timeout
+	if timeout <= 0 {
+		timeout = worker
+	}
+	if timeout <= 0 {
+		timeout = contracts.DefaultSendTimeout
+	}
+	if !in.Deadline.IsZero() {
+		if left := time.Until(in.Deadline); left < timeout {
+			timeout = max(left, time.Second)
+		}
+	}
+	return timeout
 }
 
 // settle: a task that is still SUBMITTED or WORKING right after the send

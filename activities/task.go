@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"errors"
 
+	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -36,4 +38,47 @@ func (a *Activities) CancelTask(ctx context.Context, in contracts.CancelInput) (
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
 	}
 	return snap, nil
+}
+
+// FindTask looks for the task that the message in.MessageID, whose send's
+// outcome is unknown, may have created (a2aclient.FindTaskByMessage: A2A
+// 1.0 ListTasks, §3.1.4). What it finds, and that the agent serves no
+// ListTasks, are results; a failure to look is a result too (Error), so
+// that the workflow goes on with its policy. Errors: "transient" only
+// (retried).
+func (a *Activities) FindTask(ctx context.Context, in contracts.FindTaskInput) (contracts.FindTaskResult, error) {
+	var res contracts.FindTaskResult
+	if in.Interface.URL == "" {
+		card, err := a.ResolveCard(ctx, in.Card)
+		if err != nil {
+			return contracts.FindTaskResult{Error: contracts.CutText("resolving the card: "+err.Error(), 500)}, nil
+		}
+		if !card.Usable() {
+			return contracts.FindTaskResult{Card: &card, Error: "the card is not usable"}, nil
+		}
+		res.Card, in.Interface = &card, card.Interface
+	}
+	c, err := a.dial(ctx, in.Interface, in.CredentialRef, in.Limits)
+	if err != nil {
+		res.Error = contracts.CutText(err.Error(), 500)
+		return res, nil
+	}
+	defer c.Close()
+	snap, found, err := c.FindTaskByMessage(ctx, in.MessageID, in.Since)
+	var ce *a2aclient.CallError
+	switch {
+	case err == nil:
+		res.Found = found
+		if found {
+			res.Snapshot = bound(snap, in.Limits)
+		}
+		return res, nil
+	case errors.Is(err, a2aclient.ErrListNotOffered):
+		res.NotOffered = true
+		return res, nil
+	case errors.As(err, &ce) && ce.Retryable():
+		return contracts.FindTaskResult{}, a.callFail(ctx, "FindTask", err, in.Limits)
+	}
+	res.Error = contracts.CutText(err.Error(), in.Limits.WithDefaults().MaxTextChars)
+	return res, nil
 }

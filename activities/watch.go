@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -175,7 +176,29 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in contrac
 	defer stop()
 	idle := time.AfterFunc(a.streamIdle(), closeStream)
 	defer idle.Stop()
-	for ev, err := range c.SubscribeStates(sctx, in.TaskID) {
+	// Once the subscription is answered, the task is read again: a change
+	// between the read above and the subscription is not replayed by every
+	// server (A2A 0.3 §7.9; trpc-a2a-go sends only later events).
+	var gap struct {
+		sync.Mutex
+		snap    contracts.TaskSnapshot
+		changed bool
+	}
+	gapDone := make(chan struct{})
+	opened := func() {
+		go func() {
+			defer close(gapDone)
+			snap, err := c.GetTask(sctx, in.TaskID, in.ContextID)
+			if err == nil && changedFrom(in, snap) {
+				gap.Lock()
+				gap.snap, gap.changed = snap, true
+				gap.Unlock()
+				closeStream()
+			}
+		}()
+	}
+	var openedOnce sync.Once
+	for ev, err := range c.SubscribeStatesOpened(sctx, in.TaskID, func() { openedOnce.Do(opened) }) {
 		if err != nil {
 			break
 		}
@@ -190,8 +213,18 @@ func (a *Activities) follow(ctx context.Context, c *a2aclient.Client, in contrac
 			break
 		}
 	}
+	openedOnce.Do(func() { close(gapDone) }) // never opened: no gap read runs
+	closeStream()
+	<-gapDone
 	if ctx.Err() != nil {
 		return contracts.TaskSnapshot{}, false, ctx.Err()
+	}
+	gap.Lock()
+	gapSnap, gapChanged := gap.snap, gap.changed
+	gap.Unlock()
+	if gapChanged {
+		hb.Polls++
+		return withStreamed(gapSnap, &as), true, nil
 	}
 	snap, changed, err := a.poll(ctx, c, in, hb)
 	return withStreamed(snap, &as), changed, err

@@ -453,13 +453,12 @@ func CanonicalWithoutSignatures(body []byte) ([]byte, error) {
 var SupportedBindings = []string{string(a2a.TransportProtocolJSONRPC), string(a2a.TransportProtocolHTTPJSON), string(a2a.TransportProtocolGRPC)}
 
 // Unsupported are the binding@version pairs refused at interface
-// selection, before anything is sent, with the reason. A2A 0.3 HTTP+JSON
-// (A2A 0.3 §3.2.3: paths under /v1, camelCase JSON): the a2a-go v2.3.1
-// compat client sends 1.0 paths and snake_case fields, which 0.3 servers
-// (the a2a-js 0.3 SDK among them) do not route, so every send would fail.
-var Unsupported = map[string]string{
-	string(a2a.TransportProtocolHTTPJSON) + "@0.3": "A2A 0.3 over HTTP+JSON is not supported by this client (its paths and field spellings differ from what 0.3 servers serve); offer JSON-RPC 0.3 or A2A 1.0",
-}
+// selection, before anything is sent, with the reason. None today: A2A 0.3
+// over HTTP+JSON (A2A 0.3 §3.2.3: paths under /v1, camelCase JSON) was
+// refused while the a2a-go compat client sent 1.0 paths and snake_case
+// fields; a2a-go v2.4.0 implements the 0.3 REST wire (a2a-go#371), and
+// a2aclient dials it through a2acompat/a2av0.
+var Unsupported = map[string]string{}
 
 func truncateURL(u string) string {
 	if len(u) <= 200 {
@@ -471,6 +470,19 @@ func truncateURL(u string) string {
 // SupportedVersions are the protocol versions (Major.Minor) this client
 // speaks, newest first (A2A 1.0 §3.6).
 var SupportedVersions = []string{"1.0", "0.3"}
+
+// WireVersion is the version an interface declaring version (Major.Minor)
+// is spoken at: 0.2.x interfaces are spoken as 0.3, whose JSON-RPC methods
+// (message/send, message/stream, tasks/get, tasks/cancel,
+// tasks/resubscribe) and object shapes 0.2.5 already defines; servers at
+// 0.2.5 (trpc-a2a-go's library constant) serve exactly that wire. Every
+// other version is spoken as it is declared.
+func WireVersion(version string) string {
+	if strings.HasPrefix(version, "0.2") {
+		return "0.3"
+	}
+	return version
+}
 
 // MajorMinor reduces a protocol version to Major.Minor ("0.3.0" → "0.3");
 // A2A 1.0 §3.6: patch versions are not considered in negotiation.
@@ -491,7 +503,9 @@ func MajorMinor(v string) string {
 // interfaces). allow, when not nil, may refuse a candidate URL (the HTTP
 // guard's CheckInterface); refusals are named in the error. A GRPC
 // interface's url is read as a GRPCTarget and allow is given its URL form
-// (GRPCTarget.URL); the interface keeps the url as the card wrote it.
+// (GRPCTarget.URL); the interface keeps the url as the card wrote it. An
+// interface at 0.2.x is spoken as 0.3 (WireVersion), its protocolVersion
+// kept as given in DeclaredVersion.
 // Errors are *Error of kind "no_interface".
 func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (contracts.Interface, error) {
 	var best *contracts.Interface
@@ -503,8 +517,12 @@ func SelectInterface(card *a2a.AgentCard, allow func(url string) error) (contrac
 		if si == nil {
 			continue
 		}
-		cand := contracts.Interface{URL: si.URL, Binding: string(si.ProtocolBinding), Version: MajorMinor(string(si.ProtocolVersion)), Tenant: si.Tenant}
-		seen = append(seen, cand.Binding+"@"+cand.Version)
+		declared := MajorMinor(string(si.ProtocolVersion))
+		cand := contracts.Interface{URL: si.URL, Binding: string(si.ProtocolBinding), Version: WireVersion(declared), Tenant: si.Tenant}
+		if cand.Version != declared {
+			cand.DeclaredVersion = string(si.ProtocolVersion)
+		}
+		seen = append(seen, cand.Binding+"@"+declared)
 		if !slices.Contains(SupportedVersions, cand.Version) || !slices.Contains(SupportedBindings, cand.Binding) {
 			continue
 		}

@@ -8,7 +8,7 @@ import (
 )
 
 // normalizeForms rewrites the parts of a card body that the spec's JSON
-// can carry in more than one form into the one form a2a-go v2.3.1's card
+// can carry in more than one form into the one form a2a-go v2.4.0's card
 // parser (a2acompat/a2av0) reads, so that every form reads alike. The
 // body as received stays what is digested and verified (A2A 1.0 §8.4.1);
 // only the parse sees the rewrite.

@@ -427,9 +427,10 @@ func TestTrustStoreRefusesAnOriginTwice(t *testing.T) {
 	}
 }
 
-// An interface refused at selection is named with its URL and the rule:
-// a relative URL, and A2A 0.3 over HTTP+JSON (nothing would reach a 0.3
-// server through a2a-go's compat client).
+// An interface refused at selection is named with its URL and the rule
+// (a relative URL); A2A 0.3 over HTTP+JSON, refused while a2a-go's compat
+// client sent 1.0 paths, is selected (a2a-go v2.4.0 speaks the 0.3 REST
+// wire).
 func TestSelectInterfaceNamesWhatItRefuses(t *testing.T) {
 	body := strings.ReplaceAll(card10, `"https://agent.example/a2a/jsonrpc"`, `"/a2a/jsonrpc"`)
 	body = strings.ReplaceAll(body, `"https://agent.example/a2a/rest"`, `"a2a/rest"`)
@@ -447,9 +448,8 @@ func TestSelectInterfaceNamesWhatItRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = SelectInterface(c.Parsed, nil)
-	if err == nil || !strings.Contains(err.Error(), "0.3 over HTTP+JSON") {
-		t.Errorf("0.3 HTTP+JSON only: error = %v, want a refusal naming 0.3 over HTTP+JSON", err)
+	if iface, err := SelectInterface(c.Parsed, nil); err != nil || iface.Binding != "HTTP+JSON" || iface.Version != "0.3" || iface.DeclaredVersion != "" {
+		t.Errorf("0.3 HTTP+JSON only: %+v, %v; want HTTP+JSON@0.3 selected", iface, err)
 	}
 	c, err = Parse([]byte(card03))
 	if err != nil {
@@ -457,5 +457,30 @@ func TestSelectInterfaceNamesWhatItRefuses(t *testing.T) {
 	}
 	if iface, err := SelectInterface(c.Parsed, nil); err != nil || iface.Binding != "JSONRPC" {
 		t.Errorf("0.3 card with JSON-RPC: %+v, %v; want JSON-RPC selected", iface, err)
+	}
+}
+
+// A card at 0.2.5 (trpc-a2a-go's library constant) is spoken as the 0.3
+// wire, its version kept as declared; a version this client does not
+// speak at all is still refused, naming what the card offers.
+func TestSelectInterfaceSpeaks02As03(t *testing.T) {
+	body := strings.ReplaceAll(card03, `"protocolVersion": "0.3.0",`, `"protocolVersion": "0.2.5",`)
+	if body == card03 {
+		t.Fatal("card03 has no protocolVersion 0.3.0 to replace")
+	}
+	c, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	iface, err := SelectInterface(c.Parsed, nil)
+	if err != nil || iface.Version != "0.3" || iface.DeclaredVersion != "0.2.5" || iface.Binding != "JSONRPC" {
+		t.Errorf("0.2.5 card: %+v, %v; want JSONRPC spoken at 0.3, declared 0.2.5", iface, err)
+	}
+	c, err = Parse([]byte(strings.ReplaceAll(card03, `"protocolVersion": "0.3.0",`, `"protocolVersion": "0.1.0",`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SelectInterface(c.Parsed, nil); err == nil || !strings.Contains(err.Error(), "JSONRPC@0.1") {
+		t.Errorf("0.1 card: error = %v, want no_interface naming JSONRPC@0.1", err)
 	}
 }

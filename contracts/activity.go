@@ -19,10 +19,13 @@ import (
 // the workflow schedules them by. They are recorded in history: a rename
 // is a change of the workflow (docs/versioning.md).
 const (
-	ActivityCheckAndSend  = "CheckAndSend"
-	ActivityPollTask      = "PollTask"
-	ActivityWatchTask     = "WatchTask"
-	ActivityGetTask       = "GetTask"
+	ActivityCheckAndSend = "CheckAndSend"
+	ActivityPollTask     = "PollTask"
+	ActivityWatchTask    = "WatchTask"
+	ActivityGetTask      = "GetTask"
+	// ActivityFindTask looks for the task a send whose outcome is unknown
+	// may have created (A2A 1.0 ListTasks), before it is sent again.
+	ActivityFindTask      = "FindTask"
 	ActivityCancelTask    = "CancelTask"
 	ActivityReconcileOpen = "ReconcileOpen"
 	// ActivityCancelOrphans is the orphan sweep of ReconcileDelegations
@@ -31,7 +34,7 @@ const (
 )
 
 // ActivityNames lists every activity name the workflows schedule.
-var ActivityNames = []string{ActivityCheckAndSend, ActivityPollTask, ActivityWatchTask, ActivityGetTask, ActivityCancelTask, ActivityReconcileOpen, ActivityCancelOrphans}
+var ActivityNames = []string{ActivityCheckAndSend, ActivityPollTask, ActivityWatchTask, ActivityGetTask, ActivityFindTask, ActivityCancelTask, ActivityReconcileOpen, ActivityCancelOrphans}
 
 // ErrTypeUnchanged is the ApplicationError type of PollTask when the task
 // has not changed: retryable and benign (logged at debug level, not
@@ -157,6 +160,15 @@ type SendInput struct {
 	CredentialRef string `json:"credential_ref,omitempty"`
 	// Limits bound what the reply may put into history.
 	Limits Limits `json:"limits"`
+	// Timeout bounds the send (the contract's send_timeout; 0: the
+	// worker's, else DefaultSendTimeout), and never past Deadline (the
+	// contract's, when set).
+	Timeout  time.Duration `json:"timeout,omitempty"`
+	Deadline time.Time     `json:"deadline,omitempty"`
+	// Stream sends by SendStreamingMessage (A2A 1.0 §3.1.2) and takes the
+	// first event as the send's reply: set by CheckAndSend for a first
+	// message to an agent whose card declares streaming.
+	Stream bool `json:"stream,omitempty"`
 }
 
 // CheckAndSendInput is one send with the checks that come before it.
@@ -224,6 +236,32 @@ type GetTaskInput struct {
 	TaskID    string    `json:"task_id"`
 	ContextID string    `json:"context_id,omitempty"`
 	Limits    Limits    `json:"limits"`
+}
+
+// FindTaskInput names the message whose task FindTask looks for: its
+// messageId, sent over Interface no earlier than Since.
+type FindTaskInput struct {
+	// Interface is the interface the message went to; when its URL is
+	// empty (the send was abandoned before it said), Card is resolved
+	// for it.
+	Interface     Interface        `json:"interface"`
+	Card          ResolveCardInput `json:"card"`
+	MessageID     string           `json:"message_id"`
+	Since         time.Time        `json:"since"`
+	CredentialRef string           `json:"credential_ref,omitempty"`
+	Limits        Limits           `json:"limits"`
+}
+
+// FindTaskResult is what FindTask found: the task (Found), or that the agent
+// serves no ListTasks (NotOffered), or why it could not look (Error).
+type FindTaskResult struct {
+	// Card is the card FindTask resolved, when the input named no
+	// interface (the delegation then adopts it, as after a send).
+	Card       *ResolvedCard `json:"card,omitempty"`
+	Found      bool          `json:"found,omitempty"`
+	Snapshot   TaskSnapshot  `json:"snapshot,omitempty"`
+	NotOffered bool          `json:"not_offered,omitempty"`
+	Error      string        `json:"error,omitempty"`
 }
 
 // CancelInput names the task to cancel.

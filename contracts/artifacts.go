@@ -13,10 +13,13 @@ import (
 // Artifact is a remote A2A Artifact (A2A 1.0 §4.1.7) as recorded in local
 // state, before it is validated. It is untrusted data.
 type Artifact struct {
-	ArtifactID string         `json:"artifact_id"`
-	Name       string         `json:"name"`
-	Metadata   map[string]any `json:"metadata,omitempty"`
-	Parts      []Part         `json:"parts"`
+	ArtifactID string `json:"artifact_id"`
+	Name       string `json:"name"`
+	// Metadata is the artifact's metadata as the agent sent it (a JSON
+	// object, its numbers and strings as written: never decoded through
+	// float64).
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Parts    []Part          `json:"parts"`
 	// Withheld is set (with the rejection reason) when the worker did not
 	// keep the content because it broke a limit (see activities.ApplyLimits); Size and
 	// SHA256 then describe what was received.
@@ -35,7 +38,8 @@ type Part struct {
 	Raw       []byte          `json:"raw,omitempty"`
 	Filename  string          `json:"filename,omitempty"`
 	MediaType string          `json:"media_type,omitempty"`
-	Metadata  map[string]any  `json:"metadata,omitempty"`
+	// Metadata is the part's metadata as sent (see Artifact.Metadata).
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
 // Part kinds.
@@ -43,6 +47,10 @@ const (
 	PartText = "text"
 	PartData = "data"
 	PartFile = "file"
+	// PartUnknown is a part of no kind A2A defines (A2A 1.0 §4.1.6), kept
+	// whole in Data as the agent sent it; an artifact holding one is
+	// rejected (no_content: unknown kind), never shortened.
+	PartUnknown = "unknown"
 )
 
 // MediaTypeOf is the media type a part is judged by: its own mediaType, or
@@ -204,15 +212,26 @@ func ArtifactSize(a Artifact) int {
 // else its name. ok is false when both are present and differ, or the
 // metadata value is not a string.
 func KindOf(a Artifact) (kind string, ok bool) {
-	mk, has := a.Metadata[OutputKindKey]
+	mk, has := metadataMembers(a.Metadata)[OutputKindKey]
 	if !has {
 		return a.Name, true
 	}
-	s, isStr := mk.(string)
-	if !isStr || (a.Name != "" && a.Name != s) {
+	var s string
+	if json.Unmarshal(mk, &s) != nil || (a.Name != "" && a.Name != s) {
 		return "", false
 	}
 	return s, true
+}
+
+// metadataMembers reads a metadata object's members, each as sent (nil
+// for no metadata, or metadata that is not a JSON object). Of a key given
+// twice the last counts, as encoding/json reads it.
+func metadataMembers(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m
 }
 
 func (v *Validator) validateOne(a Artifact) (Output, string) {
@@ -221,7 +240,7 @@ func (v *Validator) validateOne(a Artifact) (Output, string) {
 	}
 	kind, ok := KindOf(a)
 	if !ok {
-		return Output{}, fmt.Sprintf("%s: name %q and metadata.%s %v differ", ReasonKindConflict, a.Name, OutputKindKey, a.Metadata[OutputKindKey])
+		return Output{}, fmt.Sprintf("%s: name %q and metadata.%s %s differ", ReasonKindConflict, a.Name, OutputKindKey, CutText(string(metadataMembers(a.Metadata)[OutputKindKey]), 256))
 	}
 	if !v.d.Allows(kind) {
 		return Output{}, fmt.Sprintf("%s: kind %q is not in allowed_outputs %v", ReasonKindNotAllowed, kind, v.d.AllowedOutputs)
@@ -277,7 +296,8 @@ func (v *Validator) validateOne(a Artifact) (Output, string) {
 	return out, ""
 }
 
-func authorityKey(md map[string]any) string {
+func authorityKey(raw json.RawMessage) string {
+	md := metadataMembers(raw)
 	keys := make([]string, 0, len(md))
 	for k := range md {
 		keys = append(keys, k)

@@ -45,10 +45,10 @@ func TestRejectionReasons(t *testing.T) {
 		reason string // "" means accepted
 	}{
 		{"valid", nil, art("a", "claim_opened", good), ""},
-		{"kind by metadata", nil, Artifact{ArtifactID: "a", Metadata: map[string]any{"output_kind": "claim_opened"}, Parts: []Part{good}}, ""},
+		{"kind by metadata", nil, Artifact{ArtifactID: "a", Metadata: json.RawMessage(`{"output_kind":"claim_opened"}`), Parts: []Part{good}}, ""},
 		{"unknown kind", nil, art("a", "refund_issued", good), ReasonKindNotAllowed},
-		{"kind conflict", nil, Artifact{ArtifactID: "a", Name: "refund", Metadata: map[string]any{"output_kind": "claim_opened"}, Parts: []Part{good}}, ReasonKindConflict},
-		{"output_kind not a string", nil, Artifact{ArtifactID: "a", Name: "claim_opened", Metadata: map[string]any{"output_kind": 7.0}, Parts: []Part{good}}, ReasonKindConflict},
+		{"kind conflict", nil, Artifact{ArtifactID: "a", Name: "refund", Metadata: json.RawMessage(`{"output_kind":"claim_opened"}`), Parts: []Part{good}}, ReasonKindConflict},
+		{"output_kind not a string", nil, Artifact{ArtifactID: "a", Name: "claim_opened", Metadata: json.RawMessage(`{"output_kind":7}`), Parts: []Part{good}}, ReasonKindConflict},
 		{"missing id", nil, art("", "claim_opened", good), ReasonMissingID},
 		{"no content", nil, art("a", "claim_opened"), ReasonNoContent},
 		{"two data parts", nil, art("a", "claim_opened", good, good), ReasonMultipleData},
@@ -57,8 +57,8 @@ func TestRejectionReasons(t *testing.T) {
 		{"missing field", nil, art("a", "claim_opened", dataPart(`{"claim_id":"C"}`)), ReasonSchemaViolation},
 		{"schema needs data", nil, art("a", "claim_opened", Part{Kind: PartText, Text: "hi"}), ReasonSchemaViolation},
 		{"out of scope", nil, art("a", "claim_opened", dataPart(`{"claim_id":"C","order_id":"A-2"}`)), ReasonResourceOutOfScope},
-		{"claims approval", nil, Artifact{ArtifactID: "a", Name: "claim_opened", Metadata: map[string]any{"Approved": true}, Parts: []Part{good}}, ReasonClaimsAuthority},
-		{"part claims scope", nil, art("a", "claim_opened", Part{Kind: PartData, Data: good.Data, Metadata: map[string]any{"scope": "all"}}), ReasonClaimsAuthority},
+		{"claims approval", nil, Artifact{ArtifactID: "a", Name: "claim_opened", Metadata: json.RawMessage(`{"Approved":true}`), Parts: []Part{good}}, ReasonClaimsAuthority},
+		{"part claims scope", nil, art("a", "claim_opened", Part{Kind: PartData, Data: good.Data, Metadata: json.RawMessage(`{"scope":"all"}`)}), ReasonClaimsAuthority},
 		{"media type", nil, art("a", "claim_opened", good, Part{Kind: PartFile, Raw: []byte("png"), MediaType: "image/png"}), ReasonMediaTypeNotAllowed},
 		{"media type allowed by output_modes", func(d *Delegation) {
 			d.OutputModes = []string{"application/json", "image/png"}
@@ -189,6 +189,13 @@ func TestCheckInputModes(t *testing.T) {
 	}
 	if err := CheckInputModes([]string{"text/plain; charset=utf-8", "application/json"}, MessageModes("hi", json.RawMessage(`{"a":1}`))); err != nil {
 		t.Errorf("CheckInputModes() error = %v", err)
+	} // Part kinds for media types, as cards written from trpc-a2a-go's
+	// examples give them.
+	if err := CheckInputModes([]string{"text", "data"}, MessageModes("hi", json.RawMessage(`{"a":1}`))); err != nil {
+		t.Errorf("kinds text and data: %v", err)
+	}
+	if err := CheckInputModes([]string{"text"}, MessageModes("hi", json.RawMessage(`{"a":1}`))); err == nil {
+		t.Errorf("data to a skill of kind text accepted")
 	}
 }
 

@@ -4,8 +4,14 @@ package contracts
 type Interface struct {
 	URL     string `json:"url"`
 	Binding string `json:"binding"` // "JSONRPC", "HTTP+JSON" or "GRPC"
-	Version string `json:"version"` // "1.0" or "0.3"
-	Tenant  string `json:"tenant,omitempty"`
+	Version string `json:"version"` // "1.0" or "0.3": the wire spoken
+	// DeclaredVersion is the card's protocolVersion as given, when it is
+	// not the one spoken: an interface at 0.2.x (trpc-a2a-go's cards say
+	// "0.2.5") is spoken as the 0.3 wire, whose methods and shapes 0.2.5
+	// already has (A2A 0.3 §7: message/send, tasks/get, tasks/cancel,
+	// tasks/resubscribe). Empty when Version is what the card says.
+	DeclaredVersion string `json:"declared_version,omitempty"`
+	Tenant          string `json:"tenant,omitempty"`
 	// CardOrigin is the origin of the card the interface came from; the
 	// HTTP guard applies that origin's trust entry to the calls.
 	CardOrigin string `json:"card_origin,omitempty"`

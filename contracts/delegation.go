@@ -79,6 +79,31 @@ type Delegation struct {
 	// changes, how often a working task is read when no push comes: 1 to
 	// MaxWaitingPollSeconds; 0 or absent is DefaultWaitingPollSeconds.
 	WaitingPollSeconds int `json:"waiting_poll_seconds,omitempty"`
+	// SendTimeout is how long one send (SendMessage, or the first event of
+	// SendStreamingMessage) may take before its outcome is unknown, as a Go
+	// duration ("90s", "5m"): for agents that do their work inside the send
+	// and ignore returnImmediately (A2A 1.0 §3.2.2). 1s to MaxSendTimeout;
+	// absent is DefaultSendTimeout. A send never runs past the deadline.
+	SendTimeout string `json:"send_timeout,omitempty"`
+}
+
+// DefaultSendTimeout is the send timeout of a contract that sets none.
+const DefaultSendTimeout = 30 * time.Second
+
+// MaxSendTimeout is the longest send_timeout, an hour.
+const MaxSendTimeout = time.Hour
+
+// SendTimeoutOf is the contract's send timeout with the default filled in
+// (a send_timeout that Validate refuses reads as the default).
+func (d Delegation) SendTimeoutOf() time.Duration {
+	if d.SendTimeout == "" {
+		return DefaultSendTimeout
+	}
+	t, err := time.ParseDuration(d.SendTimeout)
+	if err != nil || t < time.Second || t > MaxSendTimeout {
+		return DefaultSendTimeout
+	}
+	return t
 }
 
 // DefaultWaitingPollSeconds is the waiting cadence of a contract that sets
@@ -351,6 +376,15 @@ func (d Delegation) Validate(now time.Time) error {
 	} else if d.Deadline.Sub(now) > MaxDeadline {
 		add("deadline", fmt.Sprintf("at most %d days ahead (got %s)", int(MaxDeadline.Hours()/24), d.Deadline.UTC().Format(time.RFC3339)))
 	}
+	if d.SendTimeout != "" {
+		t, err := time.ParseDuration(d.SendTimeout)
+		switch {
+		case err != nil:
+			add("send_timeout", fmt.Sprintf("%q is not a Go duration (e.g. \"90s\", \"5m\")", truncateRunes(d.SendTimeout, 40)))
+		case t < time.Second || t > MaxSendTimeout:
+			add("send_timeout", fmt.Sprintf("must be 1s to %s, got %s", MaxSendTimeout, d.SendTimeout))
+		}
+	}
 	if d.WaitingPollSeconds < 0 || d.WaitingPollSeconds > MaxWaitingPollSeconds {
 		add("waiting_poll_seconds", fmt.Sprintf("must be 1 to %d (seconds, a day), or 0 for the default %d, got %d", MaxWaitingPollSeconds, DefaultWaitingPollSeconds, d.WaitingPollSeconds))
 	}
@@ -447,6 +481,15 @@ func CheckInputModes(accepted, carried []string) error {
 	norm := make([]string, len(accepted))
 	for i, m := range accepted {
 		norm[i] = Part{MediaType: m}.MediaTypeOf()
+		// Cards written from trpc-a2a-go's examples name part kinds, not
+		// media types ("text", "data": its protocol.KindText, KindData);
+		// read as the media types of those parts.
+		switch norm[i] {
+		case PartText:
+			norm[i] = "text/plain"
+		case PartData:
+			norm[i] = "application/json"
+		}
 	}
 	for _, m := range carried {
 		if !slices.Contains(norm, m) && !slices.Contains(norm, "*/*") {

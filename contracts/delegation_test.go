@@ -110,6 +110,10 @@ func TestDecodeDelegationRules(t *testing.T) {
 		{"malformed literal", []byte(`nul`), "(document)", "malformed JSON"},
 		{"waiting cadence past a day", with(t, "waiting_poll_seconds", `86401`), "waiting_poll_seconds", "must be 1 to 86400"},
 		{"negative waiting cadence", with(t, "waiting_poll_seconds", `-1`), "waiting_poll_seconds", "must be 1 to 86400"},
+		{"send timeout not a duration", with(t, "send_timeout", `"40"`), "send_timeout", "not a Go duration"},
+		{"send timeout past an hour", with(t, "send_timeout", `"61m"`), "send_timeout", "must be 1s to 1h0m0s"},
+		{"send timeout under a second", with(t, "send_timeout", `"500ms"`), "send_timeout", "must be 1s to 1h0m0s"},
+		{"send timeout a number", with(t, "send_timeout", `40`), "send_timeout", "string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,6 +155,20 @@ func TestWaitingCadenceUpToADay(t *testing.T) {
 	}
 	if d.WaitingPoll() != 24*time.Hour {
 		t.Errorf("WaitingPoll() = %v, want 24h", d.WaitingPoll())
+	}
+}
+
+// send_timeout is a Go duration from 1s to an hour; absent, the default.
+func TestSendTimeout(t *testing.T) {
+	d, err := DecodeDelegation(with(t, "send_timeout", `"90s"`), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.SendTimeoutOf() != 90*time.Second {
+		t.Errorf("SendTimeoutOf() = %v, want 90s", d.SendTimeoutOf())
+	}
+	if (Delegation{}).SendTimeoutOf() != DefaultSendTimeout {
+		t.Errorf("no send_timeout: %v, want %v", (Delegation{}).SendTimeoutOf(), DefaultSendTimeout)
 	}
 }
 

@@ -185,6 +185,9 @@ type ProtocolInfo struct {
 	Version string `json:"version"`
 	Binding string `json:"binding"`
 	URL     string `json:"url"`
+	// DeclaredVersion is the card's protocolVersion when it is not the
+	// version spoken (Interface.DeclaredVersion: "0.2.5" spoken as 0.3).
+	DeclaredVersion string `json:"declared_version,omitempty"`
 }
 
 // Output is one artifact that passed the contract. Kind is the artifact's

@@ -92,8 +92,9 @@ type State struct {
 	// read when the state is queried; they are never applied.
 	UnknownSignals     []string `json:"unknown_signals,omitempty"`
 	IgnoredSignalCount int      `json:"ignored_signal_count,omitempty"`
-	// SendInFlight is the messageId of a send still in flight when the
-	// delegation stopped and SendSettle passed: its outcome is unknown.
+	// SendInFlight is the messageId of a send in flight when the
+	// delegation stopped, abandoned (or ended without a reply), whose task
+	// was not found (ListTasks): its outcome is unknown.
 	SendInFlight string `json:"send_in_flight,omitempty"`
 	// StaleReplies counts interrupted task snapshots that showed a question
 	// already answered (a republished task): they never open a round.
@@ -254,11 +255,17 @@ type SendRecord struct {
 	Round     int       `json:"round"`
 	MessageID string    `json:"message_id"`
 	At        time.Time `json:"at"`
-	// Result is "sent", "unknown_outcome", "adopted" or the error category.
+	// Result is "sent", "unknown_outcome", "adopted" (by an operator),
+	// "adopted: found by ListTasks", "not found: REASON" (ListTasks found
+	// no task of the send), "abandoned at the stop", "sent after the stop"
+	// or the error category.
 	Result string `json:"result"`
 	// Attempts is the activity attempt that sent (earlier attempts failed
 	// before anything was sent: connection refused, 503, ...).
 	Attempts int `json:"attempts,omitempty"`
+	// Error is why the outcome is unknown (Result "unknown_outcome"), at
+	// most 500 bytes of the send's error.
+	Error string `json:"error,omitempty"`
 }
 
 // AuthorizationRecord is one authorization decision.

@@ -105,6 +105,11 @@ type TaskSnapshot struct {
 	// for the task (A2A 1.0 §3.1.8 CreateTaskPushNotificationConfig)
 	// pointing at the worker's webhook.
 	PushConfigured bool `json:"push_configured,omitempty"`
+	// Warnings name the members of the reply this client does not need and
+	// could not read, which it ignored (a status timestamp that is not RFC
+	// 3339, metadata that is not an object, a part of no known kind);
+	// untrusted remote text, at most 20 of 300 characters.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // SameStatus reports whether two snapshots show the same status of the

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +34,8 @@ import (
 )
 
 // faultProxy forwards to the agent and lets a test decide, per JSON-RPC
-// SendMessage call (counted from 1), what happens: "pass", "503" (refused
+// SendMessage or SendStreamingMessage call (counted from 1; a first
+// message to an agent that streams goes by the latter), what happens: "pass", "503" (refused
 // before the agent sees it) or "hang" (forwarded, so the agent commits,
 // but the answer is held until the client gives up).
 type faultProxy struct {
@@ -50,7 +52,7 @@ func newFaultProxy(decide func(int) string) *faultProxy {
 func (p *faultProxy) close() { p.once.Do(func() { close(p.stop) }) }
 
 func (p *faultProxy) handler(agentURL string) http.Handler {
-	return interceptRPC(agentURL, "SendMessage", func(w http.ResponseWriter, r *http.Request, _ []byte, forward http.Handler) {
+	return interceptRPCs(agentURL, []string{"SendMessage", "SendStreamingMessage"}, func(w http.ResponseWriter, r *http.Request, _ []byte, forward http.Handler) {
 		switch p.decide(int(p.sends.Add(1))) {
 		case "503":
 			http.Error(w, "overloaded", http.StatusServiceUnavailable)
@@ -73,6 +75,11 @@ func (p *faultProxy) handler(agentURL string) http.Handler {
 // of method, which go to h (with the body read and restored, and the
 // forwarding handler).
 func interceptRPC(agentURL, method string, h func(w http.ResponseWriter, r *http.Request, body []byte, forward http.Handler)) http.Handler {
+	return interceptRPCs(agentURL, []string{method}, h)
+}
+
+// interceptRPCs is interceptRPC for any of methods.
+func interceptRPCs(agentURL string, methods []string, h func(w http.ResponseWriter, r *http.Request, body []byte, forward http.Handler)) http.Handler {
 	target, _ := url.Parse(agentURL)
 	forward := httputil.NewSingleHostReverseProxy(target)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +89,7 @@ func interceptRPC(agentURL, method string, h func(w http.ResponseWriter, r *http
 			Method string `json:"method"`
 		}
 		_ = json.Unmarshal(body, &rpc)
-		if rpc.Method != method {
+		if !slices.Contains(methods, rpc.Method) {
 			forward.ServeHTTP(w, r)
 			return
 		}
@@ -95,6 +102,7 @@ type discard struct{ header http.Header }
 func (d *discard) Header() http.Header         { return d.header }
 func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
 func (d *discard) WriteHeader(int)             {}
+func (d *discard) Flush()                      {}
 
 func stateOf(t *testing.T, ctx context.Context, c client.Client, id string) contracts.State {
 	t.Helper()
@@ -150,46 +158,87 @@ func TestFault503ThenSuccess(t *testing.T) {
 	}
 }
 
-// Fault: the remote accepts the message and never answers: unknown_outcome;
-// an operator chooses resend; the agent recognises the messageId; the
-// delegation completes with one remote task.
+// Fault: the agent takes the first message (the task is made) and its
+// answer never comes (send timeout 1 s): the outcome is unknown. The task
+// the send made is looked for by its messageId (A2A 1.0 ListTasks) and
+// adopted: never sent again, one task. An agent that serves no ListTasks
+// leaves it to an operator: resolve-unknown "resend" gets the same task
+// (same messageId, the agent deduplicates).
 func TestFaultAcceptedNeverAnswered(t *testing.T) {
-	p := newFaultProxy(func(n int) string {
-		if n == 1 {
-			return "hang"
-		}
-		return "pass"
-	})
-	defer p.close()
-	e := setup(t, func(o *options) {
-		o.proxy = p.handler
-		o.acts = func(a *activities.Activities, _ string) { a.SendTimeout = time.Second }
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	d := lostParcel("fault-hang", e.base)
-	run, err := startRun(ctx, e.c, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, string(contracts.PhaseUnknownOutcome))
-	if s.Unknown == nil || s.Unknown.MessageID != s.Sends[0].MessageID || s.Sends[0].Result != "unknown_outcome" {
-		t.Fatalf("state = %+v / %+v", s.Unknown, s.Sends)
-	}
-	if e.agent.TaskCount() != 1 {
-		t.Fatalf("the agent should hold the task the lost answer was about; count %d", e.agent.TaskCount())
-	}
-	h, err := e.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: d.LocalWorkflowID, UpdateName: contracts.ResolveUnknown,
-		Args: []any{contracts.Resolution{Action: contracts.ActionResend}}, WaitForStage: client.WorkflowUpdateStageCompleted})
-	if err == nil {
-		err = h.Get(ctx, nil)
-	}
-	if err != nil {
-		t.Fatalf("resolve-unknown: %v", err)
-	}
-	e.answerAndFinish(t, ctx, d.LocalWorkflowID, run)
-	if n := e.agent.TaskCount(); n != 1 {
-		t.Errorf("agent task count = %d, want 1", n)
+	for _, listTasks := range []bool{true, false} {
+		name := map[bool]string{true: "the task found by ListTasks", false: "no ListTasks: an operator resends"}[listTasks]
+		t.Run(name, func(t *testing.T) {
+			p := newFaultProxy(func(n int) string {
+				if n == 1 {
+					return "hang"
+				}
+				return "pass"
+			})
+			defer p.close()
+			e := setup(t, func(o *options) {
+				o.proxy = func(agentURL string) http.Handler {
+					faults := p.handler(agentURL)
+					if listTasks {
+						return faults
+					}
+					// An agent without ListTasks: JSON-RPC method not found.
+					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						body, _ := io.ReadAll(r.Body)
+						r.Body = io.NopCloser(bytes.NewReader(body))
+						var req struct {
+							ID     json.RawMessage `json:"id"`
+							Method string          `json:"method"`
+						}
+						_ = json.Unmarshal(body, &req)
+						if req.Method != "ListTasks" {
+							faults.ServeHTTP(w, r)
+							return
+						}
+						w.Header().Set("Content-Type", "application/json")
+						fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, req.ID)
+					})
+				}
+				o.acts = func(a *activities.Activities, _ string) { a.SendTimeout = time.Second }
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			d := lostParcel("fault-hang", e.base)
+			run, err := startRun(ctx, e.c, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if listTasks {
+				s := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+				if len(s.Sends) != 2 || s.Sends[0].Result != "unknown_outcome" || s.Sends[1].Result != "adopted: found by ListTasks" {
+					t.Fatalf("sends = %+v, want the unknown outcome, then the task found", s.Sends)
+				}
+				e.answerAndFinish(t, ctx, d.LocalWorkflowID, run)
+				if n := e.agent.TaskCount(); n != 1 {
+					t.Errorf("agent task count = %d, want 1", n)
+				}
+				return
+			}
+			s := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, string(contracts.PhaseUnknownOutcome))
+			if s.Unknown == nil || s.Unknown.MessageID != s.Sends[0].MessageID || s.Sends[0].Result != "unknown_outcome" ||
+				len(s.Sends) != 2 || s.Sends[1].Result != "not found: the agent serves no ListTasks" {
+				t.Fatalf("state = %+v / %+v", s.Unknown, s.Sends)
+			}
+			if e.agent.TaskCount() != 1 {
+				t.Fatalf("the agent should hold the task the lost answer was about; count %d", e.agent.TaskCount())
+			}
+			h, err := e.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: d.LocalWorkflowID, UpdateName: contracts.ResolveUnknown,
+				Args: []any{contracts.Resolution{Action: contracts.ActionResend}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+			if err == nil {
+				err = h.Get(ctx, nil)
+			}
+			if err != nil {
+				t.Fatalf("resolve-unknown: %v", err)
+			}
+			e.answerAndFinish(t, ctx, d.LocalWorkflowID, run)
+			if n := e.agent.TaskCount(); n != 1 {
+				t.Errorf("agent task count = %d, want 1", n)
+			}
+		})
 	}
 }
 

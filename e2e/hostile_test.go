@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,9 +25,9 @@ import (
 // Hostile agents and racing operators: each case asserts the Outcome and
 // the agent's own counts.
 
-// A cancel that arrives while the first send is in flight: the send is let
-// finish, the task it created is canceled at the agent, and the Outcome
-// names it.
+// A cancel that arrives while the first send is in flight: the send is
+// abandoned at once, the task it created is found (ListTasks) and canceled
+// at the agent, and the Outcome names it.
 func TestHostileCancelDuringTheSend(t *testing.T) {
 	release := make(chan struct{})
 	e := setup(t, func(o *options) {
@@ -44,6 +46,7 @@ func TestHostileCancelDuringTheSend(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	e.agent.Update(func(c *a2a.AgentCard) { c.Capabilities.Streaming = false }) // the send held is SendMessage
 	d := lostParcel("hostile-cancel-sending", e.base)
 	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"slow"}`)
 	run, err := startRun(ctx, e.c, d)
@@ -102,14 +105,17 @@ func TestHostileHugeReply(t *testing.T) {
 	defer cancel()
 	// The agent answered 2xx, so it took the message: its outcome is
 	// unknown (it ended protocol_error, leaving the task it created
-	// unrecorded), and an operator is asked.
+	// unrecorded); the task it made is found by its messageId (ListTasks)
+	// and followed, the message never sent again.
+	e.agent.Update(func(c *a2a.AgentCard) { c.Capabilities.Streaming = false })
 	d := lostParcel("hostile-huge-reply", e.base)
 	if _, err := startRun(ctx, e.c, d); err != nil {
 		t.Fatal(err)
 	}
-	st := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, string(contracts.PhaseUnknownOutcome))
-	if st.Unknown == nil || !strings.Contains(st.Unknown.Error, "8388608") {
-		t.Fatalf("unknown outcome = %+v, want one naming the limit of 8388608 bytes", st.Unknown)
+	st := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+	if len(st.Sends) != 2 || st.Sends[0].Result != "unknown_outcome" || !strings.Contains(st.Sends[0].Error, "over the limit") ||
+		st.Sends[1].Result != "adopted: found by ListTasks" || st.RemoteTaskID == "" {
+		t.Fatalf("sends = %+v, want the unknown outcome saying the reply was over the limit, then the task found", st.Sends)
 	}
 	if m := e.agent.MessageCount(); m != 1 {
 		t.Errorf("agent got %d messages, want 1 (never sent again)", m)
@@ -142,6 +148,7 @@ func TestHostileOversizedResult(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	e.agent.Update(func(c *a2a.AgentCard) { c.Capabilities.Streaming = false }) // the reply is SendMessage's
 	out := e.outcomeOf(t, ctx, lostParcel("hostile-oversized-result", e.base))
 	if out.Status != contracts.StatusInvalidOutput || len(out.RejectedArtifacts) != 1 || !strings.HasPrefix(out.RejectedArtifacts[0].Reason, contracts.ReasonTooLarge) {
 		t.Fatalf("outcome = %s %+v, want invalid_output with a1 too_large", out.Status, out.RejectedArtifacts)
@@ -210,7 +217,9 @@ func TestHostileCommentOnlyStreams(t *testing.T) {
 			state = "TASK_STATE_CANCELED"
 		}
 		task := `{"id":"t-1","contextId":"c-1","status":{"state":"` + state + `"}}`
-		if req.Method == "SendMessage" {
+		if req.Method == "SendMessage" || req.Method == "SendStreamingMessage" {
+			// A streamed send answered with one plain JSON reply: read as
+			// its one event.
 			task = `{"task":` + task + `}`
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -150,17 +150,6 @@ func TestInteropA2AJS(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if p.name == "js03-rest-only" {
-					// A2A 0.3 over HTTP+JSON: refused at interface selection,
-					// nothing sent.
-					out := run(t, p, jsContract(id("refused"), p.agent.CardURL, "instant", nil))
-					if out.Status != contracts.StatusProtocolError || out.Error == nil || !strings.Contains(out.Error.Message, "nothing sent") ||
-						!strings.Contains(out.Error.Message, "0.3 over HTTP+JSON") {
-						t.Errorf("outcome = %s %+v, want protocol_error naming 0.3 over HTTP+JSON, nothing sent", out.Status, out.Error)
-					}
-					wantCounts(t, p, 0, 0, 0)
-					return
-				}
 				if p.signed {
 					// The card signed by the a2a-js signer verifies through
 					// the trust store (with 0.3 fields too).
@@ -202,6 +191,33 @@ func TestInteropA2AJS(t *testing.T) {
 				t.Run("instant", func(t *testing.T) {
 					reset(t)
 					claim(t, run(t, p, jsContract(id("instant"), p.agent.CardURL, "instant", nil)))
+					wantCounts(t, p, 1, 1, 0)
+				})
+				// Numbers no float64 holds, written by the agent as exact
+				// texts, reach the Outcome, the Query state and the
+				// history digit for digit.
+				t.Run("big-numbers", func(t *testing.T) {
+					reset(t)
+					d := jsContract(id("big-numbers"), p.agent.CardURL, interop.ScenarioBigNumbers, nil)
+					out := run(t, p, d)
+					claim(t, out)
+					s, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					hist := exportHistory(t, ctx, e.c, d.LocalWorkflowID)
+					for k, v := range interop.BigNumbers {
+						member := fmt.Sprintf("%q:%s", k, v)
+						if !strings.Contains(string(out.Outputs[0].Data), member) {
+							t.Errorf("outcome data %s does not hold %s as the agent wrote it", out.Outputs[0].Data, member)
+						}
+						if s.Outcome == nil || len(s.Outcome.Outputs) != 1 || !strings.Contains(string(s.Outcome.Outputs[0].Data), member) {
+							t.Errorf("the Query state's Outcome does not hold %s", member)
+						}
+						if !strings.Contains(hist, v) {
+							t.Errorf("the history does not hold %s", v)
+						}
+					}
 					wantCounts(t, p, 1, 1, 0)
 				})
 				for _, tc := range []struct {

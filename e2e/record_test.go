@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +24,7 @@ import (
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/claimsagent"
 )
 
 // TestRecordHistories runs one delegation per scenario and writes each
@@ -47,9 +51,30 @@ func TestRecordHistories(t *testing.T) {
 		return "pass"
 	})
 	defer p.close()
+	// noList, when set, makes the agent one that serves no ListTasks
+	// (JSON-RPC method not found), so that an unknown outcome is left to
+	// an operator.
+	var noList atomic.Bool
 	recording := func(o *options) {
 		o.agent.WorkDelay = 600 * time.Millisecond
-		o.proxy = p.handler
+		o.proxy = func(agentURL string) http.Handler {
+			faults := p.handler(agentURL)
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				var req struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				_ = json.Unmarshal(body, &req)
+				if req.Method == "ListTasks" && noList.Load() {
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, req.ID)
+					return
+				}
+				faults.ServeHTTP(w, r)
+			})
+		}
 		o.acts = func(a *activities.Activities, _ string) { a.SendTimeout = 2 * time.Second }
 	}
 	e := setup(t, recording)
@@ -163,13 +188,38 @@ func TestRecordHistories(t *testing.T) {
 		}
 	}
 	if want("unknown-outcome-resend") {
+		// An agent without ListTasks: the operator resends.
 		d := contract("unknown-outcome-resend", "")
+		noList.Store(true)
 		hang.Store(true)
 		run := start(d)
 		waitState(d.LocalWorkflowID, string(contracts.PhaseUnknownOutcome))
+		noList.Store(false)
 		resolve(d.LocalWorkflowID, contracts.Resolution{Action: contracts.ActionResend})
 		answer(d.LocalWorkflowID)
 		write("unknown-outcome-resend", run, contracts.StatusCompleted)
+	}
+	if want("unknown-outcome-found") {
+		// The task the lost reply was about is found by ListTasks.
+		d := contract("unknown-outcome-found", "")
+		hang.Store(true)
+		run := start(d)
+		answer(d.LocalWorkflowID)
+		write("unknown-outcome-found", run, contracts.StatusCompleted)
+	}
+	if want("cancel-while-sending") {
+		// A cancel while the send's reply is held: the send is abandoned,
+		// its task found by ListTasks and canceled.
+		d := contract("cancel-while-sending", "slow")
+		before := e.agent.TasksOf(claimsagent.ScenarioSlow)
+		hang.Store(true)
+		run := start(d)
+		waitState(d.LocalWorkflowID, string(contracts.PhaseSending))
+		waitFor(t, "the agent working on the task", time.Minute, func() (bool, string) { return e.agent.TasksOf(claimsagent.ScenarioSlow) > before, "" })
+		if err := e.c.CancelWorkflow(ctx, d.LocalWorkflowID, ""); err != nil {
+			t.Fatal(err)
+		}
+		write("cancel-while-sending", run, contracts.StatusCanceled)
 	}
 	if want("unknown-outcome-adopt") {
 		d := contract("unknown-outcome-adopt", "")

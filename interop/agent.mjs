@@ -183,6 +183,7 @@ An A2A claims agent on the a2a-js SDK (1.3.0: A2A 1.0; 0.3.14: A2A 0.3), on 127.
 Prints {"url":...,"card_url":...[,"grpc_addr":...]} when ready. The first message's data field "scenario" picks:
   lost-parcel (default)  INPUT_REQUIRED, then COMPLETED (claim_opened) after one answer
   instant | fail | reject  COMPLETED | FAILED | REJECTED at once
+  big-numbers            COMPLETED at once, the claim_opened data holding BIG_NUMBERS (numbers no double holds)
   slow                   WORKING until canceled
   self-cancel | self-fail | self-complete  INPUT_REQUIRED, then the agent ends the task itself after
                          data field after_ms (default 1000)
@@ -301,7 +302,7 @@ const TEXT = {
   'self-cancel': 'the agent gave up waiting',
   'self-fail': 'the agent timed out',
 };
-const SCENARIOS = new Set(['lost-parcel', 'instant', 'fail', 'reject', 'slow', 'self-cancel', 'self-fail', 'self-complete']);
+const SCENARIOS = new Set(['lost-parcel', 'instant', 'big-numbers', 'fail', 'reject', 'slow', 'self-cancel', 'self-fail', 'self-complete']);
 
 // ---------------------------------------------------------------- counters
 
@@ -573,6 +574,33 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const now = () => new Date().toISOString();
 const claimData = (orderId) => ({ claim_id: `CLM-${randomBytes(4).toString('hex').toUpperCase()}`, order_id: orderId });
 
+// BIG_NUMBERS are written into the JSON as these exact texts: an int64 id
+// above 2^53 and decimals of 30 digits, as Java and Go backends send them;
+// a JavaScript number would round each. The data holds each as the string
+// EXACT + text (the SDK's task store clones its tasks, so neither a BigInt
+// nor JSON.rawJSON survives it), and every JSON text this process writes
+// has such a string replaced by the bare number: what the SDK sends over
+// JSON-RPC, HTTP+JSON and SSE carries the number exactly as written.
+const EXACT = 'exact-number:';
+const BIG_NUMBERS = {
+  ledger_ref: '7615917337495251231',
+  amount: '123456789012345678901234567890.123456789012345678901234567890',
+  ratio: '0.100000000000000000000000000001',
+  negative: '-9223372036854775808',
+};
+const stringify = JSON.stringify;
+JSON.stringify = function exactStringify(...args) {
+  const out = stringify.apply(this, args);
+  return typeof out === 'string' && out.includes(EXACT)
+    ? out.replace(/"exact-number:(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)"/g, '$1')
+    : out;
+};
+function bigNumbersData(orderId) {
+  const d = claimData(orderId);
+  for (const [k, v] of Object.entries(BIG_NUMBERS)) d[k] = EXACT + v;
+  return d;
+}
+
 // Per-task script state, keyed by task id.
 //   scenario, orderId, afterMs, contextId; turn: 1 for the first message,
 //   +1 per follow-up (an older turn still sleeping stops publishing);
@@ -616,8 +644,9 @@ async function runFirst(io, taskId) {
     return;
   }
   switch (req.scenario) {
-    case 'instant': {
-      io.task('completed', { artifact: claimData(req.orderId) });
+    case 'instant':
+    case 'big-numbers': {
+      io.task('completed', { artifact: req.scenario === 'instant' ? claimData(req.orderId) : bigNumbersData(req.orderId) });
       io.status('completed', {});
       st.done = true;
       return;

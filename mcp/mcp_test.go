@@ -24,6 +24,20 @@ func exampleTemplates(t *testing.T) []Template {
 	return ts
 }
 
+// A template's send_timeout becomes the delegation's.
+func TestTemplateSendTimeout(t *testing.T) {
+	tp := exampleTemplates(t)[0]
+	tp.SendTimeout = "5m"
+	if err := CheckTemplates([]Template{tp}); err != nil {
+		t.Fatal(err)
+	}
+	ct := &template{Template: tp, deadline: time.Hour}
+	d := ct.delegation("mcp.x.1", "text", nil, time.Now())
+	if d.SendTimeout != "5m" || d.SendTimeoutOf() != 5*time.Minute {
+		t.Errorf("delegation send_timeout = %q, want 5m", d.SendTimeout)
+	}
+}
+
 func TestExampleTemplatesLoad(t *testing.T) {
 	ts := exampleTemplates(t)
 	if len(ts) != 2 || ts[0].Answer != AnswerHuman || ts[1].Answer != AnswerModel {
@@ -51,6 +65,8 @@ func TestBadTemplatesRefused(t *testing.T) {
 		{"deadline negative", func(t *Template) { t.DeadlineAfter = "-5m" }, []string{"deadline_after", "positive duration"}},
 		{"deadline not a duration", func(t *Template) { t.DeadlineAfter = "tomorrow" }, []string{"deadline_after"}},
 		{"deadline too far", func(t *Template) { t.DeadlineAfter = "9000h" }, []string{"deadline_after", "at most"}},
+		{"send timeout past an hour", func(t *Template) { t.SendTimeout = "2h" }, []string{"send_timeout", "1s to 1h"}},
+		{"send timeout not a duration", func(t *Template) { t.SendTimeout = "40" }, []string{"send_timeout", "Go duration"}},
 		{"no outputs", func(t *Template) { t.AllowedOutputs = nil }, []string{"allowed_outputs", "at least one"}},
 		{"bad output kind", func(t *Template) { t.AllowedOutputs = []string{"Claim Opened"} }, []string{"does not validate", "allowed_outputs"}},
 		{"answer", func(t *Template) { t.Answer = "robot" }, []string{"answer", `"human" or "model"`}},

@@ -67,6 +67,10 @@ type Template struct {
 	// "wait_seconds"); the arguments become the message's data.
 	// additionalProperties is false whatever it says.
 	Parameters json.RawMessage `json:"parameters"`
+	// SendTimeout is the delegation's send_timeout (a Go duration, 1s to
+	// an hour; absent: contracts.DefaultSendTimeout), for an agent that
+	// does its work inside the send.
+	SendTimeout string `json:"send_timeout,omitempty"`
 	// Answer says who answers the agent's questions: "human" (through
 	// elicitation, or an operator in the UI or CLI) or "model" (the model,
 	// through delegation_answer, recorded as "ACTOR (model)").
@@ -247,6 +251,11 @@ func compileTemplate(t Template, now time.Time) (*template, error) {
 	} else {
 		deadline = d
 	}
+	if t.SendTimeout != "" {
+		if st, err := time.ParseDuration(t.SendTimeout); err != nil || st < time.Second || st > contracts.MaxSendTimeout {
+			bad("send_timeout", fmt.Sprintf("must be a Go duration from 1s to %s, got %q", contracts.MaxSendTimeout, contracts.Truncate(t.SendTimeout, 80)))
+		}
+	}
 	switch t.Answer {
 	case AnswerHuman, AnswerModel:
 	default:
@@ -368,6 +377,7 @@ func (t *template) delegation(id, text string, data json.RawMessage, now time.Ti
 		OutputSchemas:   t.OutputSchemas,
 		Deadline:        now.Add(t.deadline).UTC().Truncate(time.Second),
 		WriteAuthority:  contracts.WriteAuthorityNone,
+		SendTimeout:     t.SendTimeout,
 	}
 }
 

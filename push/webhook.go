@@ -153,8 +153,21 @@ type notification struct {
 }
 
 type status struct {
-	State     string `json:"state"`
-	Timestamp string `json:"timestamp"`
+	State string `json:"state"`
+	// Timestamp is kept when it is a string; another value (an epoch
+	// number) is a member the relay does not need and is ignored.
+	Timestamp lenientString `json:"timestamp"`
+}
+
+// lenientString reads a JSON string, and any other value as "".
+type lenientString string
+
+func (s *lenientString) UnmarshalJSON(b []byte) error {
+	var v string
+	if json.Unmarshal(b, &v) == nil {
+		*s = lenientString(v)
+	}
+	return nil
 }
 
 type taskish struct {
@@ -195,7 +208,7 @@ func parse(body []byte) (notification, error) {
 	}
 	n := notification{taskID: id(t)}
 	if t.Status != nil {
-		n.state, n.timestamp = t.Status.State, t.Status.Timestamp
+		n.state, n.timestamp = t.Status.State, string(t.Status.Timestamp)
 	}
 	if n.taskID == "" {
 		return notification{}, errors.New("no task id")

@@ -185,3 +185,21 @@ func TestSignedNotifications(t *testing.T) {
 		t.Errorf("relayed %d, counts %v", relayed, h.Counts())
 	}
 }
+
+// A push whose status timestamp is not a string (an epoch number, as some
+// servers send) is still relayed: the relay needs the task id and state.
+func TestParseToleratesTimestampsOfAnyShape(t *testing.T) {
+	for _, body := range []string{
+		`{"statusUpdate":{"taskId":"t-1","status":{"state":"TASK_STATE_COMPLETED","timestamp":1733076000}}}`,
+		`{"kind":"task","id":"t-1","status":{"state":"completed","timestamp":{"seconds":1}}}`,
+	} {
+		n, err := parse([]byte(body))
+		if err != nil || n.taskID != "t-1" || n.timestamp != "" {
+			t.Errorf("parse(%s) = %+v, %v; want task t-1, no timestamp", body, n, err)
+		}
+	}
+	n, err := parse([]byte(`{"statusUpdate":{"taskId":"t-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-01T18:00:00Z"}}}`))
+	if err != nil || n.timestamp != "2026-12-01T18:00:00Z" {
+		t.Errorf("parse: %+v, %v; want the RFC 3339 timestamp kept", n, err)
+	}
+}

@@ -64,6 +64,17 @@ func sendOptions() workflow.ActivityOptions {
 	}
 }
 
+// sendOptions are sendOptions() with room for the contract's send_timeout
+// when it is longer than the default: the send, and 30 s for the card, the
+// authorization and the settle reads around it.
+func (r *run) sendOptions() workflow.ActivityOptions {
+	opts := sendOptions()
+	if t := r.d.SendTimeoutOf(); r.d.SendTimeout != "" && t+30*time.Second > opts.StartToCloseTimeout {
+		opts.StartToCloseTimeout = t + 30*time.Second
+	}
+	return opts
+}
+
 func (r *run) watchOptions(ctx workflow.Context) workflow.ActivityOptions {
 	left := r.d.Deadline.Sub(workflow.Now(ctx)) + time.Minute
 	return workflow.ActivityOptions{

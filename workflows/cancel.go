@@ -57,8 +57,14 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 		contracts.CancelInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID}, &snap).Get(dctx, &snap)
 	if err == nil {
 		r.observe(dctx, snap)
-		if snap.State == contracts.TaskStateCanceled {
+		switch snap.State {
+		case contracts.TaskStateCanceled:
 			return true
+		case contracts.TaskStateCompleted:
+			// The agent had done the work (with a send abandoned at the
+			// stop): what it made is kept as late results.
+			r.s.LateResults = append(r.s.LateResults, snap.Artifacts...)
+			return false
 		}
 	} else {
 		r.s.CancelError = contracts.Truncate(errorText(err), 500)

@@ -15,7 +15,7 @@ func (r *run) adopt(ctx workflow.Context, card contracts.ResolvedCard) {
 	r.s.Interface = card.Interface
 	r.s.InputModes = card.InputModes
 	r.s.Streaming = card.Streaming
-	r.s.Protocol = contracts.ProtocolInfo{Version: card.Interface.Version, Binding: card.Interface.Binding, URL: card.Interface.URL}
+	r.s.Protocol = contracts.ProtocolInfo{Version: card.Interface.Version, Binding: card.Interface.Binding, URL: card.Interface.URL, DeclaredVersion: card.Interface.DeclaredVersion}
 	r.setSA(SearchA2AAgent.ValueSet(contracts.Truncate(card.Agent.Name, contracts.MaxKeyword)))
 }
 

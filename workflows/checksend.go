@@ -24,7 +24,7 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 		r.setState(ctx, string(contracts.PhaseSending))
 		var in contracts.CheckAndSendInput
 		var res contracts.CheckAndSendResult
-		opts := sendOptions()
+		opts := r.sendOptions()
 		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
 		// Each attempt is built from the state as it is then: a card
 		// adopted by an earlier attempt is the one in use.
@@ -45,7 +45,7 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 			}
 			return err
 		}, func() error {
-			return attempt(r.handoverOptions(ctx, sendOptions()))
+			return attempt(r.handoverOptions(ctx, r.sendOptions()))
 		})
 		if err != nil {
 			return contracts.TaskSnapshot{}, err
@@ -85,6 +85,9 @@ func (r *run) checkSendInput(round int, text string, data json.RawMessage, crede
 		Send: contracts.SendInput{Limits: r.d.EffectiveLimits(), CredentialRef: credentialRef, Message: contracts.OutboundMessage{
 			MessageID: MessageID(r.wfID, r.firstRunID, round), TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Text: text, Data: data,
 		}},
+	}
+	if r.d.SendTimeout != "" {
+		in.Send.Timeout, in.Send.Deadline = r.d.SendTimeoutOf(), r.d.Deadline
 	}
 	if r.s.Interface.URL != "" {
 		in.InUse = &contracts.CardInUse{Interface: r.s.Interface, Signature: r.s.Signature}

@@ -195,26 +195,36 @@ func (s *DelegationSuite) TestFollowUpRefusedTransientlyAfterTheTaskEnded() {
 	s.Len(o.Outputs, 1)
 }
 
-// A cancel that arrives while the first send is in flight: the send is
-// let finish, the task it created is recorded and canceled, and the
-// Outcome names it (the agent's task is not orphaned).
+// A cancel that arrives while the first send is in flight: the cancel does
+// not wait for the send (it is abandoned at once); the task the send made
+// is looked for by its messageId (FindTask), recorded and canceled, and
+// the Outcome names it (the agent's task is not orphaned).
 func (s *DelegationSuite) TestCancelDuringTheSendCancelsTheTaskItCreated() {
-	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).After(10*time.Minute).Return(sent(snap("working")), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityFindTask, mock.Anything, mock.MatchedBy(func(in contracts.FindTaskInput) bool { return in.MessageID == MessageID("wf-1", "", 0) })).
+		Return(contracts.FindTaskResult{Found: true, Snapshot: snap("working")}, nil).Once()
 	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.MatchedBy(func(in contracts.CancelInput) bool { return in.TaskID == "task-1" })).
 		Return(snap("canceled"), nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
 	s.Equal("task-1", o.RemoteTaskID)
+	// The cancel took effect at once, not when the send would have ended.
+	s.Less(s.env.Now().Sub(t0), time.Minute)
+	st := s.state()
+	if s.Len(st.Sends, 2) {
+		s.Equal("abandoned at the stop", st.Sends[0].Result)
+		s.Equal("adopted: found by ListTasks", st.Sends[1].Result)
+	}
 }
 
-// The same when the send then fails with its outcome unknown (the agent
-// took the message and did not answer in time): the Outcome names the
-// messageId as unknown. It said "canceled, remote task none", with nothing
-// of a send the agent had in fact taken and completed.
+// The same when no task of the abandoned send is found (the agent serves
+// no ListTasks, or made none): the Outcome names the messageId as unknown.
+// It said "canceled, remote task none", with nothing of a send the agent
+// had in fact taken and completed.
 func (s *DelegationSuite) TestCancelDuringASendWhoseOutcomeIsUnknown() {
-	unknown := temporal.NewNonRetryableApplicationError("SendMessage: timed out after the request was written", string(contracts.CategoryUnknownOutcome), nil)
-	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).After(10*time.Second).Return(contracts.CheckAndSendResult{}, unknown).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).After(10*time.Minute).Return(sent(snap("working")), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityFindTask, mock.Anything, mock.Anything).Return(contracts.FindTaskResult{NotOffered: true}, nil).Once()
 	s.env.RegisterDelayedCallback(s.env.CancelWorkflow, time.Second)
 	o := s.execute(contract())
 	s.Equal(contracts.StatusCanceled, o.Status)
@@ -222,8 +232,31 @@ func (s *DelegationSuite) TestCancelDuringASendWhoseOutcomeIsUnknown() {
 	s.Contains(o.Error.Message, "outcome is unknown")
 	st := s.state()
 	s.Equal(MessageID("wf-1", "", 0), st.SendInFlight)
-	if s.Len(st.Sends, 1) {
-		s.Equal("unknown_outcome (after the stop)", st.Sends[0].Result)
+	if s.Len(st.Sends, 2) {
+		s.Equal("abandoned at the stop", st.Sends[0].Result)
+		s.Equal("not found: the agent serves no ListTasks", st.Sends[1].Result)
+	}
+}
+
+// A send whose outcome is unknown (it timed out after the request was
+// written) is looked for before anything is sent again: the task found by
+// its messageId is adopted, and no resend makes a second task, whatever
+// on_unknown_outcome says.
+func (s *DelegationSuite) TestUnknownOutcomeFindsTheTaskBeforeAResend() {
+	unknown := temporal.NewNonRetryableApplicationError("SendMessage: timed out after the request was written", string(contracts.CategoryUnknownOutcome), nil)
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(contracts.CheckAndSendResult{Card: claimsCard()}, unknown).Once()
+	s.env.OnActivity(contracts.ActivityFindTask, mock.Anything, mock.MatchedBy(func(in contracts.FindTaskInput) bool {
+		return in.MessageID == MessageID("wf-1", "", 0) && in.Since.Before(t0.Add(time.Second))
+	})).Return(contracts.FindTaskResult{Found: true, Snapshot: snap("completed", claim("claim_opened"))}, nil).Once()
+	d := contract()
+	d.OnUnknownOutcome = contracts.OnUnknownResend
+	o := s.execute(d)
+	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
+	s.Equal("task-1", o.RemoteTaskID)
+	st := s.state()
+	if s.Len(st.Sends, 2) {
+		s.Equal("unknown_outcome", st.Sends[0].Result)
+		s.Equal("adopted: found by ListTasks", st.Sends[1].Result)
 	}
 }
 

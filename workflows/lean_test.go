@@ -102,12 +102,13 @@ func (s *DelegationSuite) TestDeadlineBeforeTheFirstRead() {
 }
 
 // A send that outlasts a close deadline: the deadline timer is started
-// before the send, the send is let finish (SendSettle) and its task
-// canceled.
+// before the send; at the deadline the send is abandoned, the task it made
+// is found by its messageId and canceled.
 func (s *DelegationSuite) TestCloseDeadlineIsArmedBeforeTheSend() {
 	d := contract()
 	d.Deadline = t0.Add(30 * time.Second)
-	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).After(40*time.Second).Return(sent(snap("working")), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, round(0)).After(40*time.Second).Return(sent(snap("working")), nil).Maybe()
+	s.env.OnActivity(contracts.ActivityFindTask, mock.Anything, mock.Anything).Return(contracts.FindTaskResult{Found: true, Snapshot: snap("working")}, nil).Once()
 	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status)

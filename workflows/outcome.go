@@ -136,10 +136,8 @@ func (r *run) finish(snap contracts.TaskSnapshot) contracts.Outcome {
 
 func (r *run) outcome(status contracts.Status, e *contracts.ErrorInfo) contracts.Outcome {
 	switch {
-	case e != nil && r.s.SendInFlight != "" && r.sendEndedUnknown:
-		e.Message += fmt.Sprintf("; a send (messageId %s) in flight at the stop ended without a reply: its outcome is unknown", r.s.SendInFlight)
 	case e != nil && r.s.SendInFlight != "":
-		e.Message += fmt.Sprintf("; a send (messageId %s) was still in flight %s after the stop: its outcome is unknown", r.s.SendInFlight, SendSettle)
+		e.Message += fmt.Sprintf("; a send (messageId %s) in flight at the stop was abandoned or ended without a reply, and no task of it was found: its outcome is unknown", r.s.SendInFlight)
 	}
 	return contracts.Outcome{
 		LocalWorkflowID: r.d.LocalWorkflowID, Status: status,

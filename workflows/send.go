@@ -19,6 +19,7 @@ import (
 func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.RawMessage, credentialRef string) (contracts.TaskSnapshot, error) {
 	msgID := MessageID(r.wfID, r.firstRunID, round)
 	autoResends := 0
+	firstSent := workflow.Now(ctx)
 	for {
 		snap, err := r.checkAndSend(ctx, round, text, data, credentialRef)
 		if err == nil {
@@ -28,8 +29,15 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 		if errorType(err) != string(contracts.CategoryUnknownOutcome) {
 			return contracts.TaskSnapshot{}, err
 		}
-		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "unknown_outcome"})
+		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "unknown_outcome", Error: contracts.Truncate(errorText(err), 500)})
 		r.arm(ctx)
+		if r.s.RemoteTaskID == "" {
+			// The send may have made a task whose id never came back:
+			// look for it before anything is sent again.
+			if snap, found, ferr := r.findSent(ctx, round, msgID, firstSent, credentialRef, false); ferr != nil || found {
+				return snap, ferr
+			}
+		}
 		if r.d.OnUnknownOutcome == contracts.OnUnknownResend && autoResends < contracts.MaxAutoResends {
 			autoResends++
 			continue
@@ -42,16 +50,62 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 	}
 }
 
+// findSent looks for the task that round's message (msgID, first sent at
+// since) may have made, by the FindTask activity (A2A 1.0 ListTasks): a
+// task found is adopted and recorded ("adopted: found by ListTasks"), so
+// that no resend makes a second one. An agent that serves no ListTasks, or
+// a look that fails, leaves the send's outcome unknown, handled by the
+// contract's policy. err is a stop (deadline, cancel) only.
+func (r *run) findSent(ctx workflow.Context, round int, msgID string, since time.Time, credentialRef string, stopping bool) (contracts.TaskSnapshot, bool, error) {
+	in := contracts.FindTaskInput{Interface: r.s.Interface, MessageID: msgID,
+		Card: contracts.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard}, Since: since.Add(-time.Minute), CredentialRef: credentialRef, Limits: r.d.EffectiveLimits()}
+	var res contracts.FindTaskResult
+	opts := workflow.ActivityOptions{StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3}}
+	var err error
+	if stopping {
+		// A stop is under way (ctx disconnected): the look runs to its end.
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), contracts.ActivityFindTask, in).Get(ctx, &res)
+	} else if err = r.activity(ctx, opts, contracts.ActivityFindTask, in, &res); err != nil && (r.interrupt() != nil || temporal.IsCanceledError(err)) {
+		return contracts.TaskSnapshot{}, false, err
+	}
+	if err != nil {
+		res.Error = errorText(err)
+	}
+	if c := res.Card; c != nil && r.s.Interface.URL == "" && c.Agent.CardDigest != "" {
+		// The send never said which card it used: the one FindTask read
+		// is the delegation's now (as CheckAndSend's would have been), so
+		// that the task found can be followed and canceled.
+		r.s.Agent, r.s.Signature = c.Agent, c.Verification
+		if c.Usable() {
+			r.adopt(ctx, *c)
+		}
+	}
+	note := "ListTasks found no task with this messageId"
+	switch {
+	case res.Found && res.Snapshot.TaskID != "":
+		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "adopted: found by ListTasks"})
+		return res.Snapshot, true, nil
+	case res.NotOffered:
+		note = "the agent serves no ListTasks"
+	case res.Error != "":
+		note = "ListTasks failed: " + contracts.Truncate(res.Error, 300)
+	}
+	r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "not found: " + note})
+	return contracts.TaskSnapshot{}, false, nil
+}
+
 // inFlight runs a send activity fn; get reads its result and the snapshot
 // of the task it created. Nothing is upserted before it, and the deadline
 // timer is started only when the send could outlast the deadline (retried
 // by Temporal, or the deadline closer than one attempt): otherwise the
-// send ends first. A send that is in flight when the delegation is
-// interrupted (cancel, deadline, revoke) is not abandoned: it runs on in a
-// disconnected context, is awaited for SendSettle at most, and the task it
-// created is recorded, so that the stop that follows cancels it. A send
-// that does not finish in time is recorded in contracts.State.SendInFlight
-// with its messageId.
+// send ends first. A stop (cancel, deadline, revoke) never waits for a
+// send in flight: the send is abandoned at once (its activity canceled;
+// it sees that at its next heartbeat and drops the call), and, when the
+// send could have made a task whose id is not known (a first message),
+// the task is looked for (FindTask: A2A 1.0 ListTasks by messageId) so
+// that the stop that follows cancels it. One not found is recorded in
+// contracts.State.SendInFlight with its messageId.
 func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, round int, msgID string, fn, in any, get func(workflow.Context, workflow.Future) (contracts.TaskSnapshot, error)) error {
 	left := r.d.Deadline.Sub(workflow.Now(ctx))
 	if opts.RetryPolicy == nil || opts.RetryPolicy.MaximumAttempts != 1 || left <= opts.StartToCloseTimeout+SendSettle {
@@ -74,9 +128,12 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 		r.stoppedBeforeSend = true
 		return err
 	}
+	sent := workflow.Now(ctx)
 	dctx, dcancel := workflow.NewDisconnectedContext(ctx)
 	defer dcancel()
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, opts), fn, in)
+	actx, abandon := workflow.WithCancel(dctx)
+	defer abandon()
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, opts), fn, in)
 	werr := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil })
 	if werr == nil && f.IsReady() {
 		_, err := get(ctx, f)
@@ -86,30 +143,43 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 	if stop == nil {
 		stop = r.interrupt()
 	}
-	// Interrupted with the send in flight: let it finish (bounded).
-	timer := workflow.NewTimer(dctx, SendSettle)
-	_ = workflow.Await(dctx, func() bool { return f.IsReady() || timer.IsReady() })
-	if !f.IsReady() {
-		r.s.SendInFlight = msgID
+	if f.IsReady() {
+		// It finished in the same workflow task as the stop.
+		r.sentAtStop(dctx, round, msgID, f, get)
 		return stop
 	}
+	// Interrupted with the send in flight: abandoned at once.
+	abandon()
+	r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "abandoned at the stop"})
+	if r.s.RemoteTaskID != "" {
+		// A follow-up: the task is known, the stop cancels it.
+		return stop
+	}
+	if snap, found, _ := r.findSent(dctx, round, msgID, sent, "", true); found && snap.TaskID != "" && snap.State != contracts.TaskStateMessage {
+		r.observe(dctx, snap)
+		return stop
+	}
+	r.s.SendInFlight, r.sendEndedUnknown = msgID, true
+	return stop
+}
+
+// sentAtStop records what a send that ended with the stop made: the task
+// (the stop then cancels it), or that its outcome is unknown.
+func (r *run) sentAtStop(dctx workflow.Context, round int, msgID string, f workflow.Future, get func(workflow.Context, workflow.Future) (contracts.TaskSnapshot, error)) {
 	snap, err := get(dctx, f)
 	switch {
 	case err == nil && snap.TaskID != "" && snap.State != contracts.TaskStateMessage:
 		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
 		r.observe(dctx, snap)
 	case err != nil && deliveryUnknown(err):
-		// It ended without saying what it created (it timed out after the
-		// request was written): the agent may have taken the message, so
-		// the Outcome names it as unknown, as for a send still running.
 		r.s.SendInFlight, r.sendEndedUnknown = msgID, true
 		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "unknown_outcome (after the stop)"})
 	}
-	return stop
 }
 
-// SendSettle bounds how long an interrupted delegation waits for a send in
-// flight to finish, so that the task it created can be canceled.
+// SendSettle is the margin before the deadline within which a send arms
+// the deadline timer before it starts (a send that could end after the
+// deadline).
 const SendSettle = 45 * time.Second
 
 // retrying runs call, and again after each transient failure (an

@@ -26,13 +26,14 @@ func main() {
 	grpcAddr := flag.String("grpc-addr", "", "host:port to serve the gRPC interface on (A2A 1.0 §10), listed in the card as GRPC at that address (default: none)")
 	grpcOnly := flag.Bool("grpc-only", false, "with --grpc-addr: the card lists only the gRPC interfaces (the HTTP interfaces still serve), so a client must use gRPC")
 	stubborn := flag.Duration("stubborn-delay", 2*time.Minute, "how long a \"stubborn\" task works before it completes")
+	think := flag.Duration("think-delay", claimsagent.DefaultThinkDelay, "how long a \"think\" task works inside the send before it completes")
 	flag.Usage = usage
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "claims-agent: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	cfg := claimsagent.Config{WorkDelay: *delay, StubbornDelay: *stubborn, StateDir: *stateDir, AuthToken: os.Getenv("CLAIMS_AGENT_AUTH_TOKEN")}
+	cfg := claimsagent.Config{WorkDelay: *delay, StubbornDelay: *stubborn, ThinkDelay: *think, StateDir: *stateDir, AuthToken: os.Getenv("CLAIMS_AGENT_AUTH_TOKEN")}
 	if *signKey != "" {
 		if *kid == "" {
 			fmt.Fprintln(os.Stderr, "claims-agent: --kid is required with --sign-key")

@@ -200,7 +200,7 @@ func printCardReport(w io.Writer, out cardReport) {
 	fmt.Fprintf(tw, "signature:\t%s%s\n", out.Signature, reasonSuffix(clean(out.Verification.Reason)))
 	fmt.Fprintf(tw, "signature required:\t%v\n", out.SignatureRequired)
 	if out.Interface != nil {
-		fmt.Fprintf(tw, "interface:\tA2A %s over %s at %s\n", out.Interface.Version, out.Interface.Binding, clean(out.Interface.URL))
+		fmt.Fprintf(tw, "interface:\tA2A %s over %s at %s%s\n", out.Interface.Version, out.Interface.Binding, clean(out.Interface.URL), declared(out.Interface.DeclaredVersion))
 	} else {
 		fmt.Fprintf(tw, "interface:\tnone: %s\n", clean(out.InterfaceError))
 	}

@@ -84,7 +84,7 @@ func TestContractErrorsSayWhere(t *testing.T) {
 // --version names the versions built in.
 func TestVersion(t *testing.T) {
 	out, _, code := cli(t, "--version")
-	if code != 0 || !strings.HasPrefix(out, "delegate ") || !strings.Contains(out, "Temporal server v1.32.1") || !strings.Contains(out, "a2a-go v2.3.1") {
+	if code != 0 || !strings.HasPrefix(out, "delegate ") || !strings.Contains(out, "Temporal server v1.32.1") || !strings.Contains(out, "a2a-go v2.4.0") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }
@@ -340,4 +340,17 @@ func TestStatusAnswersAndStarter(t *testing.T) {
 	if got := out.String(); strings.Contains(got, "started by") || strings.Contains(got, "answers") {
 		t.Errorf("status with no starter and no answer prints\n%s", got)
 	}
+}
+
+// --send-timeout sets the contract's send_timeout, checked like it: past an
+// hour is a usage error naming the flag, before anything is dialed.
+func TestStartSendTimeout(t *testing.T) {
+	ok := writeFile(t, "ok.json", `{"local_workflow_id": "x", "agent_card_url": "http://127.0.0.1:9/.well-known/agent-card.json",
+ "skill": "open-claim", "purpose": "p", "message": {"text": "hi"}, "allowed_outputs": ["claim_opened"],
+ "deadline_in": "1h", "write_authority": "none"}`)
+	wantExit(t, exitUsage, []string{"--send-timeout: must be 1s to 1h0m0s, got 2h0m0s"}, "start", "--contract", ok, "--send-timeout", "2h", "--address", "127.0.0.1:1")
+	bad := writeFile(t, "bad.json", `{"local_workflow_id": "x", "agent_card_url": "http://127.0.0.1:9/.well-known/agent-card.json",
+ "skill": "open-claim", "purpose": "p", "message": {"text": "hi"}, "allowed_outputs": ["claim_opened"],
+ "deadline_in": "1h", "write_authority": "none", "send_timeout": "forever"}`)
+	wantExit(t, exitUsage, []string{`send_timeout: "forever" is not a Go duration`}, "start", "--contract", bad, "--address", "127.0.0.1:1")
 }

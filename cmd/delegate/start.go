@@ -20,9 +20,9 @@ import (
 func newStartCmd(cf *clientFlags) *cobra.Command {
 	var contractPath string
 	var wait bool
-	var deadlineIn time.Duration
+	var deadlineIn, sendTimeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "start --contract FILE [--deadline-in DURATION] [--wait]",
+		Use:   "start --contract FILE [--deadline-in DURATION] [--send-timeout DURATION] [--wait]",
 		Short: "Start a delegation from a contract file and print its workflow id",
 		Long: `Start a delegation. The contract (JSON, see contracts/examples/lost-parcel.json) is
 decoded strictly and validated before anything is sent. The workflow id is the
@@ -30,6 +30,8 @@ contract's local_workflow_id; starting a second delegation under a running id fa
 The deadline is absolute ("deadline": an RFC 3339 time) or relative ("deadline_in":
 a Go duration such as "1h", resolved to now + the duration before the start);
 --deadline-in overrides either. The started contract always holds the absolute time.
+--send-timeout sets the contract's send_timeout (how long one send may take before its
+outcome is unknown: for agents that do their work inside the send; default 30s, at most 1h).
 With --wait, print each state change as it happens and the Outcome JSON at the end;
 the exit code is 0 only when the status is "completed".`,
 		Args: cobra.NoArgs,
@@ -55,6 +57,15 @@ the exit code is 0 only when the status is "completed".`,
 			if err != nil {
 				return usageErr(fmt.Errorf("contract %s:\n%w", contractPath, err))
 			}
+			if cmd.Flags().Changed("send-timeout") {
+				d.SendTimeout = sendTimeout.String()
+				var fe *contracts.FieldError
+				if err := d.Validate(now); errors.As(err, &fe) && fe.Field == "send_timeout" {
+					return usageErr(fmt.Errorf("--send-timeout: %s", fe.Rule))
+				} else if err != nil {
+					return usageErr(fmt.Errorf("contract %s:\n%w", contractPath, err))
+				}
+			}
 			ctx := cmd.Context()
 			c, err := cf.dial(cmd)
 			if err != nil {
@@ -77,6 +88,7 @@ the exit code is 0 only when the status is "completed".`,
 	}
 	cmd.Flags().StringVar(&contractPath, "contract", "", "contract JSON file (- for stdin)")
 	cmd.Flags().DurationVar(&deadlineIn, "deadline-in", 0, "deadline this long from now (a Go duration: 30m, 1h, 72h; at most 366 days), overriding the contract's deadline or deadline_in")
+	cmd.Flags().DurationVar(&sendTimeout, "send-timeout", 0, "how long one send may take before its outcome is unknown (a Go duration: 90s, 5m; 1s to 1h; default 30s), overriding the contract's send_timeout")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the outcome, printing each state change")
 	return cmd
 }

@@ -146,7 +146,7 @@ func printState(w io.Writer, s contracts.State, given, starter string) {
 	row("agent", strings.TrimSpace(s.Agent.Name+" "+s.Agent.CardURL))
 	row("card digest", s.Agent.CardDigest)
 	if s.Protocol.Version != "" {
-		row("protocol", fmt.Sprintf("A2A %s over %s at %s", s.Protocol.Version, s.Protocol.Binding, s.Protocol.URL))
+		row("protocol", fmt.Sprintf("A2A %s over %s at %s%s", s.Protocol.Version, s.Protocol.Binding, s.Protocol.URL, declared(s.Protocol.DeclaredVersion)))
 	}
 	if s.Interface.Auth != nil {
 		// The scheme calls are authenticated with (the card's, as the
@@ -303,4 +303,13 @@ func fmtTime(t *time.Time) string {
 func printJSON(w io.Writer, v any) {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	fmt.Fprintln(w, string(b))
+}
+
+// declared names the card's own protocolVersion when the wire spoken is
+// another (an interface at 0.2.x is spoken as 0.3).
+func declared(v string) string {
+	if v == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (the card declares %s)", clean(v))
 }

@@ -26,6 +26,7 @@ const (
 	ScenarioStubborn   = "stubborn"
 	ScenarioAuth       = "auth"
 	ScenarioHang       = "hang"
+	ScenarioThink      = "think"
 )
 
 // Scenarios lists every scenario with what the agent does in it, in the
@@ -40,7 +41,12 @@ var Scenarios = []struct{ Name, Does string }{
 	{ScenarioStubborn, "refuses CancelTask (TaskNotCancelable) and completes after --stubborn-delay (try cancel: cancel_unconfirmed)"},
 	{ScenarioAuth, "AUTH_REQUIRED; a follow-up carrying \"Authorization: Bearer $CLAIMS_AGENT_AUTH_TOKEN\" lets it complete"},
 	{ScenarioHang, "creates the task and completes it, but answers the first delivery of the message only after 40 s (longer than the worker's 30 s send timeout: unknown_outcome)"},
+	{ScenarioThink, "works inside the send, as agent frameworks that run their model there do: ignores returnImmediately (a send is answered when the task is done), completes after --think-delay (default 40 s), and makes a new task for every delivery of a messageId (no deduplication); a streaming send gets the task at once"},
 }
+
+// DefaultThinkDelay is how long a "think" task works before it completes
+// unless Config.ThinkDelay says otherwise.
+const DefaultThinkDelay = 40 * time.Second
 
 // DefaultHangDelay is how long scenario "hang" holds its first answer
 // unless Config.HangDelay says otherwise.
@@ -63,6 +69,7 @@ type executor struct {
 	workDelay     time.Duration
 	hangDelay     time.Duration
 	stubbornDelay time.Duration
+	thinkDelay    time.Duration
 	authToken     string
 	authWait      map[a2a.TaskID]chan struct{}
 
@@ -72,13 +79,16 @@ type executor struct {
 }
 
 func newExecutor(cfg Config) *executor {
-	e := &executor{workDelay: cfg.WorkDelay, hangDelay: cfg.HangDelay, stubbornDelay: cfg.StubbornDelay,
+	e := &executor{workDelay: cfg.WorkDelay, hangDelay: cfg.HangDelay, stubbornDelay: cfg.StubbornDelay, thinkDelay: cfg.ThinkDelay,
 		scenarios: map[a2a.TaskID]string{}, orders: map[a2a.TaskID]string{}, authWait: map[a2a.TaskID]chan struct{}{}}
 	if e.hangDelay == 0 {
 		e.hangDelay = DefaultHangDelay
 	}
 	if e.stubbornDelay == 0 {
 		e.stubbornDelay = DefaultStubbornDelay
+	}
+	if e.thinkDelay == 0 {
+		e.thinkDelay = DefaultThinkDelay
 	}
 	return e
 }
@@ -118,6 +128,14 @@ func (e *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield 
 		e.complete(ec, order, "refund_issued", yield)
 	case ScenarioSlow:
 		<-ctx.Done()
+	case ScenarioThink:
+		t := time.NewTimer(e.thinkDelay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			e.complete(ec, order, ArtifactKind, yield)
+		case <-ctx.Done():
+		}
 	case ScenarioStubborn:
 		// Refuses to be canceled and completes after Config.StubbornDelay.
 		t := time.NewTimer(e.stubbornDelay)

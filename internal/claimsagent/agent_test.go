@@ -59,7 +59,7 @@ func TestCard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(card.SupportedInterfaces) != 3 || !card.Capabilities.Streaming || len(card.Skills) != 1 || card.Skills[0].ID != SkillID {
+	if len(card.SupportedInterfaces) != 4 || !card.Capabilities.Streaming || len(card.Skills) != 1 || card.Skills[0].ID != SkillID {
 		t.Errorf("card = %+v", card)
 	}
 }
@@ -233,6 +233,35 @@ func TestGRPCOnlyCard(t *testing.T) {
 	for _, i := range card.SupportedInterfaces {
 		if i.ProtocolBinding != "GRPC" || i.URL != "127.0.0.1:10" {
 			t.Errorf("interface %+v, want GRPC at 127.0.0.1:10", i)
+		}
+	}
+}
+
+// The agent serves ListTasks (A2A 1.0 §3.1.4) to its callers, none of
+// whom it names: a message's task is found by its messageId in the task's
+// history (what a client does after a send whose reply was lost).
+func TestListTasksFindsTheTaskOfAMessage(t *testing.T) {
+	for _, stateDir := range []string{"", t.TempDir()} {
+		_, base := start(t, func(c *Config) { c.StateDir = stateDir })
+		ctx := context.Background()
+		c := dial(t, ctx, base, a2a.TransportProtocolJSONRPC)
+		m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("lost parcel A-1001"))
+		task := send(t, ctx, c, m)
+		hist := 5
+		list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{HistoryLength: &hist})
+		if err != nil {
+			t.Fatalf("ListTasks (state dir %q): %v", stateDir, err)
+		}
+		found := false
+		for _, lt := range list.Tasks {
+			for _, h := range lt.History {
+				if lt.ID == task.ID && h.ID == m.ID {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("ListTasks (state dir %q) = %d tasks, none holding the message", stateDir, len(list.Tasks))
 		}
 	}
 }

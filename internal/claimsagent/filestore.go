@@ -39,6 +39,14 @@ type fileStore struct {
 	mu sync.Mutex // orders the writes of one store
 }
 
+// storeConfig is the task store's configuration: every caller is one user
+// ("caller"), so that ListTasks (A2A 1.0 §3.1.4), which a2a-go's in-memory
+// store refuses to an anonymous caller, lists the tasks; the agent has no
+// users of its own (RequireBearer is one token for all).
+func storeConfig() *taskstore.InMemoryStoreConfig {
+	return &taskstore.InMemoryStoreConfig{Authenticator: func(context.Context) (string, error) { return "caller", nil }}
+}
+
 // openFileStore opens (creating it when missing) the state directory dir,
 // locks it, loads the tasks stored there, and returns the message ids of
 // their histories (message id → task id) for the idempotency table.
@@ -56,7 +64,7 @@ func openFileStore(dir string) (*fileStore, map[string]a2a.TaskID, error) {
 		_ = lock.Close()
 		return nil, nil, fmt.Errorf("state dir %s is in use by another claims agent (%v)", dir, err)
 	}
-	s := &fileStore{InMemory: taskstore.NewInMemory(nil), dir: dir, lock: lock}
+	s := &fileStore{InMemory: taskstore.NewInMemory(storeConfig()), dir: dir, lock: lock}
 	fail := func(err error) (*fileStore, map[string]a2a.TaskID, error) {
 		_ = s.Close()
 		return nil, nil, err

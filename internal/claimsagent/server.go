@@ -20,6 +20,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	a2apush "github.com/a2aproject/a2a-go/v2/a2asrv/push"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"github.com/a2adelegate/delegate/cards"
@@ -33,6 +34,10 @@ const (
 	// for clients and tests of the 0.3 path; listed in the card with
 	// protocolVersion "0.3".
 	LegacyJSONRPCPath = "/a2a/v0.3/jsonrpc"
+	// LegacyRESTPath serves A2A 0.3 HTTP+JSON (a2a-go/v2 a2acompat/a2av0,
+	// the 0.3 §3.2.3 paths under /v1 and proto JSON bodies); listed in
+	// the card with protocolVersion "0.3".
+	LegacyRESTPath = "/a2a/v0.3/rest"
 )
 
 // SkillID is the id of the agent's only skill.
@@ -78,6 +83,9 @@ type Config struct {
 	// HangDelay is how long scenario "hang" holds the answer to the first
 	// delivery of a message (0: DefaultHangDelay).
 	HangDelay time.Duration
+	// ThinkDelay is how long a "think" task works, inside the send, before
+	// it completes (0: DefaultThinkDelay).
+	ThinkDelay time.Duration
 	// StubbornDelay is how long a "stubborn" task works before it
 	// completes (0: DefaultStubbornDelay).
 	StubbornDelay time.Duration
@@ -255,7 +263,12 @@ func Open(cfg Config) (*Agent, error) {
 	// for a task gets every later event of it POSTed there (a2a-go's
 	// sender, with the config's token in A2A-Notification-Token).
 	opts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(logger),
-		a2asrv.WithPushNotifications(a2apush.NewInMemoryStore(), a2apush.NewHTTPPushSender(&a2apush.HTTPSenderConfig{Timeout: 10 * time.Second}))}
+		a2asrv.WithPushNotifications(a2apush.NewInMemoryStore(), a2apush.NewHTTPPushSender(&a2apush.HTTPSenderConfig{Timeout: 10 * time.Second,
+			// The example agent pushes to the worker's webhook on this
+			// machine (make run, the tests): a2a-go v2.4.0 refuses loopback
+			// and private webhook addresses unless told (its SSRF guard,
+			// A2A 1.0 §13.2, a2a-go#373).
+			AllowPrivateNetworks: true}))}
 	if cfg.GRPCURL != "" {
 		grpcIfaces := []*a2a.AgentInterface{a2a.NewAgentInterface(cfg.GRPCURL, a2a.TransportProtocolGRPC),
 			{URL: cfg.GRPCURL, ProtocolBinding: a2a.TransportProtocolGRPC, ProtocolVersion: a2av0.Version}}
@@ -277,6 +290,9 @@ func Open(cfg Config) (*Agent, error) {
 		opts = append(opts, a2asrv.WithExtendedAgentCard(&ext))
 	}
 	h := &dedupHandler{seen: map[string]*sendEntry{}, onCommit: cfg.OnCommit, exec: ex}
+	if cfg.StateDir == "" {
+		opts = append(opts, a2asrv.WithTaskStore(taskstore.NewInMemory(storeConfig())))
+	}
 	if cfg.StateDir != "" {
 		store, seen, err := openFileStore(cfg.StateDir)
 		if err != nil {
@@ -299,6 +315,7 @@ func Open(cfg Config) (*Agent, error) {
 	mux.Handle(JSONRPCPath, a.recordTrace(a.auth(a2asrv.NewJSONRPCHandler(h))))
 	mux.Handle(RESTPath+"/", a.recordTrace(a.auth(http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(h)))))
 	mux.Handle(LegacyJSONRPCPath, a.recordTrace(a.auth(a2av0.NewJSONRPCHandler(h))))
+	mux.Handle(LegacyRESTPath+"/", a.recordTrace(a.auth(http.StripPrefix(LegacyRESTPath, a2av0.NewRESTHandler(h)))))
 	return a, nil
 }
 
@@ -313,6 +330,7 @@ func Card(base string) *a2a.AgentCard {
 			a2a.NewAgentInterface(base+JSONRPCPath, a2a.TransportProtocolJSONRPC),
 			a2a.NewAgentInterface(base+RESTPath, a2a.TransportProtocolHTTPJSON),
 			{URL: base + LegacyJSONRPCPath, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version},
+			{URL: base + LegacyRESTPath, ProtocolBinding: a2a.TransportProtocolHTTPJSON, ProtocolVersion: a2av0.Version},
 		},
 		Capabilities:       a2a.AgentCapabilities{Streaming: true, PushNotifications: true},
 		DefaultInputModes:  []string{"text/plain", "application/json"},
@@ -341,6 +359,21 @@ func (a *Agent) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeH
 
 // TaskCount returns how many distinct tasks the agent created.
 func (a *Agent) TaskCount() int { return a.handler.taskCount() }
+
+// TasksOf counts the tasks whose execution started with scenario (every
+// task the agent made, deduplicated or not).
+func (a *Agent) TasksOf(scenario string) int {
+	e := a.handler.exec
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, s := range e.scenarios {
+		if s == scenario {
+			n++
+		}
+	}
+	return n
+}
 
 // MessageCount returns how many distinct messages (by messageId) the agent
 // accepted.
@@ -383,6 +416,8 @@ type dedupHandler struct {
 	onCommit func(string)
 	exec     *executor
 	store    *fileStore // nil: the table is kept in memory only
+	// thinkSends counts the deliveries of "think" first messages.
+	thinkSends int
 }
 
 type sendEntry struct {
@@ -457,6 +492,9 @@ func (h *dedupHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequ
 			return h.RequestHandler.GetTask(ctx, &a2a.GetTaskRequest{ID: tid})
 		}
 	}
+	if scenario, _ := readRequest(req.Message); scenario == ScenarioThink && req.Message.TaskID == "" {
+		return h.think(ctx, req)
+	}
 	e, first := h.claim(id)
 	if !first {
 		if t, ok, err := h.replay(ctx, e); ok {
@@ -491,9 +529,53 @@ func (h *dedupHandler) SendMessage(ctx context.Context, req *a2a.SendMessageRequ
 	return res, err
 }
 
+// think is scenario "think"'s send: every delivery is a new task (no
+// deduplication), and the send is answered only when the task is done,
+// whatever returnImmediately says; the work goes on when the caller gives
+// up.
+func (h *dedupHandler) think(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	blocking := *req
+	cfg := a2a.SendMessageConfig{}
+	if req.Config != nil {
+		cfg = *req.Config
+	}
+	cfg.ReturnImmediately = false
+	blocking.Config = &cfg
+	h.mu.Lock()
+	h.thinkSends++
+	h.mu.Unlock()
+	res, err := h.RequestHandler.SendMessage(context.WithoutCancel(ctx), &blocking)
+	if t, ok := res.(*a2a.Task); ok && err == nil {
+		h.mu.Lock()
+		if h.tasks == nil {
+			h.tasks = map[a2a.TaskID]bool{}
+		}
+		h.tasks[t.ID] = true
+		h.mu.Unlock()
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return res, err
+}
+
 func (h *dedupHandler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	if req == nil || req.Message == nil || req.Message.ID == "" {
 		return h.RequestHandler.SendStreamingMessage(ctx, req)
+	}
+	if scenario, _ := readRequest(req.Message); scenario == ScenarioHang && req.Message.TaskID == "" {
+		// Scenario "hang" holds the answer to a streaming send too: the
+		// stream's first event comes as late as SendMessage's reply.
+		return func(yield func(a2a.Event, error) bool) {
+			res, err := h.SendMessage(ctx, req)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if ev, ok := res.(a2a.Event); ok {
+				yield(ev, nil)
+			}
+		}
 	}
 	return func(yield func(a2a.Event, error) bool) {
 		id := req.Message.ID
@@ -511,6 +593,9 @@ func (h *dedupHandler) SendStreamingMessage(ctx context.Context, req *a2a.SendMe
 			if ev != nil && tid == "" {
 				if info := ev.TaskInfo(); info.TaskID != "" {
 					tid = info.TaskID
+					if h.onCommit != nil {
+						h.onCommit(string(tid))
+					}
 				}
 			}
 			if !yield(ev, err) {

@@ -20,6 +20,16 @@ import (
 	"time"
 )
 
+// BigNumbers are the members ScenarioBigNumbers adds to the claim_opened
+// data, each written into the JSON as the exact text given here: numbers a
+// float64 cannot hold (an int64 above 2^53, decimals of 30 digits).
+var BigNumbers = map[string]string{
+	"ledger_ref": "7615917337495251231",
+	"amount":     "123456789012345678901234567890.123456789012345678901234567890",
+	"ratio":      "0.100000000000000000000000000001",
+	"negative":   "-9223372036854775808",
+}
+
 // SDK lines of the a2a-js agent, for Options.SDK.
 const (
 	// SDK1 is @a2a-js/sdk 1.3.0: A2A 1.0, card with supportedInterfaces
@@ -87,6 +97,9 @@ const (
 	ScenarioLostParcel = "lost-parcel"
 	// ScenarioInstant: a Task COMPLETED at once with the claim_opened artifact.
 	ScenarioInstant = "instant"
+	// ScenarioBigNumbers: as ScenarioInstant, the artifact's data also
+	// holding BigNumbers, written as those exact texts.
+	ScenarioBigNumbers = "big-numbers"
 	// ScenarioFail: SUBMITTED, WORKING, then FAILED with FailText.
 	ScenarioFail = "fail"
 	// ScenarioReject: SUBMITTED, then REJECTED with RejectText.

@@ -136,7 +136,7 @@ type target struct {
 	sdk     string
 	binding string
 	version a2a.ProtocolVersion
-	// skip names a known mismatch between a2a-go v2.3.1 and the a2a-js
+	// skip names a known mismatch between a2a-go v2.4.0 and the a2a-js
 	// server for this target; the subtest is skipped with it.
 	skip string
 	// errSkip names a mismatch in error responses only (TestErrors).
@@ -151,26 +151,25 @@ var targets = []target{
 }
 
 // mismatch1RESTErrors: a2a-js 1.3.0 answers REST errors as A2A 1.0 §11.6
-// shows, with Content-Type "application/a2a+json"; a2a-go v2.3.1
+// shows, with Content-Type "application/a2a+json"; a2a-go v2.4.0
 // (internal/rest FromRESTError) decodes an error body only when the
 // Content-Type starts with "application/json" and otherwise returns
 // a2a.ErrServerError, so every REST error comes back as "server error".
-const mismatch1RESTErrors = "a2a-go v2.3.1 REST client vs a2a-js 1.3.0 REST errors: the server sends e.g. HTTP 404 " +
+const mismatch1RESTErrors = "a2a-go v2.4.0 REST client vs a2a-js 1.3.0 REST errors: the server sends e.g. HTTP 404 " +
 	"Content-Type: application/a2a+json {\"error\":{\"code\":404,\"status\":\"NOT_FOUND\",\"message\":\"Task not found: ...\"," +
 	"\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"reason\":\"TASK_NOT_FOUND\",\"domain\":\"a2a-protocol.org\"}]}} " +
 	"(A2A 1.0 §11.6); the client decodes error bodies only for Content-Type application/json and returns a2a.ErrServerError " +
 	"(\"server error\") instead of ErrTaskNotFound / ErrTaskNotCancelable / ErrUnsupportedOperation"
 
-// mismatch03REST: a2a-go v2.3.1's 0.3 REST client (a2acompat/a2av0) and the
-// a2a-js 0.3.14 REST server (restHandler) do not understand each other.
-const mismatch03REST = "a2a-go v2.3.1 a2av0 REST client vs a2a-js 0.3.14 REST server: " +
-	"(1) the client uses the 1.0 paths {base}/message:send, /tasks/{id}, /tasks/{id}:cancel, the server the A2A 0.3 §3.2.3 paths " +
-	"{base}/v1/message:send, /v1/tasks/{id}, /v1/tasks/{id}:cancel (HTTP 404 with an empty body); " +
-	"(2) the client sends JSON-RPC-shaped bodies (kind, parts, role \"user\", snake_case keys), the server wants the proto JSON " +
-	"(content, role \"ROLE_USER\", data parts as {\"data\":{\"data\":...}}): HTTP 400 {\"code\":-32602,\"message\":\"Invalid role: -1\"}; " +
-	"(3) the client accepts only HTTP 200, the server answers send with 201 and cancel with 202; " +
-	"(4) the client expects a bare kind-tagged Task, the server sends {\"task\":{...}} with states TASK_STATE_* " +
-	"(cancel: TASK_STATE_CANCELLED) and no kind"
+// mismatch03REST: a2a-go v2.4.0's 0.3 REST client (a2acompat/a2av0, which
+// since a2a-go#371 speaks the A2A 0.3 §3.2.3 paths and proto JSON bodies)
+// and the a2a-js 0.3.14 REST server still do not understand each other on
+// one point: the client takes only HTTP 200 and 204 as success, the server
+// answers a send with 201 and a cancel with 202. delegate's wire seam
+// (a2aclient wireTransport) reads those as 200; e2e's js03-rest-only peer
+// runs every scenario through it.
+const mismatch03REST = "a2a-go v2.4.0 a2av0 REST client vs a2a-js 0.3.14 REST server: the client accepts only HTTP 200 and 204, " +
+	"the server answers message:send with 201 and tasks/{id}:cancel with 202 (the body, {\"task\":{...}} in proto JSON, is what the client reads)"
 
 var bindingNames = map[string]string{BindingJSONRPC: "JSONRPC", BindingREST: "HTTP+JSON"}
 
@@ -656,7 +655,7 @@ func TestSignedCard(t *testing.T) {
 	})
 }
 
-// TestScenarios drives every scenario through a2a-go v2.3.1 against each
+// TestScenarios drives every scenario through a2a-go v2.4.0 against each
 // a2a-js server and binding.
 func TestScenarios(t *testing.T) {
 	requireAgent(t)
@@ -1394,7 +1393,7 @@ func TestOAuth(t *testing.T) {
 	})
 }
 
-// mismatchExtendedCard: a2a-go v2.3.1's JSON-RPC GetExtendedAgentCard
+// mismatchExtendedCard: a2a-go v2.4.0's JSON-RPC GetExtendedAgentCard
 // decodes the result with its own AgentCard JSON model, which reads a
 // SecurityRequirement only as {"schemes": {NAME: [scopes]}}; the a2a-js
 // 1.3.0 server writes the extended card through its generated
@@ -1402,7 +1401,7 @@ func TestOAuth(t *testing.T) {
 // [scopes]}}} (the SDK has no other form for it), so the call fails whenever
 // the extended card declares a requirement. Over gRPC a2a-go reads it
 // (protobuf). This repository's cards.Parse reads both forms.
-const mismatchExtendedCard = "a2a-go v2.3.1 JSON-RPC GetExtendedAgentCard vs a2a-js 1.3.0: the extended card's " +
+const mismatchExtendedCard = "a2a-go v2.4.0 JSON-RPC GetExtendedAgentCard vs a2a-js 1.3.0: the extended card's " +
 	"securityRequirements come in the proto JSON form {\"schemes\": {NAME: {\"list\": [...]}}} that a2a-go's AgentCard " +
 	"unmarshal refuses (\"cannot unmarshal object into ... a2a.SecuritySchemeScopes\")"
 

@@ -39,6 +39,8 @@ var allowed = map[string][]string{
 	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "codec", "contracts", "push", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "internal/workeropts", "mcp", "workflows"},
 	"deploy":               {},
 	"e2e":                  {},
+
+	"internal/interop/trpcpeer": {},
 }
 
 // forbidden lists third-party modules a room must not reach even
