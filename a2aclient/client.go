@@ -158,8 +158,11 @@ func (c *Client) Interface() contracts.Interface { return c.iface }
 // Close releases the transport.
 func (c *Client) Close() error { return c.sdk.Destroy() }
 
-// sendMessage is SendMessage before the redaction.
-func (c *Client) sendMessage(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
+// messageOf is the A2A Message of msg: its text part and its data part,
+// whose numbers keep their text (outboundData). Errors: a *CallError of
+// category invalid_input (data that is not JSON, or a number gRPC cannot
+// carry).
+func (c *Client) messageOf(msg contracts.OutboundMessage) (*a2a.Message, error) {
 	parts := a2a.ContentParts{}
 	if msg.Text != "" {
 		parts = append(parts, a2a.NewTextPart(msg.Text))
@@ -167,11 +170,19 @@ func (c *Client) sendMessage(ctx context.Context, msg contracts.OutboundMessage)
 	if d := bytes.TrimSpace(msg.Data); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
 		v, err := outboundData(d, c.iface.Binding == string(a2a.TransportProtocolGRPC))
 		if err != nil {
-			return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryInvalidInput, Op: "SendMessage", Err: err}
+			return nil, &CallError{Category: contracts.CategoryInvalidInput, Op: "SendMessage", Err: err}
 		}
 		parts = append(parts, a2a.NewDataPart(v))
 	}
-	m := &a2a.Message{ID: msg.MessageID, Role: a2a.MessageRoleUser, TaskID: a2a.TaskID(msg.TaskID), ContextID: msg.ContextID, Parts: parts}
+	return &a2a.Message{ID: msg.MessageID, Role: a2a.MessageRoleUser, TaskID: a2a.TaskID(msg.TaskID), ContextID: msg.ContextID, Parts: parts}, nil
+}
+
+// sendMessage is SendMessage before the redaction.
+func (c *Client) sendMessage(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
+	m, err := c.messageOf(msg)
+	if err != nil {
+		return contracts.TaskSnapshot{}, err
+	}
 	ctx, rec := withRecord(ctx)
 	// returnImmediately (A2A 1.0 §3.2.2): the send is a short call; the
 	// task is then followed by GetTask or a stream, never by a long blocking
@@ -207,18 +218,10 @@ const ReadAttempts = 3
 
 // sendStreaming is SendStreaming before the redaction.
 func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
-	parts := a2a.ContentParts{}
-	if msg.Text != "" {
-		parts = append(parts, a2a.NewTextPart(msg.Text))
+	m, err := c.messageOf(msg)
+	if err != nil {
+		return contracts.TaskSnapshot{}, err
 	}
-	if d := bytes.TrimSpace(msg.Data); len(d) > 0 && !bytes.Equal(d, []byte("null")) {
-		v, err := outboundData(d, c.iface.Binding == string(a2a.TransportProtocolGRPC))
-		if err != nil {
-			return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryInvalidInput, Op: "SendMessage", Err: err}
-		}
-		parts = append(parts, a2a.NewDataPart(v))
-	}
-	m := &a2a.Message{ID: msg.MessageID, Role: a2a.MessageRoleUser, TaskID: a2a.TaskID(msg.TaskID), ContextID: msg.ContextID, Parts: parts}
 	sctx, closeStream := context.WithCancel(ctx)
 	defer closeStream()
 	sctx, rec := withRecord(sctx)

@@ -164,25 +164,10 @@ func TestOutboundNumbersStayExact(t *testing.T) {
 		t.Run(tc.binding+"@"+tc.version, func(t *testing.T) {
 			var mu sync.Mutex
 			var got []byte
-			c := dialStub(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				b, _ := io.ReadAll(r.Body)
+			c := dialStub(t, workingStub(tc.binding, tc.version, true, func(_ string, b []byte) {
 				mu.Lock()
 				got = b
 				mu.Unlock()
-				var req struct {
-					ID json.RawMessage `json:"id"`
-				}
-				_ = json.Unmarshal(b, &req)
-				w.Header().Set("Content-Type", "application/json")
-				task := `{"task":` + fmt.Sprintf(task1, "TASK_STATE_WORKING") + `}`
-				if tc.version == "0.3" && tc.binding == "JSONRPC" {
-					task = `{"kind":"task","id":"t-1","contextId":"c-1","status":{"state":"working"}}`
-				}
-				if tc.binding == "JSONRPC" {
-					io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+task+`}`)
-					return
-				}
-				io.WriteString(w, task)
 			}), tc.binding, tc.version)
 			if _, err := c.SendMessage(context.Background(), contracts.OutboundMessage{MessageID: "m-1", Text: "hi", Data: json.RawMessage(data)}); err != nil {
 				t.Fatal(err)
@@ -214,6 +199,33 @@ func TestOutboundNumbersStayExact(t *testing.T) {
 	}
 }
 
+// workingStub is an agent that answers every call with a working task in
+// the form of binding and version (send: as a SendMessage result), and
+// hands each request (its query and body) to seen.
+func workingStub(binding, version string, send bool, seen func(query string, body []byte)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen(r.URL.RawQuery, b)
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(b, &req)
+		w.Header().Set("Content-Type", "application/json")
+		task := fmt.Sprintf(task1, "TASK_STATE_WORKING")
+		switch {
+		case version == "0.3" && binding == "JSONRPC":
+			task = `{"kind":"task","id":"t-1","contextId":"c-1","status":{"state":"working"}}`
+		case send:
+			task = `{"task":` + task + `}`
+		}
+		if binding == "JSONRPC" {
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+task+`}`)
+			return
+		}
+		io.WriteString(w, task)
+	})
+}
+
 // GetTask asks for no history on both versions (A2A 1.0 §3.2.4; 0.3
 // §7.3 historyLength).
 func TestGetTaskAsksForNoHistory(t *testing.T) {
@@ -223,25 +235,10 @@ func TestGetTaskAsksForNoHistory(t *testing.T) {
 	} {
 		var mu sync.Mutex
 		var seen string
-		c := dialStub(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b, _ := io.ReadAll(r.Body)
+		c := dialStub(t, workingStub(tc.binding, tc.version, false, func(query string, b []byte) {
 			mu.Lock()
-			seen = r.URL.RawQuery + " " + string(b)
+			seen = query + " " + string(b)
 			mu.Unlock()
-			var req struct {
-				ID json.RawMessage `json:"id"`
-			}
-			_ = json.Unmarshal(b, &req)
-			w.Header().Set("Content-Type", "application/json")
-			task := fmt.Sprintf(task1, "TASK_STATE_WORKING")
-			if tc.version == "0.3" && tc.binding == "JSONRPC" {
-				task = `{"kind":"task","id":"t-1","contextId":"c-1","status":{"state":"working"}}`
-			}
-			if tc.binding == "JSONRPC" {
-				io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+task+`}`)
-				return
-			}
-			io.WriteString(w, task)
 		}), tc.binding, tc.version)
 		if _, err := c.GetTask(context.Background(), "t-1", ""); err != nil {
 			t.Fatalf("%s@%s: %v", tc.binding, tc.version, err)
@@ -330,6 +327,13 @@ func TestHistoryOverTheBoundIsSkipped(t *testing.T) {
 			}
 		})
 	}
+	// The report's case: a 9 MiB history past the default 8 MiB bound.
+	c := dialStubWith(t, stub{func(w http.ResponseWriter, r *http.Request, m string) { rpcResult(w, task10(hist(9<<20))) }}, "JSONRPC", "1.0", Options{})
+	snap, err := c.GetTask(context.Background(), "t-1", "")
+	if err != nil {
+		t.Fatalf("GetTask with a 9 MiB history at the default bound: %v", err)
+	}
+	checkExact(t, snap)
 	out, skipped, err := skipHistory(strings.NewReader(`{"a":{"history":[1,2,3],"data":{"history":7615917337495251231}},"history":"x","b":[{"history":{}}],"c":1.50}`), 1<<10, 1<<10)
 	if err != nil || string(out) != `{"a":{"data":{"history":7615917337495251231}},"b":[{}],"c":1.50}` || skipped == 0 {
 		t.Errorf("skipHistory = %s, %d, %v", out, skipped, err)

@@ -2,6 +2,7 @@ package a2aclient
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -96,6 +97,16 @@ func TestWireRewritesStillNeeded(t *testing.T) {
 		c := bare(t, rpc(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"},"history":[{"messageId":"h","role":"ROLE_USER","parts":[{"video":"x"}]}]}`), "HTTP+JSON", "1.0")
 		if _, err := get(c); err == nil {
 			t.Error("a2a-go now reads a part of unknown kind: revisit the part tolerance")
+		}
+	})
+	t.Run("an HTTP+JSON error typed application/a2a+json (A2A 1.0 §11.6)", func(t *testing.T) {
+		c := bare(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/a2a+json")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":{"code":404,"status":"NOT_FOUND","message":"Task not found: t-1","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org"}]}}`)
+		}, "HTTP+JSON", "1.0")
+		if _, err := get(c); err == nil || errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Errorf("a2a-go now reads an application/a2a+json error (%v): drop the Content-Type rewrite", err)
 		}
 	})
 	t.Run("jsonrpc 1.0 is accepted", func(t *testing.T) {

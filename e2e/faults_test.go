@@ -97,6 +97,26 @@ func interceptRPCs(agentURL string, methods []string, h func(w http.ResponseWrit
 	})
 }
 
+// withoutListTasks makes next an agent that serves no ListTasks while
+// refuse says so: its JSON-RPC ListTasks is answered "method not found".
+func withoutListTasks(next http.Handler, refuse func() bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &req)
+		if req.Method != "ListTasks" || !refuse() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, req.ID)
+	})
+}
+
 type discard struct{ header http.Header }
 
 func (d *discard) Header() http.Header         { return d.header }
@@ -177,26 +197,7 @@ func TestFaultAcceptedNeverAnswered(t *testing.T) {
 			defer p.close()
 			e := setup(t, func(o *options) {
 				o.proxy = func(agentURL string) http.Handler {
-					faults := p.handler(agentURL)
-					if listTasks {
-						return faults
-					}
-					// An agent without ListTasks: JSON-RPC method not found.
-					return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-						body, _ := io.ReadAll(r.Body)
-						r.Body = io.NopCloser(bytes.NewReader(body))
-						var req struct {
-							ID     json.RawMessage `json:"id"`
-							Method string          `json:"method"`
-						}
-						_ = json.Unmarshal(body, &req)
-						if req.Method != "ListTasks" {
-							faults.ServeHTTP(w, r)
-							return
-						}
-						w.Header().Set("Content-Type", "application/json")
-						fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, req.ID)
-					})
+					return withoutListTasks(p.handler(agentURL), func() bool { return !listTasks })
 				}
 				o.acts = func(a *activities.Activities, _ string) { a.SendTimeout = time.Second }
 			})

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -57,24 +55,7 @@ func TestRecordHistories(t *testing.T) {
 	var noList atomic.Bool
 	recording := func(o *options) {
 		o.agent.WorkDelay = 600 * time.Millisecond
-		o.proxy = func(agentURL string) http.Handler {
-			faults := p.handler(agentURL)
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				var req struct {
-					ID     json.RawMessage `json:"id"`
-					Method string          `json:"method"`
-				}
-				_ = json.Unmarshal(body, &req)
-				if req.Method == "ListTasks" && noList.Load() {
-					w.Header().Set("Content-Type", "application/json")
-					fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, req.ID)
-					return
-				}
-				faults.ServeHTTP(w, r)
-			})
-		}
+		o.proxy = func(agentURL string) http.Handler { return withoutListTasks(p.handler(agentURL), noList.Load) }
 		o.acts = func(a *activities.Activities, _ string) { a.SendTimeout = 2 * time.Second }
 	}
 	e := setup(t, recording)
