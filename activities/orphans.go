@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/a2adelegate/delegate/contracts"
@@ -99,6 +100,13 @@ func (a *Activities) orphan(ctx context.Context, id, runID string) (contracts.Or
 		}
 		return o, true
 	}
+	if run, ok := a.trackedElsewhere(ctx, id, runID, st.RemoteTaskID); ok {
+		// A Reset closes the run it resets as terminated, and its new run
+		// goes on with the same task (the same messageIds: the agent gave
+		// it back): canceling it would kill the live delegation.
+		o.Action, o.Error = contracts.OrphanTracked, "run "+run+" of the same workflow id tracks this task"
+		return o, true
+	}
 	snap, err := a.GetTask(ctx, contracts.GetTaskInput{Interface: st.Interface, TaskID: st.RemoteTaskID, ContextID: st.ContextID})
 	if err != nil {
 		o.Action, o.Error = contracts.OrphanError, contracts.CutText("GetTask: "+err.Error(), 500)
@@ -115,4 +123,35 @@ func (a *Activities) orphan(ctx context.Context, id, runID string) (contracts.Or
 	}
 	o.Action, o.Seen = contracts.OrphanCanceled, string(snap.State)
 	return o, true
+}
+
+// trackedElsewhere reports whether the latest run of workflow id, when it
+// is another run than runID and was not itself terminated or timed out,
+// tracks remote task taskID (its Query state; a closed run answers from
+// its history). A run that cannot be read counts as not tracking.
+func (a *Activities) trackedElsewhere(ctx context.Context, id, runID, taskID string) (string, bool) {
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	d, err := a.Temporal.DescribeWorkflowExecution(dctx, id, "")
+	if err != nil {
+		return "", false
+	}
+	info := d.GetWorkflowExecutionInfo()
+	latest := info.GetExecution().GetRunId()
+	switch info.GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "", false // an orphan of its own, swept as such
+	}
+	if latest == "" || latest == runID {
+		return "", false
+	}
+	v, err := a.Temporal.QueryWorkflow(dctx, id, latest, contracts.QueryState)
+	var st contracts.State
+	if err == nil {
+		err = v.Get(&st)
+	}
+	if err != nil || st.RemoteTaskID != taskID {
+		return "", false
+	}
+	return latest, true
 }

@@ -38,6 +38,10 @@ const (
 	OrphanAlreadyEnded = "already_ended"  // GetTask found the task ended: nothing to do
 	OrphanNoRemoteTask = "no_remote_task" // the run had sent nothing (or its send's outcome was unknown)
 	OrphanError        = "error"          // the task could not be read or canceled: Error says why
+	// OrphanTracked: a later run of the same workflow id (a Reset's new
+	// run, a continuation) tracks the same remote task: it is not an
+	// orphan, and nothing is sent; Error names the run.
+	OrphanTracked = "tracked"
 )
 
 // Orphan is what a sweep did about one terminated run's remote task.

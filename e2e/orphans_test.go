@@ -3,10 +3,14 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	dclient "github.com/a2adelegate/delegate/client"
@@ -132,4 +136,69 @@ func TestTerminatedDelegationsOrphansCanceled(t *testing.T) {
 func jsonOf(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// A Reset (the Temporal UI's, or ResetWorkflowExecution) of a waiting
+// delegation to its first workflow task: Temporal closes the run it resets
+// as terminated, and the new run sends round 0 again with the same
+// messageId (the agent gives back the same task). The orphan sweep then
+// lists the closed run as terminated; the task it tracked is tracked by the
+// live run, so the sweep leaves it ("tracked") and the delegation goes on:
+// the answer is taken, the claim completes, one task at the agent.
+func TestResetThenSweepKeepsTheLiveTask(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	d := lostParcel("reset-then-sweep", e.base)
+	first, err := startRun(ctx, e.c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required").RemoteTaskID
+	// The first workflow task's completion is event 4 (started, scheduled,
+	// started, completed).
+	resp, err := e.c.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+		Namespace:                 e.srv.Namespace(),
+		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: d.LocalWorkflowID, RunId: first.GetRunID()},
+		Reason:                    "an operator's reset",
+		WorkflowTaskFinishEventId: 4,
+		RequestId:                 uuid.NewString(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reset run to reach the question again", time.Minute, func() (bool, string) {
+		s, err := dclient.Get(e.c, d.LocalWorkflowID).State(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.A2AState == "input-required" && s.RemoteTaskID == task, s.A2AState + " " + s.RemoteTaskID
+	})
+	var swept contracts.Orphan
+	waitFor(t, "the sweep to list the reset run", time.Minute, func() (bool, string) {
+		_, report, err := dclient.SweepOrphans(ctx, e.c, contracts.ReconcileInput{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, o := range report.Orphans {
+			if o.RunID == first.GetRunID() {
+				swept = o
+				return true, ""
+			}
+		}
+		return false, jsonOf(report.Orphans)
+	})
+	if swept.Action != contracts.OrphanTracked || !strings.Contains(swept.Error, resp.GetRunId()) {
+		t.Errorf("sweep of the reset run = %+v, want tracked by run %s", swept, resp.GetRunId())
+	}
+	if n, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo"}); err != nil {
+		t.Fatalf("answer after the reset and the sweep: round %d, %v", n, err)
+	}
+	var out contracts.Outcome
+	if err := e.c.GetWorkflow(ctx, d.LocalWorkflowID, resp.GetRunId()).Get(ctx, &out); err != nil || out.Status != contracts.StatusCompleted {
+		t.Fatalf("outcome = %s %+v, %v; want completed", out.Status, out.Error, err)
+	}
+	if n := e.agent.TaskCount(); n != 1 {
+		t.Errorf("the agent made %d tasks, want 1", n)
+	}
 }
