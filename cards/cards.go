@@ -78,10 +78,37 @@ type Fetcher struct {
 	Resolver *net.Resolver
 	// Requests counts the HTTP requests made (for tests and metrics).
 	Requests atomic.Int64
+	// MaxCacheEntries and MaxCacheBytes bound the cache of cards and JWK
+	// Sets (default DefaultCacheEntries, DefaultCacheBytes; each body
+	// counted twice, body and parsed card); MaxClients the guarded HTTP
+	// clients kept (default DefaultClients). The least recently used go
+	// first; an evicted client's idle connections are closed.
+	MaxCacheEntries int
+	MaxCacheBytes   int64
+	MaxClients      int
 
 	mu      sync.Mutex
-	cache   map[string]*cacheEntry
-	clients map[string]*http.Client
+	cache   lru[*cacheEntry]
+	clients lru[*http.Client]
+}
+
+func (f *Fetcher) cacheLimits() (int, int64) {
+	n, b := f.MaxCacheEntries, f.MaxCacheBytes
+	if n <= 0 {
+		n = DefaultCacheEntries
+	}
+	if b <= 0 {
+		b = DefaultCacheBytes
+	}
+	return n, b
+}
+
+// CacheLen returns how many cards and JWK Sets, and how many HTTP clients,
+// the fetcher keeps now.
+func (f *Fetcher) CacheLen() (entries, clients int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cache.len(), f.clients.len()
 }
 
 type cacheEntry struct {
@@ -109,16 +136,18 @@ func (f *Fetcher) ClientTLS(origin string, headerTimeout time.Duration, tlsConf 
 	key := fmt.Sprintf("%s|%s|%p", origin, headerTimeout, tlsConf)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c, ok := f.clients[key]; ok {
+	if c, ok := f.clients.get(key); ok {
 		return c
 	}
 	g := f.Guard()
 	g.HeaderTimeout = headerTimeout
 	c := g.ClientTLS(origin, tlsConf)
-	if f.clients == nil {
-		f.clients = map[string]*http.Client{}
+	max := f.MaxClients
+	if max <= 0 {
+		max = DefaultClients
 	}
-	f.clients[key] = c
+	f.clients.evicted = closeIdle
+	f.clients.put(key, c, 0, max, 0)
 	return c
 }
 
@@ -211,6 +240,8 @@ func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 	}
 	f.mu.Lock()
 	entry.card = c
+	n, b := f.cacheLimits()
+	f.cache.resize(u, 2*int64(len(body)), n, b)
 	f.mu.Unlock()
 	return c, nil
 }
@@ -267,10 +298,7 @@ func (f *Fetcher) get(ctx context.Context, u, origin string) ([]byte, bool, *cac
 		return nil, false, nil, &Error{Kind: "guard", Msg: "GET " + redact(u), Err: err}
 	}
 	f.mu.Lock()
-	if f.cache == nil {
-		f.cache = map[string]*cacheEntry{}
-	}
-	old := f.cache[u]
+	old, _ := f.cache.get(u)
 	f.mu.Unlock()
 	now := f.now()
 	if old != nil && now.Before(old.expires) {
@@ -328,7 +356,8 @@ func (f *Fetcher) get(ctx context.Context, u, origin string) ([]byte, bool, *cac
 	}
 	e := &cacheEntry{body: body, etag: resp.Header.Get("ETag"), expires: expiry(resp.Header, now)}
 	f.mu.Lock()
-	f.cache[u] = e
+	n, b := f.cacheLimits()
+	f.cache.put(u, e, int64(len(body)), n, b)
 	f.mu.Unlock()
 	return body, false, e, nil
 }

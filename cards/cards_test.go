@@ -3,6 +3,8 @@ package cards
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -194,5 +196,50 @@ func TestFetch(t *testing.T) {
 	}
 	if _, err := f.Fetch(ctx, "file:///etc/passwd"); err == nil {
 		t.Errorf("Fetch(file://) error = nil")
+	}
+}
+
+// A worker handed 10,000 card URLs keeps at most DefaultCacheEntries cards
+// (the least recently used go first), and one guarded client per origin: it
+// no longer grows with every URL it has seen. A card used again is still
+// served from the cache.
+func TestCacheIsBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		io.WriteString(w, card10)
+	}))
+	defer srv.Close()
+	f := &Fetcher{}
+	ctx := context.Background()
+	hot := srv.URL + "/hot/.well-known/agent-card.json"
+	for i := 0; i < 10000; i++ {
+		if _, err := f.Fetch(ctx, fmt.Sprintf("%s/agents/%d/.well-known/agent-card.json", srv.URL, i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 {
+			if _, err := f.Fetch(ctx, hot); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	entries, clients := f.CacheLen()
+	if entries > DefaultCacheEntries || clients != 1 {
+		t.Errorf("cache holds %d cards and %d clients after 10,000 card URLs, want at most %d and 1", entries, clients, DefaultCacheEntries)
+	}
+	before := f.Requests.Load()
+	c, err := f.Fetch(ctx, hot)
+	if err != nil || !c.FromCache || f.Requests.Load() != before {
+		t.Errorf("the card used every 100 fetches was not kept: from cache %v, %v", c != nil && c.FromCache, err)
+	}
+	// By bytes too: 64 KiB of cache holds only a few cards.
+	small := &Fetcher{MaxCacheBytes: 64 << 10}
+	for i := 0; i < 200; i++ {
+		if _, err := small.Fetch(ctx, fmt.Sprintf("%s/agents/%d/.well-known/agent-card.json", srv.URL, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := small.CacheLen(); n*2*len(card10) > 64<<10+2*len(card10) {
+		t.Errorf("a 64 KiB cache holds %d cards of %d bytes", n, len(card10))
 	}
 }
