@@ -1,6 +1,8 @@
-// Package activities holds every I/O step the Delegation workflow takes, as
-// Temporal Activities: ResolveCard, CheckAndSend, SendMessage, PollTask,
-// WatchTask, GetTask, CancelTask, CheckAuthorization, ReconcileOpen.
+// Package activities holds every I/O step the Delegation and
+// ReconcileDelegations workflows take, as Temporal Activities (the names of
+// contracts.ActivityNames): CheckAndSend (which resolves the card, checks
+// the authorization and sends, in one activity), PollTask, WatchTask,
+// GetTask, FindTask, CancelTask, ReconcileOpen and CancelOrphans.
 //
 // Each maps its errors to a category of contracts (docs/architecture.md,
 // principle 6) and returns them as a temporal.ApplicationError whose Type
@@ -15,9 +17,6 @@
 // import this package. Register registers the activities under their
 // contracts names.
 //
-// One file per concern: activities.go (the Activities struct and how they
-// dial an agent), card.go (ResolveCard), send.go (SendMessage),
-// watch.go (PollTask, WatchTask, streams), task.go (GetTask, CancelTask),
-// checksend.go, policy.go, reconcile.go, errors.go (categories and
-// bounds), and register.go (Register).
+// The steps inside CheckAndSend (ResolveCard, CheckAuthorization,
+// SendMessage) are methods too, registered as no activity of their own.
 package activities

@@ -31,5 +31,6 @@
 // coroutine), details.go (the UI's current details), carry.go
 // (continue-as-new), activity.go (running activities and their options),
 // errors.go, versions.go (the versioning rule and the registry of changes:
-// docs/versioning.md), register.go, reconcile.go.
+// docs/versioning.md), register.go, reconcile.go, boundary.go (the
+// workflow's own input checks), searchattributes.go.
 package workflows

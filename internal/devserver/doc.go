@@ -4,7 +4,7 @@
 // end-to-end tests.
 //
 // At start it creates the namespace (default "default") and registers the
-// custom Keyword search attributes of package workflows (A2AState, A2AAgent,
-// A2ARemoteTaskId, A2APurpose), also on a database created by an earlier
-// run. Everything listens on loopback.
+// custom Keyword search attributes the caller names (Config.SearchAttributes:
+// the CLI passes contracts.SearchAttributeNames), also on a database created
+// by an earlier run. Everything listens on loopback.
 package devserver
