@@ -2,7 +2,8 @@
 // ReconcileDelegations workflows take, as Temporal Activities (the names of
 // contracts.ActivityNames): CheckAndSend (which resolves the card, checks
 // the authorization and sends, in one activity), PollTask, WatchTask,
-// GetTask, FindTask, CancelTask, ReconcileOpen and CancelOrphans.
+// GetTask, FindTask, CheckCredential, CancelTask, ReconcileOpen and
+// CancelOrphans.
 //
 // Each maps its errors to a category of contracts (docs/architecture.md,
 // principle 6) and returns them as a temporal.ApplicationError whose Type

@@ -27,23 +27,25 @@ func Register(r worker.ActivityRegistry, a *Activities) {
 // fails to compile here.
 func activityFuncs(a *Activities) map[string]any {
 	var (
-		checkAndSend  func(context.Context, contracts.CheckAndSendInput) (contracts.CheckAndSendResult, error) = a.CheckAndSend
-		pollTask      func(context.Context, contracts.WatchInput) (contracts.TaskSnapshot, error)              = a.PollTask
-		watchTask     func(context.Context, contracts.WatchInput) (contracts.TaskSnapshot, error)              = a.WatchTask
-		getTask       func(context.Context, contracts.GetTaskInput) (contracts.TaskSnapshot, error)            = a.GetTask
-		findTask      func(context.Context, contracts.FindTaskInput) (contracts.FindTaskResult, error)         = a.FindTask
-		cancelTask    func(context.Context, contracts.CancelInput) (contracts.TaskSnapshot, error)             = a.CancelTask
-		reconcileOpen func(context.Context, contracts.ReconcileInput) ([]string, error)                        = a.ReconcileOpen
-		cancelOrphans func(context.Context, contracts.ReconcileInput) ([]contracts.Orphan, error)              = a.CancelOrphans
+		checkAndSend  func(context.Context, contracts.CheckAndSendInput) (contracts.CheckAndSendResult, error)       = a.CheckAndSend
+		pollTask      func(context.Context, contracts.WatchInput) (contracts.TaskSnapshot, error)                    = a.PollTask
+		watchTask     func(context.Context, contracts.WatchInput) (contracts.TaskSnapshot, error)                    = a.WatchTask
+		getTask       func(context.Context, contracts.GetTaskInput) (contracts.TaskSnapshot, error)                  = a.GetTask
+		findTask      func(context.Context, contracts.FindTaskInput) (contracts.FindTaskResult, error)               = a.FindTask
+		checkCred     func(context.Context, contracts.CheckCredentialInput) (contracts.CheckCredentialResult, error) = a.CheckCredential
+		cancelTask    func(context.Context, contracts.CancelInput) (contracts.TaskSnapshot, error)                   = a.CancelTask
+		reconcileOpen func(context.Context, contracts.ReconcileInput) ([]string, error)                              = a.ReconcileOpen
+		cancelOrphans func(context.Context, contracts.ReconcileInput) ([]contracts.Orphan, error)                    = a.CancelOrphans
 	)
 	return map[string]any{
-		contracts.ActivityCheckAndSend:  checkAndSend,
-		contracts.ActivityPollTask:      pollTask,
-		contracts.ActivityWatchTask:     watchTask,
-		contracts.ActivityGetTask:       getTask,
-		contracts.ActivityFindTask:      findTask,
-		contracts.ActivityCancelTask:    cancelTask,
-		contracts.ActivityReconcileOpen: reconcileOpen,
-		contracts.ActivityCancelOrphans: cancelOrphans,
+		contracts.ActivityCheckAndSend:    checkAndSend,
+		contracts.ActivityPollTask:        pollTask,
+		contracts.ActivityWatchTask:       watchTask,
+		contracts.ActivityGetTask:         getTask,
+		contracts.ActivityFindTask:        findTask,
+		contracts.ActivityCheckCredential: checkCred,
+		contracts.ActivityCancelTask:      cancelTask,
+		contracts.ActivityReconcileOpen:   reconcileOpen,
+		contracts.ActivityCancelOrphans:   cancelOrphans,
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
 )
 
@@ -81,4 +82,23 @@ func (a *Activities) FindTask(ctx context.Context, in contracts.FindTaskInput) (
 	}
 	res.Error = contracts.CutText(err.Error(), in.Limits.WithDefaults().MaxTextChars)
 	return res, nil
+}
+
+// CheckCredential checks that in.Ref names a credential of the worker's
+// store bound to the origin of in.Interface (a2aclient.Credentials.ForRef),
+// for the Update provide-input to refuse a bad ref at once. The answer is
+// never a secret: "" or why the ref is refused. Errors: none (a refusal is
+// a result).
+func (a *Activities) CheckCredential(ctx context.Context, in contracts.CheckCredentialInput) (contracts.CheckCredentialResult, error) {
+	origin, err := cards.InterfaceOrigin(in.Interface)
+	if err == nil {
+		_, err = a.Credentials.ForRef(in.Ref, origin)
+	}
+	switch {
+	case err == nil:
+		return contracts.CheckCredentialResult{}, nil
+	case errors.Is(err, a2aclient.ErrRefUnknown):
+		return contracts.CheckCredentialResult{Refused: "credential_ref " + in.Ref + " is not in the worker's credential store"}, nil
+	}
+	return contracts.CheckCredentialResult{Refused: "credential_ref " + in.Ref + " may not be sent to this agent: " + contracts.CutText(err.Error(), 500)}, nil
 }

@@ -25,16 +25,20 @@ const (
 	ActivityGetTask      = "GetTask"
 	// ActivityFindTask looks for the task a send whose outcome is unknown
 	// may have created (A2A 1.0 ListTasks), before it is sent again.
-	ActivityFindTask      = "FindTask"
-	ActivityCancelTask    = "CancelTask"
-	ActivityReconcileOpen = "ReconcileOpen"
+	ActivityFindTask = "FindTask"
+	// ActivityCheckCredential checks, for the Update provide-input, that a
+	// credential_ref names a credential of the worker's store that may go
+	// to the agent's origin, before the answer is accepted.
+	ActivityCheckCredential = "CheckCredential"
+	ActivityCancelTask      = "CancelTask"
+	ActivityReconcileOpen   = "ReconcileOpen"
 	// ActivityCancelOrphans is the orphan sweep of ReconcileDelegations
 	// (activities.CancelOrphans).
 	ActivityCancelOrphans = "CancelOrphans"
 )
 
 // ActivityNames lists every activity name the workflows schedule.
-var ActivityNames = []string{ActivityCheckAndSend, ActivityPollTask, ActivityWatchTask, ActivityGetTask, ActivityFindTask, ActivityCancelTask, ActivityReconcileOpen, ActivityCancelOrphans}
+var ActivityNames = []string{ActivityCheckAndSend, ActivityPollTask, ActivityWatchTask, ActivityGetTask, ActivityFindTask, ActivityCheckCredential, ActivityCancelTask, ActivityReconcileOpen, ActivityCancelOrphans}
 
 // ErrTypeUnchanged is the ApplicationError type of PollTask when the task
 // has not changed: retryable and benign (logged at debug level, not
@@ -262,6 +266,19 @@ type FindTaskResult struct {
 	Snapshot   TaskSnapshot  `json:"snapshot,omitempty"`
 	NotOffered bool          `json:"not_offered,omitempty"`
 	Error      string        `json:"error,omitempty"`
+}
+
+// CheckCredentialInput names a credential_ref and the interface it would
+// be sent to (its origin is what the ref must be bound to).
+type CheckCredentialInput struct {
+	Ref       string    `json:"ref"`
+	Interface Interface `json:"interface"`
+}
+
+// CheckCredentialResult is "" when the ref may be used, else why not
+// (never a secret).
+type CheckCredentialResult struct {
+	Refused string `json:"refused,omitempty"`
 }
 
 // CancelInput names the task to cancel.

@@ -579,15 +579,20 @@ func TestAuthRequiredAnsweredWithACredentialRef(t *testing.T) {
 	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "here is the token: " + secret}); err == nil {
 		t.Fatalf("an answer without credential_ref to AUTH_REQUIRED was accepted")
 	}
-	// A ref bound to another origin is refused before anything is sent,
-	// the reason is in state, and the question is asked again.
-	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{CredentialRef: "other-agent", AnsweredBy: "ops"}); err != nil {
-		t.Fatal(err)
+	// A ref bound to another origin, and one the worker does not hold, are
+	// refused by the Update itself (the caller gets the error, naming the
+	// ref and why), before anything is sent; the question stays pending.
+	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{CredentialRef: "other-agent", AnsweredBy: "ops"}); err == nil ||
+		!strings.Contains(err.Error(), "credential_ref other-agent may not be sent to this agent") || !strings.Contains(err.Error(), "https://other.example") {
+		t.Fatalf("Answer with a ref bound to another origin: %v, want it refused naming the ref and its origins", err)
 	}
-	waitFor(t, "the refusal", 30*time.Second, func() (bool, string) {
-		s := stateOf(t, ctx, e.c, d.LocalWorkflowID)
-		return len(s.Answers) == 1 && strings.Contains(s.Answers[0].Refused, "https://other.example") && s.Question != nil, fmt.Sprintf("%+v", s.Answers)
-	})
+	if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{CredentialRef: "nope", AnsweredBy: "ops"}); err == nil ||
+		!strings.Contains(err.Error(), "credential_ref nope is not in the worker's credential store") {
+		t.Fatalf("Answer with an unknown ref: %v, want it refused naming the ref", err)
+	}
+	if s := stateOf(t, ctx, e.c, d.LocalWorkflowID); len(s.Answers) != 0 || s.Question == nil {
+		t.Fatalf("after two refused answers: answers %+v, question %+v; want none recorded, the question pending", s.Answers, s.Question)
+	}
 	mu.Lock()
 	for _, h := range seen {
 		if strings.Contains(h, otherSecret) {

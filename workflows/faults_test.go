@@ -130,6 +130,7 @@ func (s *DelegationSuite) TestAuthRequiredAnsweredWithAReference() {
 	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, mock.MatchedBy(func(in contracts.CheckAndSendInput) bool {
 		return in.Send.CredentialRef == "claims-prod" && in.Send.Message.TaskID == "task-1"
 	})).Return(sent(snap("completed", claim("claim_opened"))), nil).Once()
+	s.env.OnActivity(contracts.ActivityCheckCredential, mock.Anything, mock.Anything).Return(contracts.CheckCredentialResult{}, nil).Once()
 	var noRef, refForInput error
 	s.env.RegisterDelayedCallback(func() {
 		cb := func(dst *error) *testsuite.TestUpdateCallback {

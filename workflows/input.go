@@ -23,6 +23,18 @@ func (r *run) registerInput(ctx workflow.Context) error {
 			if err := decodePayload(raw, &a, true); err != nil {
 				return contracts.ProvideInputResult{}, err
 			}
+			if a.CredentialRef != "" {
+				// The worker's store is read by an activity: a ref it does
+				// not hold, or one bound to other origins, is refused by
+				// the Update itself, never "accepted" and dropped later.
+				if err := r.checkCredential(ctx, a.CredentialRef); err != nil {
+					return contracts.ProvideInputResult{}, err
+				}
+				if err := r.checkAnswer(a); err != nil {
+					// The question moved while the ref was checked.
+					return contracts.ProvideInputResult{}, invalidInput(err)
+				}
+			}
 			r.box.offerAnswer(a, "update")
 			return contracts.ProvideInputResult{Round: r.s.Question.Round}, nil
 		},
@@ -36,6 +48,23 @@ func (r *run) registerInput(ctx workflow.Context) error {
 				return invalidInput(r.checkAnswer(a))
 			},
 		})
+}
+
+// checkCredential runs the CheckCredential activity for ref against the
+// interface in use; a refused ref is an invalid_input error naming it and
+// why (the Update fails with it).
+func (r *run) checkCredential(ctx workflow.Context, ref string) error {
+	var res contracts.CheckCredentialResult
+	opts := workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3}}
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), contracts.ActivityCheckCredential,
+		contracts.CheckCredentialInput{Ref: ref, Interface: r.s.Interface}).Get(ctx, &res); err != nil {
+		return fmt.Errorf("credential_ref %s could not be checked: %s", ref, errorText(err))
+	}
+	if res.Refused != "" {
+		return invalidInput(&contracts.FieldError{Field: "credential_ref", Rule: res.Refused})
+	}
+	return nil
 }
 
 // checkAnswer refuses an answer that cannot be sent now.
