@@ -96,6 +96,7 @@ cat <<MSG
 
 delegate is running.
   Temporal UI      http://127.0.0.1:${UI_PORT}/namespaces/default/workflows/${id}
+                   (the agent's question and how to answer it: the page's "User Metadata" tab, "Current Details")
   Temporal server  ${TEMPORAL_ADDRESS} (SQLite: .delegate/temporal.db; logs: .delegate/*.log)
   internal ports   $(sed -n 's/^Internal ports  \([0-9 ]*\) on .*/\1/p' .delegate/dev.log) (the server's own services, chosen at each start)
   claims agent     http://${AGENT_ADDR}/.well-known/agent-card.json
