@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -71,7 +72,7 @@ func admit(ctx workflow.Context, input, carried converter.RawValue) (contracts.D
 		return d, nil, err
 	}
 	if carry != nil {
-		if err := continues(info, d, carry); err != nil {
+		if err := continues(info, d, input.Payload().GetData(), carry); err != nil {
 			return d, nil, err
 		}
 	}
@@ -110,17 +111,24 @@ func decodeContract(input converter.RawValue) (contracts.Delegation, error) {
 	return contracts.DecodeDelegationStrict(p.GetData())
 }
 
-// contractDigest is the sha256 (hex) of the contract as the workflow
-// encodes it (for contracts.Carry.ContractDigest).
-func contractDigest(d contracts.Delegation) string {
-	b, _ := json.Marshal(d)
-	sum := sha256.Sum256(b)
+// contractDigest is the sha256 (hex) of the contract as the run received
+// it, workflow input 1, compacted (for contracts.Carry.ContractDigest): a
+// run continues as new with those bytes as the next run's input 1, so the
+// digest does not depend on the struct the code that reads it has (a
+// field added, with or without omitempty, does not change it).
+func contractDigest(input []byte) string {
+	var b bytes.Buffer
+	if json.Compact(&b, input) != nil {
+		b.Reset()
+		b.Write(input)
+	}
+	sum := sha256.Sum256(b.Bytes())
 	return hex.EncodeToString(sum[:])
 }
 
 // continues checks that a carry is the hand-over of the run this one
 // continues, of the same delegation.
-func continues(info *workflow.Info, d contracts.Delegation, c *contracts.Carry) error {
+func continues(info *workflow.Info, d contracts.Delegation, input []byte, c *contracts.Carry) error {
 	bad := func(rule string) error {
 		return fmt.Errorf("%w: %s", errCarry, rule)
 	}
@@ -132,7 +140,7 @@ func continues(info *workflow.Info, d contracts.Delegation, c *contracts.Carry) 
 		// A caller cannot know the id of a run before it exists: only the
 		// run that continued as new can name it.
 		return bad(fmt.Sprintf("it was handed over by run %q, this run continues run %q", contracts.CutText(c.FromRunID, 100), prev))
-	case c.ContractDigest != contractDigest(d):
+	case c.ContractDigest != contractDigest(input):
 		return bad("it was handed over by a run of another contract")
 	case c.State.LocalWorkflowID != d.LocalWorkflowID || c.State.AgentCardURL != d.AgentCardURL || c.State.Skill != d.Skill:
 		return bad(fmt.Sprintf("its state is of delegation %q (%s, skill %q), the contract is %q (%s, skill %q)",

@@ -49,13 +49,14 @@ func carriedInput(raw converter.RawValue) (*contracts.Carry, error) {
 		if enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
 			return nil, fmt.Errorf("carried state: payload encoding %q, want %s", enc, converter.MetadataEncodingJSON)
 		}
-		// Strict: an unknown field or data after the object is refused (a
-		// carry is written by the run this one continues, with this
-		// code's fields; encoding/json, which reads the state's embedded
-		// records).
+		// A field this code does not know is read past: a run handed over
+		// by a newer worker (a rolling deploy) carries fields an older
+		// one lacks (docs/versioning.md, "Data"). The carry is
+		// authenticated by the run it names and the contract's digest
+		// (continues), not by its shape. Data after the object is
+		// refused.
 		var c contracts.Carry
 		dec := json.NewDecoder(bytes.NewReader(p.GetData()))
-		dec.DisallowUnknownFields()
 		err := dec.Decode(&c)
 		if err == nil && dec.More() {
 			err = errors.New("data after the object")

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,7 +48,7 @@ func delegation(ctx workflow.Context, input converter.RawValue, carried converte
 	if err != nil {
 		return contracts.Outcome{}, r.refuse(ctx, err)
 	}
-	r.d = d
+	r.d, r.input = d, json.RawMessage(input.Payload().GetData())
 	r.s.Purpose, r.s.Skill, r.s.AgentCardURL, r.s.Deadline = d.Purpose, d.Skill, d.AgentCardURL, d.Deadline
 	if carry != nil && carry.State.LastSnapshot != nil {
 		st := carry.State
@@ -115,10 +116,13 @@ func (r *run) handOverRun(ctx workflow.Context, runID string) error {
 	r.flushSA(ctx)
 	// Handlers may still be running (an update being accepted).
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-	c := contracts.Carry{State: *r.s, FromRunID: runID, ContractDigest: contractDigest(r.d)}
+	c := contracts.Carry{State: *r.s, FromRunID: runID, ContractDigest: contractDigest(r.input)}
 	r.box.carry(&c)
 	trimCarry(&c)
-	return workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, r.d, c)
+	// The contract goes on as it came (its bytes, not this code's
+	// struct), so that the next run, on this worker or another release's,
+	// reads what was started and finds the same digest.
+	return workflow.NewContinueAsNewError(ctx, contracts.WorkflowType, r.input, c)
 }
 
 // end records the Outcome out of a run that ends the delegation.
@@ -149,6 +153,8 @@ type run struct {
 	s             *contracts.State
 	wfID          string
 	firstRunID    string
+	// input is workflow input 1 as received (the contract's JSON).
+	input json.RawMessage
 	deadlineHit   bool
 	deadlineTimer workflow.Future
 	// sendEndedUnknown: State.SendInFlight is a send that ended, after the
