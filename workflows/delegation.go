@@ -154,7 +154,7 @@ type run struct {
 	wfID          string
 	firstRunID    string
 	// input is workflow input 1 as received (the contract's JSON).
-	input json.RawMessage
+	input         json.RawMessage
 	deadlineHit   bool
 	deadlineTimer workflow.Future
 	// sendEndedUnknown: State.SendInFlight is a send that ended, after the
