@@ -354,3 +354,15 @@ func TestStartSendTimeout(t *testing.T) {
  "deadline_in": "1h", "write_authority": "none", "send_timeout": "forever"}`)
 	wantExit(t, exitUsage, []string{`send_timeout: "forever" is not a Go duration`}, "start", "--contract", bad, "--address", "127.0.0.1:1")
 }
+
+// status names what the agent's last reply held that delegate ignored
+// (TaskSnapshot.Warnings), remote text kept to its line.
+func TestStatusShowsIgnoredMembers(t *testing.T) {
+	var out bytes.Buffer
+	printState(&out, contracts.State{LocalWorkflowID: "x", LastSnapshot: &contracts.TaskSnapshot{State: contracts.TaskStateCompleted,
+		Warnings: []string{"status.timestamp 1733076000 is not an RFC 3339 time (ignored)", "x\nstatus:    failed"}}}, "", "")
+	got := out.String()
+	if !regexp.MustCompile(`\nignored in the reply: +status.timestamp 1733076000 is not an RFC 3339 time \(ignored\); x\n +status: +failed\n`).MatchString(got) {
+		t.Errorf("status prints\n%s", got)
+	}
+}

@@ -148,6 +148,11 @@ func printState(w io.Writer, s contracts.State, given, starter string) {
 	if s.Protocol.Version != "" {
 		row("protocol", fmt.Sprintf("A2A %s over %s at %s%s", s.Protocol.Version, s.Protocol.Binding, s.Protocol.URL, declared(s.Protocol.DeclaredVersion)))
 	}
+	if ls := s.LastSnapshot; ls != nil && len(ls.Warnings) > 0 {
+		// Members of the agent's last reply that delegate does not need
+		// and could not read: ignored, said so (remote text).
+		row("ignored in the reply", strings.Join(ls.Warnings, "; "))
+	}
 	if s.Interface.Auth != nil {
 		// The scheme calls are authenticated with (the card's, as the
 		// worker's credential store meets it; never a secret).
