@@ -230,8 +230,10 @@ func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessag
 	for ev, err := range c.sdk.SendStreamingMessage(sctx, req) {
 		if err != nil {
 			// Classified as a send: written and no event is an unknown
-			// outcome.
-			return contracts.TaskSnapshot{}, classify("SendMessage", err, rec)
+			// outcome; named as the method it was.
+			ce := classify("SendMessage", err, rec).(*CallError)
+			ce.Op = "SendStreamingMessage"
+			return contracts.TaskSnapshot{}, ce
 		}
 		var snap contracts.TaskSnapshot
 		switch e := ev.(type) {
@@ -265,10 +267,10 @@ func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessag
 	written, status := rec.written || rec.status != 0, rec.status
 	rec.mu.Unlock()
 	if written {
-		return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryUnknownOutcome, Op: "SendMessage", Written: true, Status: status,
+		return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryUnknownOutcome, Op: "SendStreamingMessage", Written: true, Status: status,
 			Err: errors.New("the stream ended before its first event")}
 	}
-	return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryTransient, Op: "SendMessage", Err: errors.New("the stream ended before anything was sent")}
+	return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryTransient, Op: "SendStreamingMessage", Err: errors.New("the stream ended before anything was sent")}
 }
 
 // getTask is GetTask before the redaction: an unreadable reply is read

@@ -75,6 +75,11 @@ func (r *run) canceled(ctx workflow.Context) contracts.Outcome {
 			Message: "the delegation was canceled locally in state " + state + why})
 	}
 	msg := fmt.Sprintf("canceled locally in state %s%s; the agent did not confirm (last remote state %s)", state, why, r.s.A2AState)
+	if contracts.TaskState(r.s.A2AState) == contracts.TaskStateCompleted {
+		// Nothing to cancel: the agent had finished (a send in flight at
+		// the stop made the task, and it was done when it was found).
+		msg = fmt.Sprintf("canceled locally%s, but the remote task had already completed: nothing was canceled at the agent", why)
+	}
 	if r.s.CancelError != "" {
 		msg += ": " + r.s.CancelError
 	}

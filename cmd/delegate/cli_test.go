@@ -353,6 +353,12 @@ func TestStartSendTimeout(t *testing.T) {
  "skill": "open-claim", "purpose": "p", "message": {"text": "hi"}, "allowed_outputs": ["claim_opened"],
  "deadline_in": "1h", "write_authority": "none", "send_timeout": "forever"}`)
 	wantExit(t, exitUsage, []string{`send_timeout: "forever" is not a Go duration`}, "start", "--contract", bad, "--address", "127.0.0.1:1")
+	// The flag overrides a bad file value: the start gets as far as the
+	// server (none here), not refused for the file's send_timeout.
+	_, errOut, code := cli(t, "start", "--contract", bad, "--send-timeout", "45s", "--address", "127.0.0.1:1")
+	if code == exitUsage || strings.Contains(errOut, "send_timeout") {
+		t.Errorf("--send-timeout 45s over a bad file value: exit %d, %s", code, errOut)
+	}
 }
 
 // status names what the agent's last reply held that delegate ignored
