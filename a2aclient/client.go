@@ -571,7 +571,7 @@ func classify(op string, err error, rec *record) error {
 		ce.HasCode && (ce.Code == -31401 || ce.Code == -31403),
 		errors.Is(err, a2a.ErrUnauthenticated), errors.Is(err, a2a.ErrUnauthorized):
 		ce.Category = contracts.CategoryAuthorization
-	case ce.HasCode && status >= 500:
+	case ce.HasCode && ce.Code != 0 && status >= 500:
 		// A JSON-RPC error sent with a 5xx (trpc-a2a-go answers every A2A
 		// error with HTTP 500): its code says what it is (TaskNotFound
 		// stays protocol, -32603 internal stays transient).

@@ -248,6 +248,13 @@ func (x *exactValues) walk(raw json.RawMessage, path string) (json.RawMessage, b
 			// Remote content outside a parts list (a JSON-RPC error's data
 			// is never here: only successful replies are protected).
 		default:
+			// Only the members that hold A2A structure are entered (the
+			// reply's result, a Task, a Message, a status, an artifact, a
+			// list of tasks); any other member is passed on unread: walking
+			// it would cost its depth times its size.
+			if !structural[k] {
+				continue
+			}
 			if nv, c := x.walk(v, at(k)); c {
 				obj[k], changed = nv, true
 			}
@@ -258,6 +265,14 @@ func (x *exactValues) walk(raw json.RawMessage, path string) (json.RawMessage, b
 	}
 	out, _ := json.Marshal(obj)
 	return out, true
+}
+
+// structural are the members walk enters: where A2A objects (Task,
+// Message, TaskStatus, Artifact, the stream events, a ListTasks result)
+// sit in a reply of either version and binding.
+var structural = map[string]bool{
+	"result": true, "task": true, "message": true, "status": true, "statusUpdate": true, "artifactUpdate": true,
+	"artifact": true, "artifacts": true, "tasks": true, "update": true,
 }
 
 // parts rewrites a list of Parts: each data value and each part's metadata

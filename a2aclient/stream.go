@@ -194,21 +194,23 @@ const maxEventLine = 10 << 20
 var errEventTooLarge = errors.New("an event stream line is over 10 MiB")
 
 // eventStream passes a text/event-stream body through, each event's data
-// (its "data:" lines joined, as a2a-go joins them) normalized for the
+// (its "data:" lines joined, as a2a-go joins them) compacted to one line,
+// the client's secrets redacted (as from a body), normalized for the
 // interface's version and protected (exactValues) before a2a-go reads it.
 type eventStream struct {
 	src     *bufio.Reader
 	body    io.Closer
 	version string
 	exact   *exactValues
+	red     *redactor
 	out     bytes.Buffer
 	data    bytes.Buffer
 	hasData bool
 	err     error
 }
 
-func newEventStream(body io.ReadCloser, version string, x *exactValues) io.ReadCloser {
-	return &eventStream{src: bufio.NewReaderSize(body, 64<<10), body: body, version: version, exact: x}
+func newEventStream(body io.ReadCloser, version string, x *exactValues, red *redactor) io.ReadCloser {
+	return &eventStream{src: bufio.NewReaderSize(body, 64<<10), body: body, version: version, exact: x, red: red}
 }
 
 func (s *eventStream) Close() error { return s.body.Close() }
@@ -258,15 +260,27 @@ func (s *eventStream) flush() {
 		return
 	}
 	ev := s.data.Bytes()
-	if !bytes.Contains(ev, []byte("\n")) {
+	var compact bytes.Buffer
+	if json.Compact(&compact, ev) == nil {
+		// One JSON event, on one line whatever lines it came in (SSE joins
+		// a data field's lines with newlines).
+		ev = s.red.wireBody(compact.Bytes())
 		if s.exact != nil {
 			ev = s.exact.protect(ev)
 		}
 		ev, _ = normalizeBody(ev, s.version)
+		s.out.WriteString("data: ")
+		s.out.Write(ev)
+		s.out.WriteString("\n")
+	} else {
+		// Not JSON: passed on as it came, line by line (a2a-go says what
+		// it is).
+		for _, line := range bytes.Split(ev, []byte("\n")) {
+			s.out.WriteString("data: ")
+			s.out.Write(line)
+			s.out.WriteString("\n")
+		}
 	}
-	s.out.WriteString("data: ")
-	s.out.Write(ev)
-	s.out.WriteString("\n")
 	s.data.Reset()
 	s.hasData = false
 }

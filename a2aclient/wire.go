@@ -102,7 +102,7 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// reply to any other call is read (and capped) as a body,
 		// whatever its Content-Type says.
 		rec.exact.proto = t.protoForm()
-		resp.Body = newEventStream(resp.Body, t.version, rec.exact)
+		resp.Body = newEventStream(resp.Body, t.version, rec.exact, t.red)
 		if rec.opened != nil {
 			rec.opened()
 		}
@@ -165,12 +165,14 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rec.bodySHA256 = hex.EncodeToString(sum[:])
 		rec.mu.Unlock()
 	}
-	if rec != nil && rec.stream && resp.StatusCode/100 == 2 && !info.rpcError && isReply(body) {
+	if rec != nil && rec.stream && resp.StatusCode/100 == 2 && isReply(body) {
 		// A stream asked for, answered with one plain JSON reply (servers
-		// that do not stream a send, or answer its first event so): read
-		// as a stream of that one event.
+		// that do not stream a send, answer its first event so, or refuse
+		// it with a JSON-RPC error): read as a stream of that one event.
 		resp.Header.Set("Content-Type", "text/event-stream")
-		body = append(append([]byte("data: "), bytes.TrimSpace(body)...), '\n', '\n')
+		var one bytes.Buffer
+		_ = json.Compact(&one, body) // isReply: valid JSON
+		body = append(append([]byte("data: "), one.Bytes()...), '\n', '\n')
 		if rec.opened != nil {
 			rec.opened()
 		}
@@ -181,15 +183,15 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// isReply reports whether body is a JSON object that is not an error: a
-// JSON-RPC response with a result, or an HTTP+JSON object.
+// isReply reports whether body is one JSON reply: a JSON-RPC response with a
+// result or an error, or an HTTP+JSON object that is not an error.
 func isReply(body []byte) bool {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(body, &obj) != nil || obj == nil {
 		return false
 	}
 	if _, isRPC := obj["jsonrpc"]; isRPC {
-		return obj["result"] != nil && !isNull(obj["result"])
+		return (obj["result"] != nil && !isNull(obj["result"])) || (obj["error"] != nil && !isNull(obj["error"]))
 	}
 	return obj["error"] == nil
 }

@@ -1,12 +1,14 @@
 package contracts
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"mime"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -98,7 +100,57 @@ const (
 	// ReasonOrphanChunk: a streamed chunk appends to an artifact that was
 	// never started (A2A 1.0 §4.2.2).
 	ReasonOrphanChunk = "orphan_chunk"
+	// ReasonNumberOutOfRange: a number of the data part no reader of
+	// outputs can be expected to hold (an exponent past ±MaxNumberExponent,
+	// or more than MaxNumberDigits characters), kept as sent, never an output.
+	ReasonNumberOutOfRange = "number_out_of_range"
+	// ReasonDuplicateKey: an object of the data part gives a key twice:
+	// readers disagree on which value counts (encoding/json the last,
+	// others the first or none), so the output checked is not surely the
+	// one a backend reads.
+	ReasonDuplicateKey = "duplicate_key"
 )
+
+// MaxNumberExponent and MaxNumberDigits bound a number of an output's
+// data: far past any double (1e308) or decimal a backend uses, and small
+// enough that checking it against a schema stays cheap (a JSON Schema
+// validator builds the exact rational: 10^999999999 was a crash, and 25,000
+// numbers of 1e999999 minutes of a workflow task).
+const (
+	MaxNumberExponent = 4096
+	MaxNumberDigits   = 4096
+)
+
+// checkData returns the reason an output's data is refused before it is
+// checked against a schema, or "": a number out of range, a key given twice.
+func checkData(data json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			continue
+		}
+		text := n.String()
+		if len(text) > MaxNumberDigits {
+			return fmt.Sprintf("%s: a number of %d characters (at most %d)", ReasonNumberOutOfRange, len(text), MaxNumberDigits)
+		}
+		if i := strings.IndexAny(text, "eE"); i >= 0 {
+			e, err := strconv.Atoi(strings.TrimPrefix(text[i+1:], "+"))
+			if err != nil || e > MaxNumberExponent || e < -MaxNumberExponent {
+				return fmt.Sprintf("%s: %s has an exponent past ±%d", ReasonNumberOutOfRange, CutText(text, 64), MaxNumberExponent)
+			}
+		}
+	}
+	if errs := DuplicateKeys(data); len(errs) > 0 {
+		return fmt.Sprintf("%s: %v", ReasonDuplicateKey, errs[0])
+	}
+	return ""
+}
 
 // AuthorityKeys are metadata keys by which remote content would claim
 // approval or authority; an artifact carrying one (on itself or a part,
@@ -266,6 +318,9 @@ func (v *Validator) validateOne(a Artifact) (Output, string) {
 			}
 			if d := JSONDepth(p.Data); d > v.limits.MaxJSONDepth {
 				return Output{}, fmt.Sprintf("%s: JSON nesting depth %d > %d", ReasonTooDeep, d, v.limits.MaxJSONDepth)
+			}
+			if reason := checkData(p.Data); reason != "" {
+				return Output{}, reason
 			}
 			out.Data = p.Data
 		case PartFile:

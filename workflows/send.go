@@ -133,6 +133,10 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 	defer dcancel()
 	actx, abandon := workflow.WithCancel(dctx)
 	defer abandon()
+	// An abandoned send is awaited until its activity has stopped (it sees
+	// the cancel at its next heartbeat, within 3 s): a reply that came
+	// meanwhile names the task, and only then is the task looked for.
+	opts.WaitForCancellation = true
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, opts), fn, in)
 	werr := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil })
 	if werr == nil && f.IsReady() {
@@ -148,8 +152,18 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 		r.sentAtStop(dctx, round, msgID, f, get)
 		return stop
 	}
-	// Interrupted with the send in flight: abandoned at once.
+	// Interrupted with the send in flight: abandoned at once, and awaited
+	// (bounded) until it has stopped.
 	abandon()
+	stopped := workflow.NewTimer(dctx, AbandonSettle)
+	_ = workflow.Await(dctx, func() bool { return f.IsReady() || stopped.IsReady() })
+	if f.IsReady() {
+		if snap, err := get(dctx, f); err == nil && snap.TaskID != "" && snap.State != contracts.TaskStateMessage {
+			r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
+			r.observe(dctx, snap)
+			return stop
+		}
+	}
 	r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "abandoned at the stop"})
 	if r.s.RemoteTaskID != "" {
 		// A follow-up: the task is known, the stop cancels it.
@@ -176,6 +190,10 @@ func (r *run) sentAtStop(dctx workflow.Context, round int, msgID string, f workf
 		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "unknown_outcome (after the stop)"})
 	}
 }
+
+// AbandonSettle bounds how long a stop waits for an abandoned send's
+// activity to stop (it sees the cancel at its next heartbeat, every 3 s).
+const AbandonSettle = 15 * time.Second
 
 // SendSettle is the margin before the deadline within which a send arms
 // the deadline timer before it starts (a send that could end after the
