@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -93,6 +94,13 @@ func (x *exactValues) hold(raw json.RawMessage, unknownPart bool) json.RawMessag
 	if json.Compact(&buf, raw) != nil {
 		buf.Reset()
 		buf.Write(raw)
+	}
+	if !utf8.Valid(buf.Bytes()) {
+		// JSON text is UTF-8 (RFC 8259 §8.1): an invalid byte inside a
+		// string becomes U+FFFD, as encoding/json decodes it.
+		fixed := bytes.ToValidUTF8(buf.Bytes(), []byte("\uFFFD"))
+		buf.Reset()
+		buf.Write(fixed)
 	}
 	x.mu.Lock()
 	id := strconv.Itoa(x.next)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -326,5 +327,58 @@ func TestBreakStreamRefusedByAPlainRPCError(t *testing.T) {
 		if StreamingRefused(err) != tc.refused || ce.Category != tc.cat {
 			t.Errorf("JSON-RPC error %d with HTTP 200: %v (category %s, StreamingRefused %v), want %s, StreamingRefused %v", tc.code, err, ce.Category, StreamingRefused(err), tc.cat, tc.refused)
 		}
+	}
+}
+
+// 0xE9). a2a-go alone decoded it to U+FFFD; the seam keeps the bytes, so
+// the data the Outcome, the history, status --json, MCP results and the
+// push webhook carry is not valid UTF-8, which JSON between systems must
+// be (RFC 8259 §8.1): strict readers (serde_json, many webhook receivers)
+// refuse the whole Outcome.
+func TestBreakInvalidUTF8ReachesTheOutcome(t *testing.T) {
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		rpcResult(w, "{\"id\":\"t-1\",\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"},\"artifacts\":[{\"artifactId\":\"a-1\",\"name\":\"claim_opened\",\"metadata\":{\"by\":\"Ren\xe9\"},\"parts\":[{\"data\":{\"customer\":\"Ren\xe9\"}}]}]}")
+	}}, "JSONRPC", "1.0")
+	snap, err := c.GetTask(context.Background(), "t-1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, raw := range map[string]json.RawMessage{"part data": snap.Artifacts[0].Parts[0].Data, "artifact metadata": snap.Artifacts[0].Metadata} {
+		if !utf8.Valid(raw) {
+			t.Errorf("%s = %q: not UTF-8", name, raw)
+		}
+	}
+}
+
+// FindTaskByMessage asks for each task's last 20 messages: that is what it
+// reads. A ListTasks answer over max_response_bytes (100 tasks x 20
+// messages of a few kB each is past the default 8 MiB) is sent through
+// skipHistory, which drops every "history" member: the task whose history
+// holds our messageId is silently "not found" (nil error), and the
+// workflow resends, making a second task.
+func TestBreakListTasksOverTheBoundLosesTheHistoryItReads(t *testing.T) {
+	const msgID = "m-ours"
+	pad := strings.Repeat("x", 64<<10)
+	c := dialStub(t, stub{func(w http.ResponseWriter, r *http.Request, m string) {
+		if m != "ListTasks" {
+			http.Error(w, "no", http.StatusNotFound)
+			return
+		}
+		var tasks []string
+		for i := range 30 {
+			hist := fmt.Sprintf(`[{"messageId":"m-%d","role":"ROLE_USER","parts":[{"text":"%s"}]}]`, i, pad)
+			if i == 29 {
+				hist = `[{"messageId":"` + msgID + `","role":"ROLE_USER","parts":[{"text":"hi"}]},{"messageId":"a","role":"ROLE_AGENT","parts":[{"text":"` + pad + `"}]}]`
+			}
+			tasks = append(tasks, fmt.Sprintf(`{"id":"t-%d","contextId":"c-%d","status":{"state":"TASK_STATE_WORKING"},"history":%s}`, i, i, hist))
+		}
+		rpcResult(w, `{"tasks":[`+strings.Join(tasks, ",")+`],"nextPageToken":"","pageSize":100,"totalSize":30}`)
+	}}, "JSONRPC", "1.0")
+	snap, found, err := c.FindTaskByMessage(context.Background(), msgID, time.Now().Add(-time.Hour))
+	if err == nil && !found {
+		t.Fatalf("FindTaskByMessage: not found, no error; the answer (about 2 MiB, bound 1 MiB) held task t-29 whose history has %s: the histories were skipped unread", msgID)
+	}
+	if found && snap.TaskID != "t-29" {
+		t.Errorf("found %q, want t-29", snap.TaskID)
 	}
 }

@@ -116,7 +116,7 @@ func (t *wireTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Header.Set("Content-Type", "application/json")
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, t.maxBytes+1))
-	if err == nil && int64(len(body)) > t.maxBytes && resp.StatusCode/100 == 2 && rec != nil && !rec.keepBody {
+	if err == nil && int64(len(body)) > t.maxBytes && resp.StatusCode/100 == 2 && rec != nil && !rec.keepBody && (rec.exact == nil || !rec.exact.keepHistory) {
 		// Over the bound: perhaps only for what this client never reads (a
 		// history it did not ask for, A2A 1.0 §3.2.4). Read on, past such
 		// members, without holding them (skipHistory).
