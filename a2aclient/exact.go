@@ -252,9 +252,6 @@ func (x *exactValues) walk(raw json.RawMessage, path string) (json.RawMessage, b
 				delete(obj, k)
 				changed = true
 			}
-		case "data", "text", "raw", "url", "file":
-			// Remote content outside a parts list (a JSON-RPC error's data
-			// is never here: only successful replies are protected).
 		default:
 			// Only the members that hold A2A structure are entered (the
 			// reply's result, a Task, a Message, a status, an artifact, a

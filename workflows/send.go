@@ -158,9 +158,7 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 	stopped := workflow.NewTimer(dctx, AbandonSettle)
 	_ = workflow.Await(dctx, func() bool { return f.IsReady() || stopped.IsReady() })
 	if f.IsReady() {
-		if snap, err := get(dctx, f); err == nil && snap.TaskID != "" && snap.State != contracts.TaskStateMessage {
-			r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
-			r.observe(dctx, snap)
+		if snap, err := get(dctx, f); err == nil && r.madeATask(dctx, round, msgID, snap) {
 			return stop
 		}
 	}
@@ -182,13 +180,23 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 func (r *run) sentAtStop(dctx workflow.Context, round int, msgID string, f workflow.Future, get func(workflow.Context, workflow.Future) (contracts.TaskSnapshot, error)) {
 	snap, err := get(dctx, f)
 	switch {
-	case err == nil && snap.TaskID != "" && snap.State != contracts.TaskStateMessage:
-		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
-		r.observe(dctx, snap)
+	case err == nil && r.madeATask(dctx, round, msgID, snap):
 	case err != nil && deliveryUnknown(err):
 		r.s.SendInFlight, r.sendEndedUnknown = msgID, true
 		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "unknown_outcome (after the stop)"})
 	}
+}
+
+// madeATask records a send that ended after the stop with a task ("sent
+// after the stop"; the stop then cancels it) and reports whether it had
+// one (not a Message reply).
+func (r *run) madeATask(dctx workflow.Context, round int, msgID string, snap contracts.TaskSnapshot) bool {
+	if snap.TaskID == "" || snap.State == contracts.TaskStateMessage {
+		return false
+	}
+	r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
+	r.observe(dctx, snap)
+	return true
 }
 
 // AbandonSettle bounds how long a stop waits for an abandoned send's
