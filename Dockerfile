@@ -6,7 +6,7 @@
 # worker, webhook, codec-server, health and the client commands, without the
 # embedded Temporal server, the Temporal UI and the bench (README.md,
 # "Deployment", gives both sizes). deploy/image_test.go checks this file.
-FROM golang:1.26.8-bookworm AS build
+FROM golang:1.27.3-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -1,9 +1,14 @@
 # delegate — see README.md. Needs only Go (and make).
 GO      ?= go
+# go.mod needs Go 1.26.10 or newer (go.temporal.io/server 1.32.2); its
+# toolchain line names go1.27.3, which the go command fetches from the module
+# proxy (about 76 MB, once) where the machine's own Go is older. A machine's
+# Go may default to GOTOOLCHAIN=local, which refuses: make asks for auto.
+export GOTOOLCHAIN ?= auto
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build build-worker run test test-interop test-browser test-postgres lint bench bench-postgres clean record-histories
+.PHONY: build build-worker run test test-interop test-browser test-postgres lint bench bench-postgres clean record-histories deps
 
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
@@ -41,6 +46,13 @@ test-interop:
 	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./a2aclient ./e2e
+
+# Each direct dependency that is behind the newest version the module proxy
+# serves (a report, not a gate: a newer version may need a newer Go, or pull
+# a module the proxy does not serve; go.mod says why each one is held).
+deps:
+	@$(GO) list -m -u -f '{{if and (not .Indirect) (not .Main) .Update}}{{.Path}} {{.Version}} -> {{.Update.Version}}{{end}}' all | sed '/^$$/d' | sort; \
+	echo "(direct dependencies behind the module proxy; none listed means all are current)"
 
 # Record the histories of the end-to-end scenarios into a new folder of
 # workflows/testdata/histories (make record-histories NAME=baseline, or

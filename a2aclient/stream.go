@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // MaxSkippedBytes bounds what a reply over Options.MaxResponseBytes may
@@ -30,11 +31,11 @@ func skipHistory(r io.Reader, limit, maxSkip int64) (out []byte, skipped int64, 
 	// holds a whole token: a long string outside a history must not be
 	// read whole before it is refused).
 	skipping := false
-	cr.check = func(n int64) error {
-		if !skipping && n-skipped > limit+skipSlack {
-			return ErrResponseTooLarge
+	cr.room = func(n int64) int64 {
+		if skipping {
+			return math.MaxInt64
 		}
-		return nil
+		return limit + skipSlack + skipped - n
 	}
 	dec := json.NewDecoder(cr)
 	dec.UseNumber()
@@ -169,20 +170,35 @@ func skipHistory(r io.Reader, limit, maxSkip int64) (out []byte, skipped int64, 
 // before it refuses the reply: the decoder's read-ahead.
 const skipSlack = 64 << 10
 
+// countingReader counts what is read through it. room, when set, says how
+// many more bytes may be read once n are: a read never goes past it, and
+// the read after fails with ErrResponseTooLarge, sticky and with no bytes
+// (a decoder may ignore an error that comes with bytes, and reads in
+// chunks as large as its buffer: encoding/json over jsontext, as Go 1.27
+// builds it, does both).
 type countingReader struct {
-	r     io.Reader
-	n     int64
-	check func(n int64) error
+	r    io.Reader
+	n    int64
+	room func(n int64) int64
+	err  error
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	if c.check != nil {
-		if cerr := c.check(c.n); cerr != nil {
-			return n, cerr
+	if c.err != nil {
+		return 0, c.err
+	}
+	if c.room != nil {
+		left := c.room(c.n)
+		if left <= 0 {
+			c.err = ErrResponseTooLarge
+			return 0, c.err
+		}
+		if int64(len(p)) > left {
+			p = p[:left]
 		}
 	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
 	return n, err
 }
 

@@ -84,7 +84,7 @@ func TestContractErrorsSayWhere(t *testing.T) {
 // --version names the versions built in.
 func TestVersion(t *testing.T) {
 	out, _, code := cli(t, "--version")
-	if code != 0 || !strings.HasPrefix(out, "delegate ") || !strings.Contains(out, "Temporal server v1.32.1") || !strings.Contains(out, "a2a-go v2.4.0") {
+	if code != 0 || !strings.HasPrefix(out, "delegate ") || !strings.Contains(out, "Temporal server v1.32.2") || !strings.Contains(out, "a2a-go v2.4.0") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }
