@@ -7,45 +7,31 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// activity runs one activity, interrupted by the deadline or cancellation.
+// activity runs one activity, interrupted by a stop or cancellation.
 func (r *run) activity(ctx workflow.Context, opts workflow.ActivityOptions, fn any, in any, out any) error {
-	return r.activityUnless(ctx, opts, fn, in, out, nil)
+	_, err := r.activityUnless(ctx, opts, fn, in, out, nil)
+	return err
 }
 
-// activityUnless runs one activity, interrupted by the deadline,
-// cancellation, or (when full is set) a history that is full: then it is
-// canceled and errHistoryFull returned.
-func (r *run) activityUnless(ctx workflow.Context, opts workflow.ActivityOptions, fn any, in any, out any, full func() bool) error {
+// activityUnless runs one activity, interrupted by a stop, cancellation,
+// or (when full is set) a history that is full: then it is canceled and
+// full reported, for the next run to go on.
+func (r *run) activityUnless(ctx workflow.Context, opts workflow.ActivityOptions, fn any, in any, out any, full func() bool) (bool, error) {
 	r.flushSA(ctx)
 	r.arm(ctx)
 	actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(ctx, opts))
 	defer cancel()
 	f := workflow.ExecuteActivity(actx, fn, in)
-	if full == nil {
-		return r.await(ctx, f, out)
+	if err := r.wait(ctx, byDeadline, func() bool { return f.IsReady() || (full != nil && full()) }); err != nil {
+		return false, err
 	}
-	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil || full() }); err != nil {
-		return err
+	if f.IsReady() {
+		return false, f.Get(ctx, out)
 	}
-	if !f.IsReady() {
-		if err := r.interrupt(); err != nil {
-			return err
-		}
-		return errHistoryFull
+	if err := r.interrupt(); err != nil {
+		return false, err
 	}
-	return f.Get(ctx, out)
-}
-
-// await waits for f, or for a reason to stop (interrupt), whichever
-// comes first, and reads f's result into out.
-func (r *run) await(ctx workflow.Context, f workflow.Future, out any) error {
-	if err := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil }); err != nil {
-		return err
-	}
-	if !f.IsReady() {
-		return r.interrupt()
-	}
-	return f.Get(ctx, out)
+	return true, nil
 }
 
 // backoff retries from 1 s, doubling up to maxInterval, without a limit

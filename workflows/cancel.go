@@ -8,26 +8,23 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// interrupt returns the reason the delegation must stop now, if any.
+// interrupt returns the stop the delegation must take now, if any: a
+// revoke (the listener's), or the deadline (its timer fired).
 func (r *run) interrupt() error {
 	if reason, ok := r.box.isRevoked(); ok {
-		return &deniedError{reason: reason, revoked: true}
+		return revoked(reason)
 	}
-	switch {
-	case r.deadlineHit:
-		return errDeadline
-	case r.deadlineTimer != nil && r.deadlineTimer.IsReady():
-		r.deadlineHit = true
-		return errDeadline
+	if r.deadlineTimer != nil && r.deadlineTimer.IsReady() {
+		return deadline()
 	}
 	return nil
 }
 
-// arm starts the deadline timer when the delegation first waits (a send is
-// bounded by its own timeouts). The timer is not canceled with the
-// workflow: only its firing counts.
+// arm starts the deadline timer when the delegation first waits past
+// what bounds its activities (wait, byDeadline). The timer is not
+// canceled with the workflow: only its firing counts.
 func (r *run) arm(ctx workflow.Context) {
-	if r.deadlineTimer != nil || r.deadlineHit {
+	if r.deadlineTimer != nil {
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
@@ -44,7 +41,7 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 		// The task completed before the stop took effect (a send in
 		// flight): the agent did the work; what it returned is kept as
 		// late results, not turned into outputs.
-		r.s.LateResults = append(r.s.LateResults, r.s.LastSnapshot.Artifacts...)
+		r.keepLate(r.s.LastSnapshot.Artifacts)
 		return false
 	}
 	if r.s.RemoteTaskID == "" || contracts.TaskState(r.s.A2AState).Terminal() {
@@ -63,7 +60,7 @@ func (r *run) afterCancel(ctx workflow.Context, window time.Duration) bool {
 		case contracts.TaskStateCompleted:
 			// The agent had done the work (with a send abandoned at the
 			// stop): what it made is kept as late results.
-			r.s.LateResults = append(r.s.LateResults, snap.Artifacts...)
+			r.keepLate(snap.Artifacts)
 			return false
 		}
 	} else {
@@ -89,23 +86,15 @@ func (r *run) watchLate(dctx workflow.Context, window time.Duration) bool {
 	for !contracts.TaskState(r.s.A2AState).Terminal() {
 		in := contracts.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: contracts.TaskState(r.s.A2AState), Limits: r.d.EffectiveLimits()}
 		f := workflow.ExecuteActivity(workflow.WithActivityOptions(wctx, r.watchOptions(wctx)), contracts.ActivityWatchTask, in)
+		// Part of the stop: only the window's timer ends it.
+		_ = r.wait(wctx, settling, func() bool { return f.IsReady() || timer.IsReady() })
 		var next contracts.TaskSnapshot
-		sel := workflow.NewSelector(wctx)
-		done := false
-		sel.AddFuture(f, func(f workflow.Future) {
-			if f.Get(wctx, &next) != nil {
-				done = true
-				return
-			}
-			r.observe(wctx, next)
-			if next.State == contracts.TaskStateCompleted {
-				r.s.LateResults = append(r.s.LateResults, next.Artifacts...)
-			}
-		})
-		sel.AddFuture(timer, func(workflow.Future) { done = true })
-		sel.Select(wctx)
-		if done {
+		if !f.IsReady() || f.Get(wctx, &next) != nil {
 			break
+		}
+		r.observe(wctx, next)
+		if next.State == contracts.TaskStateCompleted {
+			r.keepLate(next.Artifacts)
 		}
 	}
 	return contracts.TaskState(r.s.A2AState) == contracts.TaskStateCanceled

@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"errors"
-
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/contracts"
@@ -24,12 +22,12 @@ func (r *run) adopt(ctx workflow.Context, card contracts.ResolvedCard) {
 func (r *run) untrustedAfterRediscover(card contracts.ResolvedCard) error {
 	r.s.Signature = card.Verification
 	r.s.Agent.Signature = card.Agent.Signature
-	return &untrustedError{verification: card.Verification}
+	return untrusted(card.Verification)
 }
 
 // awaitRediscover stops the delegation in "card-changed" (the card changed
 // to newDigest in a way that matters: what) until an operator sends Signal
-// "rediscover" (nil), the deadline (*cardChangedError) or another stop. The
+// "rediscover" (nil), the deadline (cardChanged) or another stop. The
 // caller restores its state after.
 func (r *run) awaitRediscover(ctx workflow.Context, newDigest, what string) error {
 	r.box.dropRediscover()
@@ -37,13 +35,12 @@ func (r *run) awaitRediscover(ctx workflow.Context, newDigest, what string) erro
 	r.setState(ctx, string(contracts.PhaseCardChanged))
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, cardChangedDetails(r.s, &change, r.wfID))
-	r.arm(ctx)
-	if err := workflow.Await(ctx, func() bool { return r.box.rediscoverAccepted() || r.interrupt() != nil }); err != nil {
+	if err := r.wait(ctx, byDeadline, r.box.rediscoverAccepted); err != nil {
 		return err
 	}
 	if !r.box.rediscoverAccepted() {
-		if errors.Is(r.interrupt(), errDeadline) {
-			return &cardChangedError{change: change}
+		if isDeadline(r.interrupt()) {
+			return cardChanged(change)
 		}
 		return r.interrupt()
 	}

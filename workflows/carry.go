@@ -137,6 +137,6 @@ func (r *run) continueNow(ctx workflow.Context) bool {
 	if r.interrupt() != nil || ctx.Err() != nil {
 		return false
 	}
-	r.continueAsNew = true
+	r.phase = phaseHandingOver
 	return true
 }

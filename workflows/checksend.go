@@ -22,34 +22,25 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 	for {
 		prev := r.s.A2AState
 		r.setState(ctx, string(contracts.PhaseSending))
-		var in contracts.CheckAndSendInput
-		var res contracts.CheckAndSendResult
 		opts := r.sendOptions()
 		opts.RetryPolicy = &temporal.RetryPolicy{MaximumAttempts: 1}
-		// Each attempt is built from the state as it is then: a card
-		// adopted by an earlier attempt is the one in use.
-		attempt := func(opts workflow.ActivityOptions) error {
-			in, res = r.checkSendInput(round, text, data, credentialRef), contracts.CheckAndSendResult{}
-			err := r.checkSendActivity(ctx, opts, round, in, &res)
-			r.applyChecks(ctx, in, res)
-			return err
-		}
-		attempts, err := r.retrying(ctx, "CheckAndSend", func() error {
-			err := attempt(opts)
+		t, attempts, err := retrying(ctx, r, "CheckAndSend", func() (sendTry, error) {
+			t, err := r.trySend(ctx, opts, round, text, data, credentialRef)
 			if err != nil && round > 0 && transient(err) && r.interrupt() == nil {
 				// A follow-up refused with what looks transient may be
 				// refused because the agent has ended the task.
 				if ended, ok := r.readTerminal(ctx); ok {
-					return &endedError{snap: ended, cause: errorText(err), unknown: deliveryUnknown(err)}
+					return t, &endedError{snap: ended, cause: errorText(err), unknown: deliveryUnknown(err)}
 				}
 			}
-			return err
-		}, func() error {
-			return attempt(r.handoverOptions(ctx, r.sendOptions()))
+			return t, err
+		}, func() (sendTry, error) {
+			return r.trySend(ctx, r.handoverOptions(ctx, r.sendOptions()), round, text, data, credentialRef)
 		})
 		if err != nil {
 			return contracts.TaskSnapshot{}, err
 		}
+		in, res := t.in, t.res
 		if res.Sent {
 			snap := res.Snapshot
 			snap.Attempt = attempts
@@ -59,7 +50,7 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 			return snap, nil
 		}
 		if a := res.Authorization; a != nil && !a.Allowed {
-			return contracts.TaskSnapshot{}, &deniedError{reason: a.Reason}
+			return contracts.TaskSnapshot{}, denied(a.Reason)
 		}
 		if in.InUse == nil {
 			return contracts.TaskSnapshot{}, r.refusal(res)
@@ -73,6 +64,23 @@ func (r *run) checkAndSend(ctx workflow.Context, round int, text string, data js
 		}
 		r.setState(ctx, prev)
 	}
+}
+
+// sendTry is one CheckAndSend attempt: its input, built from the state as
+// it was then (a card adopted by an earlier attempt is the one in use), and
+// its result.
+type sendTry struct {
+	in  contracts.CheckAndSendInput
+	res contracts.CheckAndSendResult
+}
+
+// trySend makes one CheckAndSend attempt with opts and records what it
+// checked (applyChecks).
+func (r *run) trySend(ctx workflow.Context, opts workflow.ActivityOptions, round int, text string, data json.RawMessage, credentialRef string) (sendTry, error) {
+	t := sendTry{in: r.checkSendInput(round, text, data, credentialRef)}
+	err := r.checkSendActivity(ctx, opts, round, t.in, &t.res)
+	r.applyChecks(ctx, t.in, t.res)
+	return t, err
 }
 
 // checkSendInput is CheckAndSend's input for round n from the state now.
@@ -145,17 +153,13 @@ func (r *run) refusal(res contracts.CheckAndSendResult) error {
 	c := res.Card
 	switch {
 	case !c.Trusted():
-		return &refusedError{contracts.StatusCardUntrusted, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: "nothing sent: a verified card signature is required; the card is " + c.Verification.Status + reasonSuffix(c.Verification.Reason)}}
+		return refused(contracts.StatusCardUntrusted, "nothing sent: a verified card signature is required; the card is "+c.Verification.Status+reasonSuffix(c.Verification.Reason))
 	case !c.SkillFound:
-		return &refusedError{contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: fmt.Sprintf("nothing sent: the card of %q offers no skill %q%s%s", c.Agent.Name, r.d.Skill, offered(c.Skills), extendedSuffix(c))}}
+		return refused(contracts.StatusProtocolError, fmt.Sprintf("nothing sent: the card of %q offers no skill %q%s%s", c.Agent.Name, r.d.Skill, offered(c.Skills), extendedSuffix(c)))
 	case c.InterfaceError != "":
-		return &refusedError{contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: "nothing sent: " + c.InterfaceError}}
+		return refused(contracts.StatusProtocolError, "nothing sent: "+c.InterfaceError)
 	}
-	return &refusedError{contracts.StatusProtocolError, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-		Message: "nothing sent: " + res.Refused}}
+	return refused(contracts.StatusProtocolError, "nothing sent: "+res.Refused)
 }
 
 // checkSendActivity runs CheckAndSend as sendActivity runs SendMessage. A

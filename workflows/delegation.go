@@ -50,9 +50,10 @@ func delegation(ctx workflow.Context, input converter.RawValue, carried converte
 	}
 	r.d, r.input = d, json.RawMessage(input.Payload().GetData())
 	r.s.Purpose, r.s.Skill, r.s.AgentCardURL, r.s.Deadline = d.Purpose, d.Skill, d.AgentCardURL, d.Deadline
-	if carry != nil && carry.State.LastSnapshot != nil {
+	if carry != nil {
+		// carriedInput refuses a carry without a last snapshot.
 		st := carry.State
-		r.s, r.carried = &st, true
+		r.s = &st
 		r.s.ContinuedAsNew++
 	}
 	if err := r.registerInput(ctx); err != nil {
@@ -62,11 +63,11 @@ func delegation(ctx workflow.Context, input converter.RawValue, carried converte
 		return contracts.Outcome{}, err
 	}
 	r.listen(ctx)
-	if carry != nil && r.carried {
+	if carry != nil {
 		r.resume(ctx, carry)
 	}
-	out := r.main(ctx)
-	if r.continueAsNew {
+	out := r.main(ctx, carry != nil)
+	if r.phase == phaseHandingOver {
 		return contracts.Outcome{}, r.handOverRun(ctx, info.WorkflowExecution.RunID)
 	}
 	r.end(ctx, out)
@@ -115,7 +116,7 @@ const maxRefusalBytes = 8 << 10
 func (r *run) handOverRun(ctx workflow.Context, runID string) error {
 	r.flushSA(ctx)
 	// Handlers may still be running (an update being accepted).
-	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	_ = r.wait(ctx, settling, func() bool { return workflow.AllHandlersFinished(ctx) })
 	c := contracts.Carry{State: *r.s, FromRunID: runID, ContractDigest: contractDigest(r.input)}
 	r.box.carry(&c)
 	trimCarry(&c)
@@ -132,7 +133,7 @@ func (r *run) end(ctx workflow.Context, out contracts.Outcome) {
 	}
 	r.flushSA(ctx)
 	r.s.Outcome = &out
-	r.s.Question = nil
+	r.closeQuestion()
 	workflow.SetCurrentDetails(ctx, finishedDetails(out))
 }
 
@@ -144,42 +145,45 @@ type run struct {
 	sig          signals
 	// box: what the listener, the Update handlers and the reconcile
 	// reads hand to the main coroutine.
-	box           inbox
-	saPending     []temporal.SearchAttributeUpdate
-	watches       int
-	carried       bool
-	continueAsNew bool
-	d             contracts.Delegation
-	s             *contracts.State
-	wfID          string
-	firstRunID    string
+	box       inbox
+	saPending []temporal.SearchAttributeUpdate
+	watches   int
+	// phase is where the run stands: following, stopping, handing over.
+	phase      phase
+	d          contracts.Delegation
+	s          *contracts.State
+	wfID       string
+	firstRunID string
 	// input is workflow input 1 as received (the contract's JSON).
-	input         json.RawMessage
-	deadlineHit   bool
+	input json.RawMessage
+	// deadlineTimer fires at the deadline once armed (arm).
 	deadlineTimer workflow.Future
-	// sendEndedUnknown: State.SendInFlight is a send that ended, after the
-	// stop, with its outcome unknown (not one still running).
-	sendEndedUnknown bool
-	// stoppedBeforeSend: a stop (revoke, cancel, deadline) came before the
-	// last send was scheduled: nothing went.
-	stoppedBeforeSend bool
-	// stopping: the delegation is ending (failed runs), canceling its
-	// task; an answer is no longer taken.
-	stopping bool
 }
 
-// main runs the delegation and returns its Outcome (or sets
-// r.continueAsNew).
-func (r *run) main(ctx workflow.Context) contracts.Outcome {
-	if r.carried {
+// phase is where a run stands. It only moves forward.
+type phase int
+
+const (
+	// phaseFollowing: the run follows its remote task.
+	phaseFollowing phase = iota
+	// phaseNotSent: a stop (revoke, cancel, deadline) came before the last
+	// send was scheduled: nothing went, and the run ends.
+	phaseNotSent
+	// phaseStopping: the delegation is ending (failed), canceling its
+	// task; an answer is no longer taken.
+	phaseStopping
+	// phaseHandingOver: the run continues as new (continueNow).
+	phaseHandingOver
+)
+
+// main runs the delegation and returns its Outcome (or moves the run to
+// phaseHandingOver). A carried run goes on from the task the last one saw.
+func (r *run) main(ctx workflow.Context, carried bool) contracts.Outcome {
+	if carried {
 		return r.follow(ctx, *r.s.LastSnapshot)
 	}
 	r.setState(ctx, string(contracts.PhaseResolving))
 	snap, err := r.sendRound(ctx, 0, r.d.Message.Text, r.d.Message.Data, "")
-	var refused *refusedError
-	if errors.As(err, &refused) {
-		return r.outcome(refused.status, refused.info)
-	}
 	if err != nil {
 		return r.failed(ctx, err)
 	}

@@ -29,8 +29,10 @@
 // handlers.go and payloads.go (Signals, Updates, and what typed input is
 // refused), inbox.go (what the listener and the handlers hand to the main
 // coroutine), details.go (the UI's current details), carry.go
-// (continue-as-new), activity.go (running activities and their options),
-// errors.go, versions.go (the versioning rule and the registry of changes:
+// (continue-as-new), wait.go (the one place the workflow blocks, and how
+// the deadline bounds each wait), activity.go (running activities and
+// their options), records.go (the one writer of each growing record of
+// State), errors.go (the stops, each with its Outcome), versions.go (the versioning rule and the registry of changes:
 // docs/versioning.md), register.go, reconcile.go, boundary.go (the
 // workflow's own input checks), searchattributes.go.
 package workflows

@@ -50,7 +50,8 @@ func (r *run) skipRepublished(ctx workflow.Context, snap contracts.TaskSnapshot)
 	if contracts.WeakStatusKey(snap.StatusKey) {
 		within = int(StaleWindow / time.Second)
 	}
-	return r.watchWithin(ctx, snap, within)
+	next, _, err := r.watchWithin(ctx, snap, within)
+	return next, err
 }
 
 // keepSnapshot makes snap the last snapshot without observing it (no
@@ -62,7 +63,7 @@ func (r *run) keepSnapshot(snap contracts.TaskSnapshot) {
 }
 
 // step observes snap and takes the delegation one step on from it: to the
-// Outcome (done), to a new run (done, r.continueAsNew set), or to the
+// Outcome (done), to a new run (done, phaseHandingOver), or to the
 // next snapshot.
 func (r *run) step(ctx workflow.Context, snap contracts.TaskSnapshot) (next contracts.TaskSnapshot, out contracts.Outcome, done bool) {
 	if snap.State.Interrupted() && r.shouldContinueAsNew(ctx) {
@@ -92,18 +93,17 @@ func (r *run) step(ctx workflow.Context, snap contracts.TaskSnapshot) (next cont
 func (r *run) round(ctx workflow.Context, snap contracts.TaskSnapshot) (next contracts.TaskSnapshot, out contracts.Outcome, done bool) {
 	r.ask(ctx, snap)
 	got, err := r.waitForAnswer(ctx, snap)
-	if errors.Is(err, errHistoryFull) {
+	switch {
+	case err != nil:
+		return snap, r.failed(ctx, err), true
+	case got.full:
 		if r.continueNow(ctx) {
 			r.keepSnapshot(snap)
-			r.s.Question = nil
+			r.closeQuestion()
 			return snap, contracts.Outcome{}, true
 		}
 		return snap, contracts.Outcome{}, false // a stop arrived meanwhile: handled on the next turn
-	}
-	if err != nil {
-		return snap, r.failed(ctx, err), true
-	}
-	if got.moved != nil {
+	case got.moved != nil:
 		return *got.moved, contracts.Outcome{}, false
 	}
 	return r.answer(ctx, snap, got.answer, got.via)
@@ -114,10 +114,10 @@ func (r *run) round(ctx workflow.Context, snap contracts.TaskSnapshot) (next con
 func (r *run) answer(ctx workflow.Context, snap contracts.TaskSnapshot, a contracts.Answer, via string) (next contracts.TaskSnapshot, out contracts.Outcome, done bool) {
 	r.s.InputRounds++
 	round := r.s.InputRounds
-	r.s.Answers = append(r.s.Answers, contracts.AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
+	r.recordAnswer(contracts.AnswerRecord{Round: round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
 		Via: via, At: workflow.Now(ctx), MessageID: MessageID(r.wfID, r.firstRunID, round),
 		QuestionState: snap.State, QuestionKey: snap.StatusKey})
-	r.s.Question = nil
+	r.closeQuestion()
 	text := a.Text
 	if strings.TrimSpace(text) == "" && len(a.Data) == 0 {
 		text = "Credentials provided."
@@ -149,7 +149,7 @@ func (r *run) credentialRefused(ctx workflow.Context, snap contracts.TaskSnapsho
 	if errorType(err) == contracts.ErrTypeCredentialRefNotAllowed {
 		reason = "credential_ref " + a.CredentialRef + " refused, nothing sent: " + contracts.Truncate(errorText(err), 500)
 	}
-	r.s.Answers[len(r.s.Answers)-1].Refused = reason
+	r.lastAnswer().Refused = reason
 	r.observe(ctx, snap)
 }
 
@@ -157,7 +157,7 @@ func (r *run) credentialRefused(ctx workflow.Context, snap contracts.TaskSnapsho
 // agent had ended the task: the agent's own state and reason stand.
 func (r *run) answerEnded(ended contracts.TaskSnapshot, err error) {
 	why := contracts.Truncate(errorText(err), 500)
-	last := &r.s.Answers[len(r.s.Answers)-1]
+	last := r.lastAnswer()
 	if deliveryUnknown(err) {
 		// It may have reached the agent before it failed: the agent
 		// may have taken the answer.
@@ -170,9 +170,9 @@ func (r *run) answerEnded(ended contracts.TaskSnapshot, err error) {
 // answerStopped records, when the delegation stopped with the last answer
 // taken, whether it went (it was recorded as if it had).
 func (r *run) answerStopped(err error) {
-	last := &r.s.Answers[len(r.s.Answers)-1]
+	last := r.lastAnswer()
 	switch {
-	case r.stoppedBeforeSend:
+	case r.phase == phaseNotSent:
 		last.Refused = "not sent: the delegation stopped before the answer went out (" + contracts.Truncate(errorText(err), 300) + ")"
 	case r.s.SendInFlight == last.MessageID:
 		last.Unconfirmed = "the delegation stopped while the answer was being sent: whether the agent took it is not known"
@@ -188,8 +188,11 @@ func (r *run) watchOn(ctx workflow.Context, snap contracts.TaskSnapshot) (next c
 	if err := r.interrupt(); err != nil {
 		return snap, r.failed(ctx, err), true
 	}
-	next, err := r.watch(ctx, snap)
-	if errors.Is(err, errHistoryFull) {
+	next, full, err := r.watch(ctx, snap)
+	switch {
+	case err != nil:
+		return snap, r.failed(ctx, err), true
+	case full:
 		// Signals filled the run while it watched: the next run
 		// watches on.
 		if r.continueNow(ctx) {
@@ -197,9 +200,6 @@ func (r *run) watchOn(ctx workflow.Context, snap contracts.TaskSnapshot) (next c
 			return snap, contracts.Outcome{}, true
 		}
 		return snap, contracts.Outcome{}, false
-	}
-	if err != nil {
-		return snap, r.failed(ctx, err), true
 	}
 	return next, contracts.Outcome{}, false
 }
@@ -209,29 +209,29 @@ func (r *run) watchOn(ctx workflow.Context, snap contracts.TaskSnapshot) (next c
 // again.
 const StaleWindow = 15 * time.Second
 
-// watch runs WatchTask from snap until the task changes.
-func (r *run) watch(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, error) {
+// watch runs WatchTask from snap until the task changes, or signals fill
+// the run's history (full: the next run watches on).
+func (r *run) watch(ctx workflow.Context, snap contracts.TaskSnapshot) (next contracts.TaskSnapshot, full bool, err error) {
 	return r.watchWithin(ctx, snap, 0)
 }
 
 // watchWithin runs WatchTask from snap until the task changes or, when
-// within > 0, for that many seconds at most.
-func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, within int) (contracts.TaskSnapshot, error) {
+// within > 0, for that many seconds at most (then never full).
+func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, within int) (next contracts.TaskSnapshot, full bool, err error) {
 	if r.s.Push && within == 0 && !snap.State.Interrupted() {
 		return r.watchByPush(ctx, snap)
 	}
 	r.watches++
-	var next contracts.TaskSnapshot
 	in := contracts.WatchInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Since: snap.State, Limits: r.d.EffectiveLimits(), Stream: r.s.Streaming, Within: within}
 	if snap.State.Interrupted() {
 		in.SinceKey = snap.StatusKey
 	}
-	var full func() bool
+	var flooded func() bool
 	if within == 0 {
-		full = func() bool { return r.floodedWhileWaiting(ctx) }
+		flooded = func() bool { return r.floodedWhileWaiting(ctx) }
 	}
-	err := r.activityUnless(ctx, r.watchOptions(ctx), contracts.ActivityWatchTask, in, &next, full)
-	return next, err
+	full, err = r.activityUnless(ctx, r.watchOptions(ctx), contracts.ActivityWatchTask, in, &next, flooded)
+	return next, full, err
 }
 
 // watchByPush follows a task whose agent pushes its changes: nothing is
@@ -240,43 +240,43 @@ func (r *run) watchWithin(ctx workflow.Context, snap contracts.TaskSnapshot, wit
 // task is read once (GetTask), and only what it shows counts. A forged or
 // replayed push costs one read. A reconcile that sees the task changed
 // moves it on at once, and a run flooded by pushes continues as new.
-func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (contracts.TaskSnapshot, error) {
+func (r *run) watchByPush(ctx workflow.Context, snap contracts.TaskSnapshot) (next contracts.TaskSnapshot, full bool, err error) {
 	r.flushSA(ctx) // list and reconcile --state see where it stands
 	r.box.dropReconciled()
 	for {
 		r.watches++
-		r.arm(ctx)
+		r.arm(ctx) // before the cadence's timer: the deadline's is the run's first
 		tctx, cancel := workflow.WithCancel(ctx)
 		timer := workflow.NewTimer(tctx, r.d.WaitingPoll())
-		full := func() bool { return r.floodedWhileWaiting(ctx) }
-		err := workflow.Await(ctx, func() bool {
-			return r.box.hasPush() || timer.IsReady() || r.interrupt() != nil || full() || r.box.hasReconciled()
+		flooded := func() bool { return r.floodedWhileWaiting(ctx) }
+		err := r.wait(ctx, byDeadline, func() bool {
+			return r.box.hasPush() || timer.IsReady() || flooded() || r.box.hasReconciled()
 		})
 		fired := timer.IsReady() // before cancel(), which settles the timer
 		if !fired {
 			cancel()
 		}
 		if err != nil {
-			return snap, err
+			return snap, false, err
 		}
 		if err := r.interrupt(); err != nil {
-			return snap, err
+			return snap, false, err
 		}
 		if r.box.hasReconciled() {
 			// A reconcile read the task and saw it changed.
-			return r.box.takeReconciled(), nil
+			return r.box.takeReconciled(), false, nil
 		}
-		if full() {
-			return snap, errHistoryFull
+		if flooded() {
+			return snap, true, nil
 		}
 		r.box.dropPush()
-		var next contracts.TaskSnapshot
+		var read contracts.TaskSnapshot
 		in := contracts.GetTaskInput{Interface: r.s.Interface, TaskID: r.s.RemoteTaskID, ContextID: r.s.ContextID, Limits: r.d.EffectiveLimits()}
-		if err := r.activity(ctx, getTaskOptions(), contracts.ActivityGetTask, in, &next); err != nil {
-			return snap, err
+		if err := r.activity(ctx, getTaskOptions(), contracts.ActivityGetTask, in, &read); err != nil {
+			return snap, false, err
 		}
-		if next.State != snap.State || next.StatusKey != snap.StatusKey {
-			return next, nil
+		if read.State != snap.State || read.StatusKey != snap.StatusKey {
+			return read, false, nil
 		}
 	}
 }
@@ -307,7 +307,7 @@ func (r *run) endedMeanwhile(ctx workflow.Context, err error) (contracts.TaskSna
 	if r.interrupt() != nil || temporal.IsCanceledError(err) || ctx.Err() != nil || r.s.RemoteTaskID == "" {
 		return contracts.TaskSnapshot{}, false
 	}
-	if stopped(err) {
+	if asStop(err) != nil {
 		return contracts.TaskSnapshot{}, false
 	}
 	return r.readTerminal(ctx)

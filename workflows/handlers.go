@@ -109,7 +109,7 @@ func (r *run) listen(ctx workflow.Context) {
 func (r *run) settleListener(ctx workflow.Context) {
 	r.flushed = false
 	r.flush.SendAsync(true)
-	_ = workflow.Await(ctx, func() bool { return r.flushed })
+	_ = r.wait(ctx, settling, func() bool { return r.flushed })
 }
 
 // drainSignals applies every signal still buffered, without blocking

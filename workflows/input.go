@@ -72,7 +72,7 @@ func (r *run) checkAnswer(a contracts.Answer) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	if r.stopping || r.interrupt() != nil {
+	if r.phase == phaseStopping || r.phase == phaseNotSent || r.interrupt() != nil {
 		// Taken now, it would be recorded nowhere and sent never: the
 		// Update said "accepted" to an operator whose answer was lost.
 		return errors.New("the delegation is stopping (canceled, revoked or past its deadline): the answer cannot be sent")
@@ -97,12 +97,14 @@ func (r *run) checkAnswer(a contracts.Answer) error {
 }
 
 // answered is how a wait for an answer ended: an operator's answer (and
-// how it came, "signal" or "update"), or, when the task moved on before an
-// answer went out, the task as it is now.
+// how it came, "signal" or "update"); or, when the task moved on before an
+// answer went out, the task as it is now; or full: signals filled the
+// run's history, and the question goes to a new run.
 type answered struct {
 	answer contracts.Answer
 	via    string
 	moved  *contracts.TaskSnapshot
+	full   bool
 }
 
 // ask shows snap's question (State.Question, the UI's current details)
@@ -124,10 +126,19 @@ func (r *run) waitForAnswer(ctx workflow.Context, snap contracts.TaskSnapshot) (
 	wctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	w := r.startWaiting(ctx, wctx, snap)
-	if err := r.awaitAnswer(ctx, w); err != nil {
+	why, err := r.awaitWake(ctx, w)
+	switch {
+	case err != nil:
 		return answered{}, err
+	case why == wakeAnswer:
+		a, via := r.box.takeAnswer()
+		return answered{answer: a, via: via}, nil
+	case why == wakeStop:
+		return answered{}, r.interrupt()
+	case why == wakeFull:
+		return answered{full: true}, nil
 	}
-	return r.answerOrMove(ctx, snap, w)
+	return r.moveOn(ctx, snap, w)
 }
 
 // waiting is one wait for an answer: the timer of the first read, then the
@@ -137,10 +148,9 @@ type waiting struct {
 	ctx         workflow.Context
 	poll        contracts.WatchInput
 	wake, watch workflow.Future
+	// gaveUp: the ended read gave up without a change (read once).
+	gaveUp *bool
 }
-
-// woke reports whether the first read is due.
-func (w *waiting) woke() bool { return w.wake != nil && w.wake.IsReady() }
 
 // startWaiting starts the wait for an answer to snap's question, in wctx.
 func (r *run) startWaiting(ctx, wctx workflow.Context, snap contracts.TaskSnapshot) *waiting {
@@ -158,52 +168,80 @@ func (r *run) startWaiting(ctx, wctx workflow.Context, snap contracts.TaskSnapsh
 	return w
 }
 
-// moved reports whether the task moved on during w: the read ended (it saw
-// a change, or failed), or a reconcile saw the task changed.
-func (r *run) moved(w *waiting) bool {
-	return (w.watch != nil && w.watch.IsReady()) || r.box.hasReconciled()
+// wake is what wakes a wait for an answer. woken decides it in this
+// order, the first that holds winning.
+type wake int
+
+const (
+	wakeNone wake = iota
+	// wakeMoved: the task moved on: a reconcile read saw it changed, or
+	// the waiting read ended with a change (or failed).
+	wakeMoved
+	// wakeAnswer: an operator's answer waits to be taken (it goes even
+	// with a stop delivered at the same time: the send refuses it then,
+	// and records it as not sent).
+	wakeAnswer
+	// wakeStop: a revoke or the deadline.
+	wakeStop
+	// wakeReadGaveUp: the waiting read ended without a change (its retries
+	// reached the deadline before the next interval): the wait goes on
+	// without it; the deadline is the listener's.
+	wakeReadGaveUp
+	// wakeFull: signals filled the run's history: the question is handed
+	// over to a new run.
+	wakeFull
+	// wakeReadDue: the first read is due, or a push came with no read
+	// running: the read starts, and the wait goes on.
+	wakeReadDue
+)
+
+// woken decides what wakes w now (wakeNone: nothing yet).
+func (r *run) woken(ctx workflow.Context, w *waiting) wake {
+	readEnded := w.watch != nil && w.watch.IsReady()
+	switch {
+	case r.box.hasReconciled(), readEnded && !r.readGaveUp(ctx, w):
+		return wakeMoved
+	case r.box.hasAnswer():
+		return wakeAnswer
+	case r.interrupt() != nil:
+		return wakeStop
+	case readEnded:
+		return wakeReadGaveUp
+	case r.floodedWhileWaiting(ctx):
+		return wakeFull
+	case (w.wake != nil && w.wake.IsReady()) || (r.box.hasPush() && w.watch == nil):
+		return wakeReadDue
+	}
+	return wakeNone
 }
 
-// pushDue: a push arrived and no read is running: read now, as when the
-// first read is due.
-func (r *run) pushDue(w *waiting) bool { return r.box.hasPush() && w.watch == nil }
-
-// awaitAnswer blocks until an answer, a stop or a moved task ends w, or
-// signals fill the run's history (errHistoryFull: the question is handed
-// over to a new run). Meanwhile it starts the read when it is due, and
-// waits on without a read that gave up.
-func (r *run) awaitAnswer(ctx workflow.Context, w *waiting) error {
-	full := func() bool { return r.floodedWhileWaiting(ctx) }
+// awaitWake waits until something ends w (woken): it starts the read when
+// it is due, and waits on without a read that gave up. The first read's
+// timer, or the deadline's when that comes first, bounds the wait until
+// the read starts (startWaiting); then the deadline's (startReading).
+func (r *run) awaitWake(ctx workflow.Context, w *waiting) (wake, error) {
 	for {
 		if w.watch != nil {
 			r.box.dropPush() // a read is running: it will see the change
 		}
-		if err := workflow.Await(ctx, func() bool {
-			return r.box.hasAnswer() || r.interrupt() != nil || r.moved(w) || w.woke() || r.pushDue(w) || full()
-		}); err != nil {
-			return err
+		why := wakeNone
+		if err := r.wait(ctx, byOwnTimer, func() bool { why = r.woken(ctx, w); return why != wakeNone }); err != nil {
+			return wakeNone, err
 		}
-		if full() && !r.box.hasAnswer() && r.interrupt() == nil && !r.moved(w) {
-			return errHistoryFull
-		}
-		if (w.woke() || r.pushDue(w)) && !r.box.hasAnswer() && r.interrupt() == nil && !r.moved(w) {
+		switch why {
+		case wakeReadDue:
 			r.startReading(ctx, w)
-			continue
+		case wakeReadGaveUp:
+			w.watch, w.gaveUp = nil, nil
+		default:
+			return why, nil
 		}
-		if !r.box.hasAnswer() && r.interrupt() == nil && !r.box.hasReconciled() && w.watch != nil && readGaveUp(ctx, w) {
-			// The waiting read gave up without a change (its retries
-			// reached the deadline before the next interval): wait on
-			// without it; the deadline is the listener's.
-			w.watch = nil
-			continue
-		}
-		return nil
 	}
 }
 
-// startReading starts the read of w: the first read is due (or a push
-// came first), so from now on the task is read at the waiting cadence, and
-// the deadline has its own timer.
+// startReading starts the read of w: the first read is due (or a push came
+// first), so from now on the task is read at the waiting cadence, and the
+// deadline has its own timer.
 func (r *run) startReading(ctx workflow.Context, w *waiting) {
 	r.box.dropPush()
 	w.wake = nil
@@ -214,22 +252,18 @@ func (r *run) startReading(ctx workflow.Context, w *waiting) {
 }
 
 // readGaveUp reports whether the ended read of w gave up without a change.
-func readGaveUp(ctx workflow.Context, w *waiting) bool {
-	err := w.watch.Get(ctx, nil)
-	return errorType(err) == contracts.ErrTypeUnchanged || isTimeout(err)
+func (r *run) readGaveUp(ctx workflow.Context, w *waiting) bool {
+	if w.gaveUp == nil {
+		err := w.watch.Get(ctx, nil)
+		gave := errorType(err) == contracts.ErrTypeUnchanged || isTimeout(err)
+		w.gaveUp = &gave
+	}
+	return *w.gaveUp
 }
 
-// answerOrMove takes what ended w: the answer, the stop, or the task as it
-// moved on; an answer given meanwhile to the question of snap is then
-// recorded as not sent.
-func (r *run) answerOrMove(ctx workflow.Context, snap contracts.TaskSnapshot, w *waiting) (answered, error) {
-	if r.box.hasAnswer() && !r.moved(w) {
-		a, via := r.box.takeAnswer()
-		return answered{answer: a, via: via}, nil
-	}
-	if !r.moved(w) {
-		return answered{}, r.interrupt()
-	}
+// moveOn takes the task as it moved on during w; an answer given meanwhile
+// to the question of snap is then recorded as not sent.
+func (r *run) moveOn(ctx workflow.Context, snap contracts.TaskSnapshot, w *waiting) (answered, error) {
 	var next contracts.TaskSnapshot
 	if r.box.hasReconciled() {
 		next = r.box.takeReconciled()
@@ -240,11 +274,11 @@ func (r *run) answerOrMove(ctx workflow.Context, snap contracts.TaskSnapshot, w 
 	if r.box.hasAnswer() {
 		// The task moved before the answer went out: it is not sent.
 		a, via := r.box.takeAnswer()
-		r.s.Answers = append(r.s.Answers, contracts.AnswerRecord{Round: r.s.Question.Round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
+		r.recordAnswer(contracts.AnswerRecord{Round: r.s.Question.Round, Text: a.Text, Data: a.Data, AnsweredBy: a.AnsweredBy,
 			Via: via, At: workflow.Now(ctx), QuestionState: snap.State, QuestionKey: snap.StatusKey,
 			Refused: "not sent: the remote task moved to " + string(next.State) + " before the answer went out"})
 	}
-	r.s.Question = nil
+	r.closeQuestion()
 	return answered{moved: &next}, nil
 }
 

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,42 +10,23 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 )
 
-// failed turns an error into the Outcome, canceling the remote task where
-// the delegation stops while the task may still run.
+// failed turns an error into the Outcome: a stop into its own, a
+// cancellation into canceled, anything else by its category; the remote
+// task is canceled where the delegation stops while the task may still
+// run.
 func (r *run) failed(ctx workflow.Context, err error) contracts.Outcome {
-	r.stopping = true
-	var denied *deniedError
-	var changed *cardChangedError
-	var untrusted *untrustedError
-	switch {
-	case errors.Is(err, errDeadline):
-		msg := r.deadlineMessage()
-		r.afterCancel(ctx, 0)
-		return r.outcome(contracts.StatusDeadlineExceeded, &contracts.ErrorInfo{Category: contracts.CategoryDeadline, Message: msg})
-	case errors.As(err, &changed):
-		c := changed.change
-		r.afterCancel(ctx, 0)
-		return r.outcome(contracts.StatusCardChanged, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: fmt.Sprintf("the agent card changed (%s); old digest %s, new digest %s; no operator sent %q before the deadline", c.What, c.OldDigest, c.NewDigest, contracts.SignalRediscover)})
-	case errors.As(err, &untrusted):
-		v := untrusted.verification
-		r.afterCancel(ctx, 0)
-		return r.outcome(contracts.StatusCardUntrusted, &contracts.ErrorInfo{Category: contracts.CategoryCard,
-			Message: "nothing sent after the card changed: a verified card signature is required; the new card is " + v.Status + reasonSuffix(v.Reason)})
-	case errors.As(err, &denied):
-		msg := "nothing sent after this: "
-		if denied.revoked {
-			msg += "revoked: " + denied.reason
-		} else {
-			msg += "the policy denies it: " + denied.reason
+	r.phase = phaseStopping
+	if s := asStop(err); s != nil {
+		info := s.info
+		if s.kind == stopDeadline {
+			info.Message = r.deadlineMessage() // before the cancel moves the state on
 		}
-		r.afterCancel(ctx, 0)
-		return r.outcome(contracts.StatusAuthorizationDenied, &contracts.ErrorInfo{Category: contracts.CategoryAuthorization, Message: msg})
-	case errors.Is(err, errAbandoned):
-		last := r.s.UnknownHistory[len(r.s.UnknownHistory)-1]
-		return r.outcome(contracts.StatusUnknownOutcome, &contracts.ErrorInfo{Category: contracts.CategoryUnknownOutcome,
-			Message: fmt.Sprintf("abandoned by an operator after the unknown outcome of round %d (messageId %s): %s", last.Round, last.MessageID, last.Error)})
-	case temporal.IsCanceledError(err) || ctx.Err() != nil:
+		if s.kind != stopAbandoned && s.kind != stopRefused {
+			r.afterCancel(ctx, 0)
+		}
+		return r.outcome(s.status, &info)
+	}
+	if temporal.IsCanceledError(err) || ctx.Err() != nil {
 		return r.canceled(ctx)
 	}
 	return r.otherFailure(ctx, err)

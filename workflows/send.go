@@ -23,13 +23,13 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 	for {
 		snap, err := r.checkAndSend(ctx, round, text, data, credentialRef)
 		if err == nil {
-			r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "sent", Attempts: snap.Attempt})
+			r.recordSend(ctx, contracts.SendRecord{Round: round, MessageID: msgID, Result: "sent", Attempts: snap.Attempt})
 			return snap, nil
 		}
 		if errorType(err) != string(contracts.CategoryUnknownOutcome) {
 			return contracts.TaskSnapshot{}, err
 		}
-		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "unknown_outcome", Error: contracts.Truncate(errorText(err), 500)})
+		r.recordSend(ctx, contracts.SendRecord{Round: round, MessageID: msgID, Result: "unknown_outcome", Error: contracts.Truncate(errorText(err), 500)})
 		r.arm(ctx)
 		if r.s.RemoteTaskID == "" {
 			// The send may have made a task whose id never came back:
@@ -84,14 +84,14 @@ func (r *run) findSent(ctx workflow.Context, round int, msgID string, since time
 	note := "ListTasks found no task with this messageId"
 	switch {
 	case res.Found && res.Snapshot.TaskID != "":
-		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "adopted: found by ListTasks"})
+		r.recordSend(ctx, contracts.SendRecord{Round: round, MessageID: msgID, Result: "adopted: found by ListTasks"})
 		return res.Snapshot, true, nil
 	case res.NotOffered:
 		note = "the agent serves no ListTasks"
 	case res.Error != "":
 		note = "ListTasks failed: " + contracts.Truncate(res.Error, 300)
 	}
-	r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "not found: " + note})
+	r.recordSend(ctx, contracts.SendRecord{Round: round, MessageID: msgID, Result: "not found: " + note})
 	return contracts.TaskSnapshot{}, false, nil
 }
 
@@ -108,8 +108,10 @@ func (r *run) findSent(ctx workflow.Context, round int, msgID string, since time
 // contracts.State.SendInFlight with its messageId.
 func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, round int, msgID string, fn, in any, get func(workflow.Context, workflow.Future) (contracts.TaskSnapshot, error)) error {
 	left := r.d.Deadline.Sub(workflow.Now(ctx))
+	b := byOwnTimer
 	if opts.RetryPolicy == nil || opts.RetryPolicy.MaximumAttempts != 1 || left <= opts.StartToCloseTimeout+SendSettle {
-		r.arm(ctx)
+		b = byDeadline
+		r.arm(ctx) // before the send: the timer's command comes first
 	} else {
 		// Unarmed, the send must start early enough to end before the
 		// deadline; one that waited in the queue longer times out with
@@ -121,11 +123,11 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 	// handles what this workflow task delivered first.
 	r.settleListener(ctx)
 	if err := r.interrupt(); err != nil {
-		r.stoppedBeforeSend = true
+		r.phase = phaseNotSent
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		r.stoppedBeforeSend = true
+		r.phase = phaseNotSent
 		return err
 	}
 	sent := workflow.Now(ctx)
@@ -138,7 +140,7 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 	// meanwhile names the task, and only then is the task looked for.
 	opts.WaitForCancellation = true
 	f := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, opts), fn, in)
-	werr := workflow.Await(ctx, func() bool { return f.IsReady() || r.interrupt() != nil })
+	werr := r.wait(ctx, b, f.IsReady)
 	if werr == nil && f.IsReady() {
 		_, err := get(ctx, f)
 		return err
@@ -156,13 +158,13 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 	// (bounded) until it has stopped.
 	abandon()
 	stopped := workflow.NewTimer(dctx, AbandonSettle)
-	_ = workflow.Await(dctx, func() bool { return f.IsReady() || stopped.IsReady() })
+	_ = r.wait(dctx, settling, func() bool { return f.IsReady() || stopped.IsReady() })
 	if f.IsReady() {
 		if snap, err := get(dctx, f); err == nil && r.madeATask(dctx, round, msgID, snap) {
 			return stop
 		}
 	}
-	r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "abandoned at the stop"})
+	r.recordSend(dctx, contracts.SendRecord{Round: round, MessageID: msgID, Result: "abandoned at the stop"})
 	if r.s.RemoteTaskID != "" {
 		// A follow-up: the task is known, the stop cancels it.
 		return stop
@@ -171,7 +173,7 @@ func (r *run) inFlight(ctx workflow.Context, opts workflow.ActivityOptions, roun
 		r.observe(dctx, snap)
 		return stop
 	}
-	r.s.SendInFlight, r.sendEndedUnknown = msgID, true
+	r.s.SendInFlight = msgID
 	return stop
 }
 
@@ -182,8 +184,8 @@ func (r *run) sentAtStop(dctx workflow.Context, round int, msgID string, f workf
 	switch {
 	case err == nil && r.madeATask(dctx, round, msgID, snap):
 	case err != nil && deliveryUnknown(err):
-		r.s.SendInFlight, r.sendEndedUnknown = msgID, true
-		r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "unknown_outcome (after the stop)"})
+		r.s.SendInFlight = msgID
+		r.recordSend(dctx, contracts.SendRecord{Round: round, MessageID: msgID, Result: "unknown_outcome (after the stop)"})
 	}
 }
 
@@ -194,7 +196,7 @@ func (r *run) madeATask(dctx workflow.Context, round int, msgID string, snap con
 	if snap.TaskID == "" || snap.State == contracts.TaskStateMessage {
 		return false
 	}
-	r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(dctx), Result: "sent after the stop"})
+	r.recordSend(dctx, contracts.SendRecord{Round: round, MessageID: msgID, Result: "sent after the stop"})
 	r.observe(dctx, snap)
 	return true
 }
@@ -216,25 +218,28 @@ const SendSettle = 45 * time.Second
 // WorkflowRetries attempts (about two minutes) it hands over to handover,
 // one activity that Temporal retries (every 5 minutes at most) until the
 // deadline, so that an agent down for days adds a bounded number of
-// events to history. It returns the number of attempts the workflow made.
-func (r *run) retrying(ctx workflow.Context, op string, call, handover func() error) (int, error) {
+// events to history. It returns the last attempt's result and the number
+// of attempts the workflow made.
+func retrying[T any](ctx workflow.Context, r *run, op string, call, handover func() (T, error)) (T, int, error) {
 	wait := time.Second
 	for attempt := 1; ; attempt++ {
+		var t T
 		var err error
 		if attempt > WorkflowRetries && handover != nil {
-			var waited bool
-			if waited, err = r.handOver(ctx, handover); waited {
-				return attempt, err
+			r.handOver(ctx)
+			t, err = handover()
+			if waited, herr := r.afterHandOver(ctx, err); waited {
+				return t, attempt, herr
 			}
 		} else {
-			err = call()
+			t, err = call()
 		}
 		if err == nil || !r.transient(err) || r.interrupt() != nil || ctx.Err() != nil || (r.s.Retrying != nil && r.s.Retrying.HandedOver) {
 			if r.s.Retrying != nil {
 				r.s.Retrying = nil
 				r.details(ctx)
 			}
-			return attempt, err
+			return t, attempt, err
 		}
 		now := workflow.Now(ctx)
 		if r.s.Retrying == nil || r.s.Retrying.Op != op {
@@ -243,35 +248,38 @@ func (r *run) retrying(ctx workflow.Context, op string, call, handover func() er
 		r.s.Retrying.Attempts, r.s.Retrying.LastError, r.s.Retrying.Next = attempt, contracts.Truncate(errorText(err), 1000), now.Add(wait)
 		r.details(ctx)
 		r.flushSA(ctx)
-		r.arm(ctx)
+		r.arm(ctx) // before the backoff's timer: the deadline's is the run's first
 		timer := workflow.NewTimer(ctx, wait)
-		if err := workflow.Await(ctx, func() bool { return timer.IsReady() || r.interrupt() != nil }); err != nil {
-			return attempt, err
+		if err := r.wait(ctx, byDeadline, timer.IsReady); err != nil {
+			return t, attempt, err
 		}
 		if !timer.IsReady() {
-			return attempt, r.interrupt()
+			return t, attempt, r.interrupt()
 		}
 		wait = min(wait*2, 30*time.Second)
 	}
 }
 
-// handOver runs handover, the one activity that Temporal retries until the
-// deadline, once the workflow's own retries are spent. waited: it failed
-// transiently all the same, the deadline (or another stop) was waited for,
-// and err is that stop.
-func (r *run) handOver(ctx workflow.Context, handover func() error) (waited bool, err error) {
+// handOver notes that the workflow's own retries are spent: the next
+// attempt is one activity that Temporal retries until the deadline.
+func (r *run) handOver(ctx workflow.Context) {
 	r.arm(ctx)
 	r.s.Retrying.HandedOver = true
 	r.details(ctx)
 	r.flushSA(ctx)
-	err = handover()
+}
+
+// afterHandOver takes err, how the handed-over activity ended. waited: it
+// failed transiently all the same, the deadline (or another stop) was
+// waited for, and the error returned is that stop.
+func (r *run) afterHandOver(ctx workflow.Context, err error) (waited bool, _ error) {
 	if err == nil || !transient(err) || r.interrupt() != nil || ctx.Err() != nil {
 		return false, err
 	}
 	// Temporal retried until its schedule-to-close (the deadline): wait for
 	// the deadline itself; a transient failure never ends a delegation
 	// otherwise.
-	if werr := workflow.Await(ctx, func() bool { return r.interrupt() != nil }); werr != nil {
+	if werr := r.wait(ctx, byDeadline, func() bool { return false }); werr != nil {
 		return true, werr
 	}
 	return true, r.interrupt()

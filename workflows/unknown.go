@@ -11,7 +11,7 @@ import (
 
 // resolveUnknown asks an operator about an unknown outcome until the
 // answer is resend (adopted false), a task that passes adoptTask (adopted
-// true), or abandon (errAbandoned); a refused adoption is asked again with
+// true), or abandon (the abandoned stop); a refused adoption is asked again with
 // its reason.
 func (r *run) resolveUnknown(ctx workflow.Context, round int, msgID, cause string, autoResends int) (contracts.TaskSnapshot, bool, error) {
 	errText := cause
@@ -24,11 +24,11 @@ func (r *run) resolveUnknown(ctx workflow.Context, round int, msgID, cause strin
 		case contracts.ActionResend:
 			return contracts.TaskSnapshot{}, false, nil
 		case contracts.ActionAbandon:
-			return contracts.TaskSnapshot{}, false, errAbandoned
+			return contracts.TaskSnapshot{}, false, abandoned(r.s.UnknownHistory[len(r.s.UnknownHistory)-1])
 		}
 		snap, err := r.adoptTask(ctx, res.TaskID)
 		if err == nil {
-			r.s.Sends = append(r.s.Sends, contracts.SendRecord{Round: round, MessageID: msgID, At: workflow.Now(ctx), Result: "adopted"})
+			r.recordSend(ctx, contracts.SendRecord{Round: round, MessageID: msgID, Result: "adopted"})
 			return snap, true, nil
 		}
 		if r.interrupt() != nil || temporal.IsCanceledError(err) {
@@ -45,8 +45,7 @@ func (r *run) askUnknown(ctx workflow.Context, round int, msgID, errText string,
 	r.setState(ctx, string(contracts.PhaseUnknownOutcome))
 	r.flushSA(ctx)
 	workflow.SetCurrentDetails(ctx, unknownDetails(r.s, r.wfID))
-	r.arm(ctx)
-	if err := workflow.Await(ctx, func() bool { return r.box.hasResolution() || r.interrupt() != nil }); err != nil {
+	if err := r.wait(ctx, byDeadline, r.box.hasResolution); err != nil {
 		return contracts.Resolution{}, err
 	}
 	if !r.box.hasResolution() {
