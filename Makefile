@@ -51,8 +51,8 @@ test-interop:
 # serves (a report, not a gate: a newer version may need a newer Go, or pull
 # a module the proxy does not serve; go.mod says why each one is held).
 deps:
-	@$(GO) list -m -u -f '{{if and (not .Indirect) (not .Main) .Update}}{{.Path}} {{.Version}} -> {{.Update.Version}}{{end}}' all | sed '/^$$/d' | sort; \
-	echo "(direct dependencies behind the module proxy; none listed means all are current)"
+	@$(GO) list -m -u -e -f '{{if and (not .Indirect) (not .Main)}}{{if .Update}}{{.Path}} {{.Version}} -> {{.Update.Version}}{{else if .Error}}{{.Path}} {{.Version}}: newer versions not known (the proxy lists none){{end}}{{end}}' all 2>/dev/null | sed '/^$$/d' | sort; \
+	echo "(direct dependencies behind the module proxy; go.mod says why one is held back)"
 
 # Record the histories of the end-to-end scenarios into a new folder of
 # workflows/testdata/histories (make record-histories NAME=baseline, or
