@@ -38,11 +38,13 @@ test:
 # embedded Temporal server and a worker; the TypeScript backend example
 # (examples/typescript: @temporalio/client from npm, type-checked and compiled
 # by tsc) against them; and an MCP client on the official TypeScript SDK
-# driving `delegate mcp` (interop/mcp/). Needs node and npm; DELEGATE_INTEROP=1
-# makes a missing peer a failure instead of a skip.
+# driving `delegate mcp` (interop/mcp/); and the Agent Skill skills/delegate
+# through the agentskills.io validator skills-ref (interop/skills/). Needs node
+# and npm; DELEGATE_INTEROP=1 makes a missing peer a failure instead of a skip.
 test-interop:
 	cd interop && npm ci --no-audit --no-fund --loglevel=error
 	cd interop/mcp && npm ci --no-audit --no-fund --loglevel=error
+	cd interop/skills && npm ci --no-audit --no-fund --loglevel=error && npx --no-install skills-ref validate ../../skills/delegate
 	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./a2aclient ./e2e
