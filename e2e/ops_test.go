@@ -414,7 +414,7 @@ func TestOpsResetSweptBeforeTheNewRunResends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task := e.waitQuestion(t, ctx, d.LocalWorkflowID, waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required").RemoteTaskID, 1).RemoteTaskID
+	task := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required").RemoteTaskID
 	msg0 := workflows.MessageID(d.LocalWorkflowID, first.GetRunID(), 0)
 	held, release := p.hold(msg0)
 	defer release()
