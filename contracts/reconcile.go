@@ -38,23 +38,42 @@ const (
 	OrphanAlreadyEnded = "already_ended"  // GetTask found the task ended: nothing to do
 	OrphanNoRemoteTask = "no_remote_task" // the run had sent nothing (or its send's outcome was unknown)
 	OrphanError        = "error"          // the task could not be read or canceled: Error says why
-	// OrphanTracked: a later run of the same workflow id (a Reset's new
-	// run, a continuation) tracks the same remote task: it is not an
-	// orphan, and nothing is sent; Error names the run.
+	// OrphanTracked: the running run of the same workflow id (a Reset's
+	// new run, a continuation) tracks the same remote task, or has not
+	// sent yet and sends the same messageIds (a Reset to before the send):
+	// it is not an orphan, and nothing is sent; Error names the run.
 	OrphanTracked = "tracked"
+)
+
+// How a swept run closed (Orphan.ClosedBy), as Temporal recorded it.
+const (
+	// OrphanClosedByReset: a Reset terminated it and started a new run
+	// (the server's identity "history-resetter" on its close event).
+	OrphanClosedByReset = "reset"
+	// OrphanClosedByTerminate: terminated otherwise (an operator, a start
+	// with TERMINATE_EXISTING, a parent's close policy, a batch).
+	OrphanClosedByTerminate = "terminated"
+	// OrphanClosedByTimeout: its workflow run or execution timeout passed.
+	OrphanClosedByTimeout = "timed_out"
 )
 
 // Orphan is what a sweep did about one terminated run's remote task.
 type Orphan struct {
-	WorkflowID   string    `json:"workflow_id"`
-	RunID        string    `json:"run_id"`
-	RemoteTaskID string    `json:"remote_task_id,omitempty"`
-	Agent        string    `json:"agent,omitempty"`  // the interface URL
-	Before       string    `json:"before,omitempty"` // the A2AState the run had recorded
-	Action       string    `json:"action"`
-	Seen         string    `json:"seen,omitempty"` // the remote task's state after the action
-	Error        string    `json:"error,omitempty"`
-	At           time.Time `json:"at"`
+	WorkflowID   string `json:"workflow_id"`
+	RunID        string `json:"run_id"`
+	RemoteTaskID string `json:"remote_task_id,omitempty"`
+	Agent        string `json:"agent,omitempty"`  // the interface URL
+	Before       string `json:"before,omitempty"` // the A2AState the run had recorded
+	Action       string `json:"action"`
+	Seen         string `json:"seen,omitempty"` // the remote task's state after the action
+	Error        string `json:"error,omitempty"`
+	// ClosedBy is how the run closed: "reset", "terminated" or
+	// "timed_out" (empty when its close event could not be read).
+	ClosedBy string `json:"closed_by,omitempty"`
+	// ResetRunID is the run a Reset of this run started, as Temporal
+	// records it (DescribeWorkflowExecution's reset_run_id).
+	ResetRunID string    `json:"reset_run_id,omitempty"`
+	At         time.Time `json:"at"`
 }
 
 // ReconcileReport is the result of the ReconcileDelegations workflow: the

@@ -61,6 +61,9 @@ type options struct {
 	keys *codec.Keys
 	// interceptors of the Temporal client (the worker's and the test's).
 	interceptors []interceptor.ClientInterceptor
+	// register, when set, registers the test's own workflows on the
+	// worker too (a parent workflow of a delegation).
+	register func(worker.Worker)
 }
 
 func setup(t *testing.T, opts ...func(*options)) *env {
@@ -116,6 +119,9 @@ func setup(t *testing.T, opts ...func(*options)) *env {
 		}
 		workflows.RegisterWorkflows(w, o.workflows)
 		activities.Register(w, a)
+		if o.register != nil {
+			o.register(w)
+		}
 		if err := w.Start(); err != nil {
 			t.Fatalf("worker.Start() error = %v", err)
 		}

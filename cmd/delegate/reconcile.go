@@ -185,9 +185,9 @@ func sweepOrphans(cmd *cobra.Command, c client.Client, in contracts.ReconcileInp
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "TERMINATED ID\tRUN\tREMOTE TASK\tACTION\tREMOTE STATE NOW\tNOTE")
+	fmt.Fprintln(tw, "TERMINATED ID\tRUN\tCLOSED BY\tREMOTE TASK\tACTION\tREMOTE STATE NOW\tNOTE")
 	for _, o := range report.Orphans {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clean(o.WorkflowID), o.RunID, clean(o.RemoteTaskID), o.Action, clean(o.Seen), clean(o.Error))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clean(o.WorkflowID), o.RunID, o.ClosedBy, clean(o.RemoteTaskID), o.Action, clean(o.Seen), clean(o.Error))
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "orphan sweep %s: %d terminated delegation(s) with a remote task\n", id, len(report.Orphans))

@@ -27,12 +27,16 @@ const (
 	ScenarioAuth       = "auth"
 	ScenarioHang       = "hang"
 	ScenarioThink      = "think"
+	// ScenarioTwoQuestions asks twice: a photo of the box, then, after
+	// the first follow-up, the receipt.
+	ScenarioTwoQuestions = "two-questions"
 )
 
 // Scenarios lists every scenario with what the agent does in it, in the
 // order `claims-agent --help` and docs/claims-agent.md give them.
 var Scenarios = []struct{ Name, Does string }{
 	{ScenarioLostParcel, "WORKING, then INPUT_REQUIRED asking for a photo of the box; any follow-up completes it with claim_opened (the default)"},
+	{ScenarioTwoQuestions, "as lost-parcel, but the first follow-up is answered with a second INPUT_REQUIRED asking for the receipt; the second follow-up completes it"},
 	{ScenarioInstant, "completes at once with one claim_opened artifact"},
 	{ScenarioFail, "FAILED with the reason \"no shipment found for order ...\""},
 	{ScenarioWrongKind, "completes with an artifact named refund_issued (not allowed by the example contracts)"},
@@ -59,6 +63,10 @@ const DefaultStubbornDelay = 2 * time.Second
 // Question is the status message of the INPUT_REQUIRED state.
 const Question = "Please send a photo of the box the parcel was shipped in."
 
+// SecondQuestion is the status message of the second INPUT_REQUIRED of scenario
+// "two-questions".
+const SecondQuestion = "Please send the receipt of the order too."
+
 // ArtifactKind is the name of the artifact of a completed claim.
 const ArtifactKind = "claim_opened"
 
@@ -76,11 +84,13 @@ type executor struct {
 	mu        sync.Mutex
 	scenarios map[a2a.TaskID]string
 	orders    map[a2a.TaskID]string
+	// followUps counts the follow-ups each task's executions took.
+	followUps map[a2a.TaskID]int
 }
 
 func newExecutor(cfg Config) *executor {
 	e := &executor{workDelay: cfg.WorkDelay, hangDelay: cfg.HangDelay, stubbornDelay: cfg.StubbornDelay, thinkDelay: cfg.ThinkDelay,
-		scenarios: map[a2a.TaskID]string{}, orders: map[a2a.TaskID]string{}, authWait: map[a2a.TaskID]chan struct{}{}}
+		scenarios: map[a2a.TaskID]string{}, orders: map[a2a.TaskID]string{}, followUps: map[a2a.TaskID]int{}, authWait: map[a2a.TaskID]chan struct{}{}}
 	if e.hangDelay == 0 {
 		e.hangDelay = DefaultHangDelay
 	}
@@ -181,15 +191,22 @@ func (e *executor) start(ctx context.Context, ec *a2asrv.ExecutorContext, yield 
 
 func (e *executor) followUp(ctx context.Context, ec *a2asrv.ExecutorContext, yield func(a2a.Event, error) bool) {
 	e.mu.Lock()
-	order := e.orders[ec.TaskID]
+	order, scenario := e.orders[ec.TaskID], e.scenarios[ec.TaskID]
+	e.followUps[ec.TaskID]++
+	n := e.followUps[ec.TaskID]
 	e.mu.Unlock()
-	if order == "" {
-		_, order = readRequest(ec.StoredTask.History[0])
+	if order == "" && len(ec.StoredTask.History) > 0 {
+		scenario, order = readRequest(ec.StoredTask.History[0])
 	}
 	if !yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, nil), nil) {
 		return
 	}
 	if !e.pause(ctx) {
+		return
+	}
+	if scenario == ScenarioTwoQuestions && n == 1 {
+		msg := a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(SecondQuestion))
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateInputRequired, msg), nil)
 		return
 	}
 	e.complete(ec, order, ArtifactKind, yield)
