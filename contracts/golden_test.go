@@ -80,15 +80,32 @@ func TestGoldenShapesDecodeAndReencode(t *testing.T) {
 	}
 }
 
+// rollingNextMissing are the fields the rollingnext build ("release N+1"
+// of e2e/rolling_test.go) adds: the golden files, written for the
+// release, do not hold them, and the coverage check must say so.
+var rollingNextMissing = map[string][]string{
+	"state.json": {"rolling_next"},
+	"carry.json": {"rolling_next", "state.rolling_next"},
+}
+
 // TestGoldenShapesCoverEveryField: every field of each Go type (walked by
 // reflection over its json tags, nested types, list elements and pointers
 // included) is in its golden file, so that a field added without its key
 // in the golden fails, and the round trip above guards it from then on.
+// In the rollingnext build the fields it adds must be found missing.
 func TestGoldenShapesCoverEveryField(t *testing.T) {
 	for _, g := range goldens {
-		if missing := uncovered(g.typ, readGolden(t, g.file)); missing != nil {
+		missing := uncovered(g.typ, readGolden(t, g.file))
+		var want []string
+		if rollingNext {
+			want = rollingNextMissing[g.file]
+		}
+		if !slices.Equal(missing, want) {
 			t.Errorf("testdata/golden/%s does not hold %v of %s: add each with a value that is not its zero value; %s",
 				g.file, missing, g.typ, appendOnly)
+			if rollingNext {
+				t.Errorf("(the rollingnext build adds %v: those, and only those, are missing)", want)
+			}
 		}
 	}
 }

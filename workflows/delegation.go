@@ -119,6 +119,7 @@ func (r *run) handOverRun(ctx workflow.Context, runID string) error {
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 	c := contracts.Carry{State: *r.s, FromRunID: runID, ContractDigest: contractDigest(r.input)}
 	r.box.carry(&c)
+	rollingNextHandOver(&c)
 	trimCarry(&c)
 	// The contract goes on as it came (its bytes, not this code's
 	// struct), so that the next run, on this worker or another release's,
