@@ -76,10 +76,18 @@ const (
 	// workflow. The MCP adapter shows an actor only the delegations whose
 	// DelegationStarter is its own.
 	SearchAttributeDelegationStarter = "DelegationStarter"
+	// SearchAttributeDelegationCodeVersion is the version of the workflow
+	// code that wrote the run (workflows.Newest(): "baseline", or the last
+	// change as "<change-id>-v<version>"), set by the workflow in the first
+	// search attribute upsert of each run (a run continued as new from one
+	// of the same version already shows it), and by a run that refused its
+	// input. `DelegationCodeVersion = 'V' AND ExecutionStatus = 'Running'`
+	// finds what still runs on version V (docs/versioning.md).
+	SearchAttributeDelegationCodeVersion = "DelegationCodeVersion"
 )
 
 // SearchAttributeNames lists the custom search attributes, all Keyword.
-var SearchAttributeNames = []string{SearchAttributeA2AState, SearchAttributeA2AAgent, SearchAttributeA2ARemoteTaskID, SearchAttributeA2APurpose, SearchAttributeDelegationStarter}
+var SearchAttributeNames = []string{SearchAttributeA2AState, SearchAttributeA2AAgent, SearchAttributeA2ARemoteTaskID, SearchAttributeA2APurpose, SearchAttributeDelegationStarter, SearchAttributeDelegationCodeVersion}
 
 // Phase is a local phase of a delegation, shown in A2AState when no
 // remote TaskState tells where it stands: before the task exists, while

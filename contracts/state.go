@@ -99,6 +99,11 @@ type State struct {
 	// StaleReplies counts interrupted task snapshots that showed a question
 	// already answered (a republished task): they never open a round.
 	StaleReplies int `json:"stale_replies,omitempty"`
+
+	// stateNext has no field: the build tag rollingnext, "release N+1" of
+	// the rolling-deploy test (e2e/rolling_test.go, docs/versioning.md
+	// "Data"), adds one through it.
+	stateNext
 }
 
 // Retrying is a call being retried after transient failures, with
@@ -198,6 +203,10 @@ type Carry struct {
 	// contract. Empty in carries written before they were recorded.
 	FromRunID      string `json:"from_run_id,omitempty"`
 	ContractDigest string `json:"contract_digest,omitempty"`
+
+	// carryNext has no field: the build tag rollingnext adds one through
+	// it (see State).
+	carryNext
 }
 
 // Unknown-outcome actions (Resolution.Action).

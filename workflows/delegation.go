@@ -48,6 +48,7 @@ func delegation(ctx workflow.Context, input converter.RawValue, carried converte
 	if err != nil {
 		return contracts.Outcome{}, r.refuse(ctx, err)
 	}
+	r.noteCodeVersion(ctx)
 	r.d, r.input = d, json.RawMessage(input.Payload().GetData())
 	r.s.Purpose, r.s.Skill, r.s.AgentCardURL, r.s.Deadline = d.Purpose, d.Skill, d.AgentCardURL, d.Deadline
 	if carry != nil {
@@ -104,7 +105,7 @@ func (r *run) refuse(ctx workflow.Context, err error) error {
 	// The search attributes a starter set are not the delegation's: a
 	// refused run says it ended, and names no remote task (list and the
 	// orphan sweep read them).
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AState.ValueSet(string(contracts.PhaseEnded)), SearchA2ARemoteTaskID.ValueUnset())
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchA2AState.ValueSet(string(contracts.PhaseEnded)), SearchA2ARemoteTaskID.ValueUnset(), SearchDelegationCodeVersion.ValueSet(Newest()))
 	return temporal.NewNonRetryableApplicationError(msg, typ, nil)
 }
 
@@ -119,6 +120,7 @@ func (r *run) handOverRun(ctx workflow.Context, runID string) error {
 	_ = r.wait(ctx, settling, func() bool { return workflow.AllHandlersFinished(ctx) })
 	c := contracts.Carry{State: *r.s, FromRunID: runID, ContractDigest: contractDigest(r.input)}
 	r.box.carry(&c)
+	rollingNextHandOver(&c)
 	trimCarry(&c)
 	// The contract goes on as it came (its bytes, not this code's
 	// struct), so that the next run, on this worker or another release's,

@@ -34,5 +34,7 @@
 // their options), records.go (the one writer of each growing record of
 // State), errors.go (the stops, each with its Outcome), versions.go (the versioning rule and the registry of changes:
 // docs/versioning.md), register.go, reconcile.go, boundary.go (the
-// workflow's own input checks), searchattributes.go.
+// workflow's own input checks), searchattributes.go, rolling.go and
+// rolling_next.go (what "release N+1" of the rolling-deploy test writes at
+// a hand-over: build tag rollingnext).
 package workflows

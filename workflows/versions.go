@@ -27,9 +27,14 @@ import (
 // and its scenarios are recorded in testdata/histories/<id>-v<version>
 // (HistoryFolder). A version is removed (its branch, its entry, its
 // folder; the minimum of its GetVersion raised) once no delegation can
-// still run on it: RetireAfter after the release of the version that
-// superseded it. versions_test.go fails when the newest version has no
-// recorded histories, and when a version past that date is still present.
+// still run on it: RetireAfter after the last run started on it, not
+// after a release date. Each run records the version that wrote it in
+// search attribute DelegationCodeVersion (Newest), so the visibility
+// query `DelegationCodeVersion = 'V' AND ExecutionStatus = 'Running'`
+// says whether anything still runs on V. versions_test.go fails when the
+// newest version has no recorded histories, and when a version is still
+// present RetireAfter after the release that superseded it (the earliest
+// its last run can have started).
 
 // Baseline names the first version (its history folder).
 const Baseline = "baseline"
@@ -58,11 +63,13 @@ type Change struct {
 // first; the last one is what new delegations run. Empty: the baseline.
 var Changes = []Change{}
 
-// RetireAfter is how long after the release of the version that superseded
-// it a version may still run a delegation: the longest deadline a contract
-// may have (contracts.MaxDeadline, 366 days; continue-as-new keeps the
-// deadline), and a day for a release date's granularity and the stop after
-// the deadline (CancelTask, bounded retries).
+// RetireAfter is how long after the last run started on it a version may
+// still run a delegation: the longest deadline a contract may have
+// (contracts.MaxDeadline, 366 days; continue-as-new keeps the deadline,
+// so a run ends by it), and a day for a date's granularity and the stop
+// after the deadline (CancelTask, bounded retries). The last run on a
+// version starts at the earliest when the version that superseded it is
+// released.
 const RetireAfter = contracts.MaxDeadline + 24*time.Hour
 
 // HistoryFolder is the folder under testdata/histories that holds the

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a2adelegate/delegate/contracts"
 )
 
 // The versioning rule (docs/versioning.md), checked on the registry in
@@ -117,8 +119,9 @@ func versionRule(now time.Time, baselineReleased string, changes []Change, folde
 		bad("the newest version %s has no recorded histories: make record-histories NAME=%s", newest, newest)
 	}
 
-	// A version superseded by a release more than RetireAfter ago can run
-	// no delegation: it must be gone.
+	// A version superseded by a release more than RetireAfter ago may be
+	// needed by no delegation (the superseding release is the earliest its
+	// last run can have started): it goes.
 	for i, v := range versions[:len(versions)-1] {
 		next := versions[i+1]
 		d, ok := date(next.folder, next.released)
@@ -131,8 +134,8 @@ func versionRule(now time.Time, baselineReleased string, changes []Change, folde
 		}
 		present := i > 0 || folders[v.folder] > 0 // a change's entry is present while listed
 		if present {
-			bad("%s was superseded by %s, released %s: no delegation can run on it since %s; remove it (its GetVersion branch, its entry in Changes, testdata/histories/%s, and raise the minimum of its GetVersion)",
-				v.folder, next.folder, next.released, retire.Format(releaseDate), v.folder)
+			bad("%s was superseded by %s, released %s: its code can go since %s (RetireAfter after the earliest its last run can have started); remove it (its GetVersion branch, its entry in Changes, testdata/histories/%s, and raise the minimum of its GetVersion), and say in CHANGELOG.md that the release without it is deployed once `%s = '%s' AND ExecutionStatus = 'Running'` lists nothing",
+				v.folder, next.folder, next.released, retire.Format(releaseDate), v.folder, contracts.SearchAttributeDelegationCodeVersion, v.folder)
 		}
 	}
 	return errs
@@ -167,7 +170,7 @@ func TestVersionRuleCatches(t *testing.T) {
 		"superseded within the window": {"2027-01-10", []Change{{ID: push.ID, Version: 1, What: push.What, Released: "2027-07-01"}},
 			map[string]int{Baseline: 17, "push-reads-on-signal-v1": 17}, ""},
 		"superseded past the window": {"2026-12-10", []Change{{ID: push.ID, Version: 1, What: push.What, Released: "2027-02-01"}},
-			map[string]int{Baseline: 17, "push-reads-on-signal-v1": 17}, "baseline was superseded by push-reads-on-signal-v1, released 2027-02-01: no delegation can run on it since 2028-02-03"},
+			map[string]int{Baseline: 17, "push-reads-on-signal-v1": 17}, "baseline was superseded by push-reads-on-signal-v1, released 2027-02-01: its code can go since 2028-02-03"},
 		"retired baseline gone": {"2026-12-10", []Change{{ID: push.ID, Version: 1, What: push.What, Released: "2027-02-01"}},
 			map[string]int{"push-reads-on-signal-v1": 17}, ""},
 		"change entry past the window": {"2026-12-10", []Change{

@@ -29,8 +29,9 @@ func newDevCmd(cf *clientFlags) *cobra.Command {
 		Long: `Run a development Temporal server in this process: SQLite persistence in
 .delegate/temporal.db (or in memory with --memory), the frontend on 127.0.0.1:7233,
 the Temporal UI on 127.0.0.1:8233, namespace "default" with the search attributes
-A2AState, A2AAgent, A2ARemoteTaskId, A2APurpose and DelegationStarter, and the worker. Ctrl-C shuts
-down cleanly; a restart on the same --db carries on with the open delegations.
+A2AState, A2AAgent, A2ARemoteTaskId, A2APurpose, DelegationStarter and DelegationCodeVersion,
+and the worker. Ctrl-C shuts down cleanly; a restart on the same --db carries on with the
+open delegations.
 
 Ports: --port (the frontend, what clients dial), --ui-port, and --codec-port when
 payloads are encrypted. Besides those, the server's own services listen on seven

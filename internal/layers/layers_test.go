@@ -39,6 +39,7 @@ var allowed = map[string][]string{
 	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "codec", "contracts", "push", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "internal/workeropts", "mcp", "workflows"},
 	"deploy":               {},
 	"e2e":                  {},
+	"e2e/rollingworker":    {"activities", "contracts", "workflows"},
 
 	"internal/interop/trpcpeer": {},
 }
