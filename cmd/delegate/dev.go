@@ -128,7 +128,7 @@ payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them deco
 				return temporalErr(err)
 			}
 			defer c.Close()
-			return runWorker(ctx, c, wf, logger)
+			return runWorker(ctx, c, opts.Namespace, wf, logger)
 		},
 	}
 	cmd.Flags().StringVar(&cfg.DBPath, "db", ".delegate/temporal.db", "SQLite file")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,4 +145,23 @@ func TestWorkerHealth(t *testing.T) {
 	}
 	stopped = true
 	wantExit(t, exitNotComplete, []string{"unhealthy"}, "health", "--addr", addr)
+}
+
+// A worker on a namespace that lacks a search attribute the workflow sets
+// does not start (each delegation's workflow task would fail on the
+// server's refusal of the upsert): exit 2, naming the attribute and the
+// command that registers it.
+func TestWorkerRefusesANamespaceWithoutItsSearchAttributes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	names := slices.DeleteFunc(slices.Clone(contracts.SearchAttributeNames), func(n string) bool { return n == contracts.SearchAttributeDelegationCodeVersion })
+	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: -1, LogLevel: "fatal", SearchAttributes: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	t.Setenv("TEMPORAL_CONFIG_FILE", writeFile(t, "empty.toml", ""))
+	wantExit(t, exitUsage, []string{`namespace "default" lacks the Keyword search attribute(s) DelegationCodeVersion`,
+		"temporal operator search-attribute create --namespace default --name DelegationCodeVersion --type Keyword"},
+		"worker", "--address", srv.FrontendAddr())
 }

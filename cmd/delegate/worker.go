@@ -11,9 +11,12 @@ import (
 	"net/http/pprof"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	enums "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -112,7 +115,10 @@ func (f *workerFlags) clientOptions(ctx context.Context, o client.Options, logge
 }
 
 // runWorker runs the worker until ctx is done.
-func runWorker(ctx context.Context, c client.Client, f workerFlags, logger *slog.Logger) error {
+func runWorker(ctx context.Context, c client.Client, namespace string, f workerFlags, logger *slog.Logger) error {
+	if err := checkSearchAttributes(ctx, c, namespace, logger); err != nil {
+		return err
+	}
 	ts, err := loadTrust(f.trust)
 	if err != nil {
 		return err
@@ -237,11 +243,46 @@ off otherwise.`,
 			}
 			logger.Info("connected to Temporal", "server", dclient.Describe(opts))
 			defer c.Close()
-			return runWorker(ctx, c, wf, logger)
+			return runWorker(ctx, c, opts.Namespace, wf, logger)
 		},
 	}
 	wf.add(cmd)
 	return cmd
+}
+
+// checkSearchAttributes refuses to start a worker on a namespace that lacks
+// one of the Keyword search attributes the Delegation workflow sets
+// (contracts.SearchAttributeNames): the server refuses the workflow's
+// upsert, and each delegation's workflow task fails until the attribute is
+// registered. A server that does not let this worker list them (a Temporal
+// Cloud API key without the permission) is only logged.
+func checkSearchAttributes(ctx context.Context, c client.Client, namespace string, logger *slog.Logger) error {
+	if namespace == "" {
+		namespace = client.DefaultNamespace
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := c.OperatorService().ListSearchAttributes(lctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		logger.Warn("could not list the namespace's search attributes; make sure each is registered as Keyword (docs/deployment.md)",
+			"namespace", namespace, "names", contracts.SearchAttributeNames, "err", err)
+		return nil
+	}
+	var missing []string
+	for _, name := range contracts.SearchAttributeNames {
+		if t, ok := resp.GetCustomAttributes()[name]; !ok || t != enums.INDEXED_VALUE_TYPE_KEYWORD {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var cmds strings.Builder
+	for _, name := range missing {
+		fmt.Fprintf(&cmds, "\n  temporal operator search-attribute create --namespace %s --name %s --type Keyword", namespace, name)
+	}
+	return usageErr(fmt.Errorf("namespace %q lacks the Keyword search attribute(s) %s, which the Delegation workflow sets (its workflow tasks would fail until they exist); register them first (docs/deployment.md):%s",
+		namespace, strings.Join(missing, ", "), cmds.String()))
 }
 
 // serveDebug serves expvar and pprof on a loopback address.
