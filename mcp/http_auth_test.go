@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -340,5 +341,83 @@ func TestHTTPOriginValidated(t *testing.T) {
 	}
 	if _, err := ParseOrigins([]string{"https://app.example/path"}); err == nil || !strings.Contains(err.Error(), "no path") {
 		t.Errorf("ParseOrigins(with a path) error = %v, want a refusal", err)
+	}
+}
+
+// TestJWKSFetchesBounded: a badly signed JWT never makes the server fetch
+// the issuer's keys again when it names a key it holds; JWTs naming
+// unknown keys make it fetch them at most once per interval, however many
+// arrive at once; a key the issuer adds is picked up by the first token
+// that names it once the interval passed.
+func TestJWKSFetchesBounded(t *testing.T) {
+	iss := newTestIssuer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o, err := NewOIDC(ctx, iss.URL, "delegate-mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := serveHTTP(t, lazyServer(t, Options{}), HTTPOptions{Verify: Verifier(nil, o)})
+	post := func(tok string) int {
+		return do(t, request{url: hs.URL + "/mcp", token: tok, body: initialize}).status
+	}
+	if st := post(iss.token(t, "carol", "delegate-mcp", "k1")); st != http.StatusOK {
+		t.Fatalf("the issuer's own token: %d", st)
+	}
+	base := iss.fetches.Load()
+
+	// Signed with another key under the issuer's kid.
+	forged := iss.token(t, "carol", "delegate-mcp", "k1")
+	parts := strings.Split(forged, ".")
+	other := strings.Split(iss.token(t, "carol", "delegate-mcp", "never-published"), ".")
+	forged = parts[0] + "." + parts[1] + "." + other[2]
+	for range 50 {
+		if st := post(forged); st != http.StatusUnauthorized {
+			t.Fatalf("a forged signature: %d, want 401", st)
+		}
+	}
+	if n := iss.fetches.Load() - base; n != 0 {
+		t.Errorf("50 tokens badly signed under a known kid: %d JWKS fetches, want 0", n)
+	}
+
+	for i := range 50 {
+		if st := post(iss.token(t, "carol", "delegate-mcp", fmt.Sprintf("unknown-%d", i))); st != http.StatusUnauthorized {
+			t.Fatalf("an unknown kid: %d, want 401", st)
+		}
+	}
+	if n := iss.fetches.Load() - base; n > 1 {
+		t.Errorf("50 tokens of unknown kids: %d JWKS fetches, want at most 1 in %s", n, JWKSRefreshInterval)
+	}
+	unknown := iss.token(t, "carol", "delegate-mcp", "unknown-parallel")
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", hs.URL+"/mcp", strings.NewReader(initialize))
+			req.Header.Set("Authorization", "Bearer "+unknown)
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	if n := iss.fetches.Load() - base; n > 1 {
+		t.Errorf("then 200 at once: %d JWKS fetches in all, want at most 1 in %s", n, JWKSRefreshInterval)
+	}
+
+	// The issuer rotates: once the interval passed, the first token of the
+	// new key fetches the keys (once) and passes.
+	iss.addKey(t, "k2")
+	o.keys.mu.Lock()
+	o.keys.tried = o.keys.tried.Add(-JWKSRefreshInterval)
+	o.keys.mu.Unlock()
+	before := iss.fetches.Load()
+	for range 3 {
+		if st := post(iss.token(t, "carol", "delegate-mcp", "k2")); st != http.StatusOK {
+			t.Fatalf("a token of the issuer's new key: %d, want 200", st)
+		}
+	}
+	if n := iss.fetches.Load() - before; n != 1 {
+		t.Errorf("the new key: %d JWKS fetches, want 1", n)
 	}
 }

@@ -176,10 +176,12 @@ func (t *Tokens) Actor(token string) string {
 
 // OIDC verifies JWT access tokens issued by an OAuth 2.0 / OpenID
 // Connect issuer (coreos/go-oidc/v3): signature against the issuer's JWKS
-// (found through its discovery document), iss, aud (must hold one of the
-// accepted audiences), exp and nbf. The actor is the token's sub.
+// (found through its discovery document; fetched as keySet says), iss,
+// aud (must hold one of the accepted audiences), exp and nbf. The actor
+// is the token's sub.
 type OIDC struct {
 	verifier  *oidc.IDTokenVerifier
+	keys      *keySet
 	audiences []string
 }
 
@@ -201,7 +203,18 @@ func NewOIDC(ctx context.Context, issuer, audience string, resources ...string) 
 	if err != nil {
 		return nil, fmt.Errorf("--issuer %s: discovery: %w", issuer, err)
 	}
-	o := &OIDC{audiences: []string{audience}}
+	var doc struct {
+		JWKSURI string   `json:"jwks_uri"`
+		Algs    []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := p.Claims(&doc); err != nil {
+		return nil, fmt.Errorf("--issuer %s: discovery: %w", issuer, err)
+	}
+	if err := checkKeyURL(doc.JWKSURI); err != nil {
+		return nil, fmt.Errorf("--issuer %s: discovery: %w", issuer, err)
+	}
+	keys := newKeySet(doc.JWKSURI)
+	o := &OIDC{keys: keys, audiences: []string{audience}}
 	for _, r := range resources {
 		if r != "" {
 			o.audiences = append(o.audiences, strings.TrimSuffix(r, "/"))
@@ -209,8 +222,22 @@ func NewOIDC(ctx context.Context, issuer, audience string, resources ...string) 
 	}
 	// The audience is checked in Verify, against every accepted one
 	// (go-oidc checks one ClientID).
-	o.verifier = p.Verifier(&oidc.Config{SkipClientIDCheck: true})
+	o.verifier = oidc.NewVerifier(issuer, keys, &oidc.Config{SkipClientIDCheck: true, SupportedSigningAlgs: asymmetric(doc.Algs)})
 	return o, nil
+}
+
+// asymmetric keeps the signing algorithms of the issuer's document that
+// go-oidc verifies with a public key, as Provider.Verifier does (none
+// left: go-oidc's default, RS256).
+func asymmetric(algs []string) []string {
+	var out []string
+	for _, a := range algs {
+		switch a {
+		case oidc.RS256, oidc.RS384, oidc.RS512, oidc.ES256, oidc.ES384, oidc.ES512, oidc.PS256, oidc.PS384, oidc.PS512, oidc.EdDSA:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // checkIssuerURL refuses an issuer whose keys would be fetched where
@@ -221,6 +248,15 @@ func checkIssuerURL(issuer string) error {
 		return nil
 	}
 	return fmt.Errorf("--issuer %s: must be an https URL (http only to a loopback host): its keys decide who every request is", contracts.Truncate(issuer, 200))
+}
+
+// checkKeyURL is checkIssuerURL for the issuer's jwks_uri (and where it
+// redirects).
+func checkKeyURL(jwks string) error {
+	if secureURL(jwks) {
+		return nil
+	}
+	return fmt.Errorf("jwks_uri %q: must be an https URL (http only to a loopback host): its keys decide who every request is", contracts.Truncate(jwks, 200))
 }
 
 func secureURL(s string) bool {
