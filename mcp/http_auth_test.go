@@ -421,3 +421,44 @@ func TestJWKSFetchesBounded(t *testing.T) {
 		t.Errorf("the new key: %d JWKS fetches, want 1", n)
 	}
 }
+
+// TestTokensRotationSameSizeAndTime: a tokens file rewritten with a token
+// of the same length, its size and modification time kept (cp -p, rsync,
+// touch -r), is noticed by its content: the old token is refused within
+// TokensRecheck, the new one accepted.
+func TestTokensRotationSameSizeAndTime(t *testing.T) {
+	tokens, path := aliceTokens(t)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := serveHTTP(t, lazyServer(t, Options{}), HTTPOptions{Verify: Verifier(tokens, nil)})
+	if r := do(t, request{url: hs.URL + "/mcp", token: aliceToken, body: initialize}); r.status != http.StatusOK {
+		t.Fatalf("alice's token: %d", r.status)
+	}
+	rotated := "alice-token-9876543210"
+	doc := `{"tokens": [{"actor": "alice", "token": "` + rotated + `"}]}`
+	if int64(len(doc)) != fi.Size() {
+		t.Fatalf("the rotated file is %d bytes, want %d", len(doc), fi.Size())
+	}
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(TokensRecheck + 2*time.Second)
+	for {
+		r := do(t, request{url: hs.URL + "/mcp", token: aliceToken, body: initialize})
+		if r.status == http.StatusUnauthorized {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rotated-out token after %s: %d, want 401", TokensRecheck+2*time.Second, r.status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := do(t, request{url: hs.URL + "/mcp", token: rotated, body: initialize}); r.status != http.StatusOK {
+		t.Errorf("the new token: %d, want 200", r.status)
+	}
+}

@@ -94,18 +94,30 @@ func ParseTokens(b []byte) (map[[32]byte]string, error) {
 	return out, nil
 }
 
-// Tokens verifies bearer tokens against a tokens file, read again whenever
-// its modification time or size changes (checked on every request), so
-// that a token removed from the file is refused from the next request on.
-// A file that no longer reads or decodes refuses every token until it is
-// fixed (and logs why).
+// TokensRecheck is how often the tokens file is read again when its
+// modification time and size have not changed: a file rewritten with the
+// same size and its modification time kept (cp -p, rsync, touch -r) is
+// noticed by its content within this time.
+const TokensRecheck = time.Second
+
+// Tokens verifies bearer tokens against a tokens file. Each check stats
+// the file, and reads it again when its modification time or size
+// changed, or its last reading is TokensRecheck old; it is decoded again
+// only when its content (sha256 of its bytes) changed. So a token removed
+// from the file is refused from the next request on (within TokensRecheck
+// when the file kept its size and modification time). A file that no
+// longer reads or decodes refuses every token until it is fixed (and logs
+// why).
 type Tokens struct {
 	path   string
 	logger *slog.Logger
+	every  time.Duration // TokensRecheck
 
 	mu      sync.Mutex
 	mod     time.Time
 	size    int64
+	read    time.Time // when the file was last read
+	sum     [32]byte  // sha256 of the bytes byHash was decoded from
 	byHash  map[[32]byte]string
 	loadErr error
 }
@@ -115,16 +127,18 @@ func NewTokens(path string, logger *slog.Logger) (*Tokens, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	t := &Tokens{path: path, logger: logger}
+	t := &Tokens{path: path, logger: logger, every: TokensRecheck}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.reloadLocked(); err != nil {
+	if err := t.reloadLocked(time.Now()); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func (t *Tokens) reloadLocked() error {
+// reloadLocked reads the file and, when its bytes differ from those last
+// decoded, decodes them.
+func (t *Tokens) reloadLocked(now time.Time) error {
 	f, err := os.Open(t.path)
 	if err != nil {
 		return err
@@ -134,19 +148,23 @@ func (t *Tokens) reloadLocked() error {
 	if err != nil {
 		return err
 	}
-	t.mod, t.size = fi.ModTime(), fi.Size()
 	b, err := io.ReadAll(io.LimitReader(f, MaxTokensBytes+1))
 	if err != nil {
 		return err
 	}
+	t.mod, t.size, t.read = fi.ModTime(), fi.Size(), now
 	if len(b) > MaxTokensBytes {
 		return fmt.Errorf("%s: over the %d-byte limit", t.path, MaxTokensBytes)
+	}
+	sum := sha256.Sum256(b)
+	if sum == t.sum && t.byHash != nil {
+		return nil // the same bytes: the same tokens
 	}
 	m, err := ParseTokens(b)
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.path, err)
 	}
-	t.byHash = m
+	t.byHash, t.sum = m, sum
 	return nil
 }
 
@@ -154,19 +172,20 @@ func (t *Tokens) reloadLocked() error {
 func (t *Tokens) Actor(token string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := time.Now()
 	fi, err := os.Stat(t.path)
 	switch {
 	case err != nil:
 		if t.loadErr == nil {
 			t.logger.Error("mcp: tokens file unreadable; every token is refused", "path", t.path, "err", err)
 		}
-		t.loadErr, t.byHash = err, nil
-	case !fi.ModTime().Equal(t.mod) || fi.Size() != t.size || t.loadErr != nil:
-		if err := t.reloadLocked(); err != nil {
+		t.loadErr, t.byHash, t.sum = err, nil, [32]byte{}
+	case !fi.ModTime().Equal(t.mod) || fi.Size() != t.size || now.Sub(t.read) >= t.every:
+		if err := t.reloadLocked(now); err != nil {
 			if t.loadErr == nil || t.loadErr.Error() != err.Error() {
 				t.logger.Error("mcp: tokens file does not load; every token is refused", "err", err)
 			}
-			t.loadErr, t.byHash = err, nil
+			t.loadErr, t.byHash, t.sum = err, nil, [32]byte{}
 		} else {
 			t.loadErr = nil
 		}
