@@ -1,14 +1,15 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -173,8 +174,10 @@ var plainPath = regexp.MustCompile(`^(/[A-Za-z0-9._~%!$&'()*+,;=:@-]+)+$`)
 //     WWW-Authenticate: Bearer, with resource_metadata (the metadata's
 //     URL) and, when a token was given, error="invalid_token" (RFC 6750
 //     §3);
-//   - without Mcp-Session-Id (initialize) counts against the actor's rate
-//     (limitNewSessions);
+//   - without Mcp-Session-Id opens a session: it must be initialize (400
+//     otherwise), and each actor holds at most Options.MaxSessionsPerActor
+//     sessions (429 beyond); opening one is not a tool call and is not
+//     charged to the actor's rate;
 //   - has a body of at most MaxBody bytes (413 beyond).
 func (s *Server) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 	if o.ResourceURL != "" {
@@ -207,13 +210,13 @@ func (s *Server) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 		Logger: s.sdkLogger(), MaxRequestBodyBytes: o.MaxBody,
 		// A session nobody used for an hour is closed (the client opens
 		// another: every request carries its token anyway).
-		SessionTimeout: time.Hour,
+		SessionTimeout: sessionTimeout,
 	})
 	// The bearer check's 401 gets its WWW-Authenticate from challenge
 	// (the go-sdk's names no error).
 	bearer := auth.RequireBearerToken(o.Verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	return s.checkOrigin(allowed, o.LoopbackOrigins,
-		wwwAuthenticate(MetadataURL(o.ResourceURL), bearer(s.limitNewSessions(h)))), nil
+		wwwAuthenticate(MetadataURL(o.ResourceURL), bearer(s.openSession(srv, o.MaxBody, h)))), nil
 }
 
 // checkOrigin refuses, with 403, a request whose Origin header is present
@@ -290,22 +293,120 @@ func (c *challenge) Flush() {
 
 func (c *challenge) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
-// limitNewSessions counts a request that opens a session (one without
-// Mcp-Session-Id: initialize) against its actor's rate, as a tool call:
-// each session is held for up to an hour, and a client that opens them
-// in a loop is answered 429 Too Many Requests with Retry-After.
-func (s *Server) limitNewSessions(h http.Handler) http.Handler {
+// openSession handles a POST without Mcp-Session-Id, which opens a
+// session. Before the go-sdk, it refuses with 400 one that is not
+// initialize (MCP 2025-11-25, Streamable HTTP: a request without a
+// session other than initialization SHOULD be answered 400; the go-sdk
+// answers it 200 with a JSON-RPC error of code 0), except ping and a
+// request of the 2026-07-28 protocol (server/discover, or
+// MCP-Protocol-Version or _meta naming it), which the go-sdk answers; and
+// it refuses with 429 an initialize of an actor holding
+// Options.MaxSessionsPerActor sessions. Sessions are not charged to the
+// actor's tool-call rate: a host that opens many (the MCP conformance
+// suite does) is not refused its tool calls for it.
+func (s *Server) openSession(srv *sdk.Server, maxBody int64, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" && !s.limiter(ti.UserID).Allow() {
-				s.o.Logger.Warn("mcp: rate limited: new session", "actor", ti.UserID)
-				w.Header().Set("Retry-After", "1")
-				http.Error(w, fmt.Sprintf("rate limit: %s opens sessions and calls tools more than %g times a second (burst %d)", ti.UserID, float64(s.o.Rate), s.o.Burst), http.StatusTooManyRequests)
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if int64(len(b)) > maxBody {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", maxBody), http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{bytes.NewReader(b), r.Body}
+		// Read as the go-sdk reads it (keys matched exactly), and one
+		// message only: a batch or a key given twice could hide an
+		// initialize from the bound of sessions.
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			code, what := int64(jsonrpc.CodeInvalidRequest), "must be one JSON-RPC message (a JSON object; no batch)"
+			if !json.Valid(b) {
+				code, what = jsonrpc.CodeParseError, "is not JSON"
+			}
+			writeRPCError(w, http.StatusBadRequest, nil, code, "Bad Request: a request without Mcp-Session-Id "+what)
+			return
+		}
+		if dups := contracts.DuplicateKeys(b); len(dups) > 0 {
+			writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "Bad Request: "+contracts.Truncate(dups[0].Error(), 200)+" (a key given twice is refused)")
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage
+			Method string
+			Params json.RawMessage
+		}
+		msg.ID, msg.Params = m["id"], m["params"]
+		if json.Unmarshal(m["method"], &msg.Method) != nil || msg.Method == "" {
+			h.ServeHTTP(w, r) // a response, or no method: the go-sdk says why
+			return
+		}
+		var params, meta map[string]json.RawMessage
+		_ = json.Unmarshal(msg.Params, &params)
+		_ = json.Unmarshal(params["_meta"], &meta)
+		_, metaVersion := meta["io.modelcontextprotocol/protocolVersion"]
+		switch {
+		case msg.Method == "initialize":
+			s.initialize(srv, w, r, msg.ID, h)
+		case msg.Method == "ping", msg.Method == "server/discover", metaVersion, r.Header.Get("Mcp-Protocol-Version") >= "2026-07-28":
+			// Answered by the go-sdk in a session it closes at once: only
+			// initialize makes one that stays.
+			h.ServeHTTP(w, r)
+		default:
+			writeRPCError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("Bad Request: %q without Mcp-Session-Id: open a session first (initialize), then send it with the session's Mcp-Session-Id", contracts.Truncate(msg.Method, 100)))
+		}
+	})
+}
+
+// initialize serves an initialize within the actor's bound of sessions,
+// and counts the session it opens until it closes (DELETE, its hour
+// unused, the server's end).
+func (s *Server) initialize(srv *sdk.Server, w http.ResponseWriter, r *http.Request, id json.RawMessage, h http.Handler) {
+	var actor string
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		actor = ti.UserID
+	}
+	s.mu.Lock()
+	n := s.sessions[actor]
+	if n >= s.o.MaxSessionsPerActor {
+		s.mu.Unlock()
+		s.o.Logger.Warn("mcp: refused: too many sessions", "actor", actor, "sessions", n)
+		w.Header().Set("Retry-After", "60")
+		writeRPCError(w, http.StatusTooManyRequests, id, CodeLimited,
+			fmt.Sprintf("too many sessions: %s holds %d, at most %d for one actor; close one (HTTP DELETE with its Mcp-Session-Id) or reuse it (a session unused for %s is closed)", actor, n, s.o.MaxSessionsPerActor, sessionTimeout))
+		return
+	}
+	s.sessions[actor]++ // held while the go-sdk opens it
+	s.mu.Unlock()
+	release := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.sessions[actor]--; s.sessions[actor] <= 0 {
+			delete(s.sessions, actor)
+		}
+	}
+	h.ServeHTTP(w, r)
+	if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+		for ss := range srv.Sessions() {
+			if ss.ID() == sid {
+				go func() {
+					_ = ss.Wait()
+					release()
+				}()
 				return
 			}
 		}
-		h.ServeHTTP(w, r)
-	})
+	}
+	release() // no session opened (or already closed)
 }
 
 // writeRPCError writes an HTTP refusal whose body is a JSON-RPC error

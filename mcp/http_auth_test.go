@@ -462,3 +462,118 @@ func TestTokensRotationSameSizeAndTime(t *testing.T) {
 		t.Errorf("the new token: %d, want 200", r.status)
 	}
 }
+
+// TestHTTPSessionOpeningNotCharged: opening a session (initialize,
+// notifications/initialized, ping, tools/list) is not a tool call: at a
+// burst of 2, both tool calls after it pass and the third is limited.
+func TestHTTPSessionOpeningNotCharged(t *testing.T) {
+	tokens, _ := aliceTokens(t)
+	hs := serveHTTP(t, lazyServer(t, Options{Rate: 0.001, Burst: 2}), HTTPOptions{Verify: Verifier(tokens, nil)})
+	url := hs.URL + "/mcp"
+	r := do(t, request{url: url, token: aliceToken, body: initialize})
+	if r.status != http.StatusOK || r.session == "" {
+		t.Fatalf("initialize: %d %s", r.status, r.body)
+	}
+	sid := r.session
+	for _, m := range []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`} {
+		if r := do(t, request{url: url, token: aliceToken, session: sid, body: m}); r.status/100 != 2 {
+			t.Fatalf("%s: %d %s", m, r.status, r.body)
+		}
+	}
+	call := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"delegation_list","arguments":{"nope":1}}}`
+	for i := range 2 {
+		if r := do(t, request{url: url, token: aliceToken, session: sid, body: call}); !strings.Contains(r.body, "unknown") || strings.Contains(r.body, "rate limit") {
+			t.Fatalf("tool call %d after opening the session: %d %s, want the arguments refused, not the rate", i+1, r.status, r.body)
+		}
+	}
+	if r := do(t, request{url: url, token: aliceToken, session: sid, body: call}); !strings.Contains(r.body, "rate limit") {
+		t.Fatalf("third tool call: %s, want the rate limit", r.body)
+	}
+}
+
+// TestHTTPSessionsBounded: an actor holds at most MaxSessionsPerActor
+// sessions: an initialize beyond is 429 with Retry-After and a JSON-RPC
+// error of code CodeLimited; closing one (DELETE) makes room.
+func TestHTTPSessionsBounded(t *testing.T) {
+	tokens, _ := aliceTokens(t)
+	hs := serveHTTP(t, lazyServer(t, Options{MaxSessionsPerActor: 2}), HTTPOptions{Verify: Verifier(tokens, nil)})
+	url := hs.URL + "/mcp"
+	var sessions []string
+	for range 2 {
+		r := do(t, request{url: url, token: aliceToken, body: initialize})
+		if r.status != http.StatusOK || r.session == "" {
+			t.Fatalf("initialize: %d %s", r.status, r.body)
+		}
+		sessions = append(sessions, r.session)
+	}
+	r := do(t, request{url: url, token: aliceToken, body: initialize})
+	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
+		t.Fatalf("a third session: %d (Retry-After %q), want 429 with Retry-After", r.status, r.header.Get("Retry-After"))
+	}
+	if e := r.rpcError(t); e == nil || e.Code != CodeLimited || !strings.Contains(e.Message, "too many sessions") {
+		t.Fatalf("a third session: body %s, want a JSON-RPC error %d", r.body, CodeLimited)
+	}
+	// An initialize the bound would not see as one: in a batch, under a
+	// key given twice, beside _meta spelt in another case, after a
+	// 2026-07-28 header.
+	for _, body := range []string{
+		"[" + initialize + "]",
+		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":1,"METHOD":"ping","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_META":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+	} {
+		if r := do(t, request{url: url, token: aliceToken, body: body}); r.status == http.StatusOK || r.session != "" {
+			t.Errorf("%s: %d, session %q; want refused", body, r.status, r.session)
+		}
+	}
+	if r := do(t, request{method: http.MethodDelete, url: url, token: aliceToken, session: sessions[0]}); r.status != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", r.status, r.body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := do(t, request{url: url, token: aliceToken, body: initialize})
+		if r.status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a DELETE: %d %s, want a new session", r.status, r.body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHTTPRefusalsHaveDefinedCodes: no refusal goes out as a JSON-RPC
+// error of code 0: a request without a session that is not initialize is
+// 400 with Invalid Request (and its id), a second initialize is Invalid
+// Request, a resources/read over the rate is CodeLimited, one that
+// Temporal fails is Internal error.
+func TestHTTPRefusalsHaveDefinedCodes(t *testing.T) {
+	tokens, _ := aliceTokens(t)
+	hs := serveHTTP(t, lazyServer(t, Options{Rate: 0.001, Burst: 1}), HTTPOptions{Verify: Verifier(tokens, nil)})
+	url := hs.URL + "/mcp"
+	r := do(t, request{url: url, token: aliceToken, body: `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`})
+	if e := r.rpcError(t); r.status != http.StatusBadRequest || e == nil || e.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(r.body, `"id":7`) {
+		t.Errorf("tools/list without a session: %d %s, want 400 with Invalid Request for id 7", r.status, r.body)
+	}
+	r = do(t, request{url: url, token: aliceToken, body: initialize})
+	if r.status != http.StatusOK {
+		t.Fatalf("initialize: %d %s", r.status, r.body)
+	}
+	sid := r.session
+	do(t, request{url: url, token: aliceToken, session: sid, body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`})
+	for _, c := range []struct {
+		body string
+		code int64
+	}{
+		{initialize, jsonrpc.CodeInvalidRequest},
+		{`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"delegation://mcp.x.1"}}`, jsonrpc.CodeInternalError}, // Temporal unreachable
+		{`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"delegation://mcp.x.1"}}`, CodeLimited},
+		{`{"jsonrpc":"2.0","id":4,"method":"resources/list"}`, CodeLimited},
+		{`{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":"delegation://mcp.x.1"}}`, CodeLimited},
+	} {
+		r := do(t, request{url: url, token: aliceToken, session: sid, body: c.body})
+		if e := r.rpcError(t); e == nil || e.Code != c.code {
+			t.Errorf("%s: %d %s, want a JSON-RPC error %d", c.body, r.status, r.body, c.code)
+		}
+	}
+}
