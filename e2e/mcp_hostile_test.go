@@ -34,7 +34,11 @@ func (e *env) httpTokensServer(t *testing.T, aliceTok, bobTok string) string {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", e.mcpServer(t, "").HTTPHandler(mcp.Verifier(tokens, nil), "", 1<<20))
+	h, err := e.mcpServer(t, "").HTTPHandler(mcp.HTTPOptions{Verify: mcp.Verifier(tokens, nil), MaxBody: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/mcp", h)
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	return hs.URL + "/mcp"

@@ -347,7 +347,11 @@ func TestMCPHTTPOwnershipAndRevocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", e.mcpServer(t, "").HTTPHandler(mcp.Verifier(tokens, nil), "", 1<<20))
+	h, err := e.mcpServer(t, "").HTTPHandler(mcp.HTTPOptions{Verify: mcp.Verifier(tokens, nil), MaxBody: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/mcp", h)
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 
@@ -513,7 +517,11 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: e.mcpServer(t, "").Mux(base, mcp.Verifier(nil, oidc), iss.URL, 1<<20)}}
+	mux, err := e.mcpServer(t, "").Mux(mcp.HTTPOptions{ResourceURL: base + "/mcp", Verify: mcp.Verifier(nil, oidc), Issuer: iss.URL, LoopbackOrigins: true, MaxBody: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mux}}
 	hs.Start()
 	t.Cleanup(hs.Close)
 

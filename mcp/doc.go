@@ -18,6 +18,10 @@
 // Streamable HTTP every request carries a bearer token (Tokens, a file of
 // token hashes read again when it changes; OIDC, JWTs of an OAuth issuer,
 // the actor being sub) checked by the go-sdk's auth.RequireBearerToken.
+// The HTTP endpoint (Server.Mux, HTTPOptions) publishes OAuth protected
+// resource metadata (RFC 9728) in both modes, names it in every 401,
+// refuses an Origin that is not allowed (403) and bounds each actor's
+// sessions, which are not charged to its tool-call rate.
 // The actor is recorded as the delegation's starter (Search Attribute
 // DelegationStarter, client.WithStarter) and as answered_by of an answer
 // given through MCP ("alice" for the human through elicitation, "alice

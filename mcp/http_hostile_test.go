@@ -3,6 +3,7 @@ package mcp
 import (
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,8 +44,7 @@ func TestHTTPHostileRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(s.Mux("http://127.0.0.1", Verifier(tokens, nil), "", 1<<20))
-	t.Cleanup(hs.Close)
+	hs := serveHTTP(t, s, HTTPOptions{Verify: Verifier(tokens, nil)})
 
 	post := func(token, session, body string) (*http.Response, string) {
 		t.Helper()
@@ -105,44 +105,51 @@ func TestHTTPHostileRequests(t *testing.T) {
 	}
 }
 
-// TestHTTPNewSessionsRateLimited: opening a session (a POST without
-// Mcp-Session-Id) counts against the actor's rate, as a tool call does:
-// a client opening sessions in a loop (each held for an hour) gets 429.
-func TestHTTPNewSessionsRateLimited(t *testing.T) {
-	c, err := sdkclient.NewLazyClient(sdkclient.Options{HostPort: "127.0.0.1:1"})
+// listen is a listener on 127.0.0.1.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
-	path := filepath.Join(t.TempDir(), "tokens.json")
-	if err := os.WriteFile(path, []byte(`{"tokens": [{"actor": "alice", "token": "alice-token-0123456789"}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := NewTokens(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Options{Client: c, Templates: exampleTemplates(t), Rate: 0.001, Burst: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Mux("http://127.0.0.1", Verifier(tokens, nil), "", 1<<20))
+	return ln
+}
+
+// serveOnListener serves h over real HTTP on ln.
+func serveOnListener(t *testing.T, ln net.Listener, h http.Handler) *httptest.Server {
+	t.Helper()
+	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: h}}
+	hs.Start()
 	t.Cleanup(hs.Close)
-	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-	var codes []int
-	for range 3 {
-		req, _ := http.NewRequest("POST", hs.URL+"/mcp", strings.NewReader(initialize))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer alice-token-0123456789")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		codes = append(codes, resp.StatusCode)
+	return hs
+}
+
+// serveOn serves h over real HTTP on 127.0.0.1.
+func serveOn(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	return serveOnListener(t, listen(t), h)
+}
+
+// serveHTTP serves s.Mux(o) on 127.0.0.1 (real HTTP), o.ResourceURL
+// being the listener's /mcp when not given, and loopback origins allowed.
+func serveHTTP(t *testing.T, s *Server, o HTTPOptions) *httptest.Server {
+	t.Helper()
+	return serveHTTPOn(t, listen(t), s, o)
+}
+
+// serveHTTPOn is serveHTTP on ln.
+func serveHTTPOn(t *testing.T, ln net.Listener, s *Server, o HTTPOptions) *httptest.Server {
+	t.Helper()
+	if o.ResourceURL == "" {
+		o.ResourceURL = "http://" + ln.Addr().String() + "/mcp"
 	}
-	if codes[0] != http.StatusOK || codes[1] != http.StatusOK || codes[2] != http.StatusTooManyRequests {
-		t.Fatalf("three new sessions at burst 2: statuses %v, want 200 200 429", codes)
+	o.LoopbackOrigins = true
+	if o.MaxBody == 0 {
+		o.MaxBody = 1 << 20
 	}
+	mux, err := s.Mux(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveOnListener(t, ln, mux)
 }

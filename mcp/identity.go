@@ -13,13 +13,13 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
@@ -94,18 +94,30 @@ func ParseTokens(b []byte) (map[[32]byte]string, error) {
 	return out, nil
 }
 
-// Tokens verifies bearer tokens against a tokens file, read again whenever
-// its modification time or size changes (checked on every request), so
-// that a token removed from the file is refused from the next request on.
-// A file that no longer reads or decodes refuses every token until it is
-// fixed (and logs why).
+// TokensRecheck is how often the tokens file is read again when its
+// modification time and size have not changed: a file rewritten with the
+// same size and its modification time kept (cp -p, rsync, touch -r) is
+// noticed by its content within this time.
+const TokensRecheck = time.Second
+
+// Tokens verifies bearer tokens against a tokens file. Each check stats
+// the file, and reads it again when its modification time or size
+// changed, or its last reading is TokensRecheck old; it is decoded again
+// only when its content (sha256 of its bytes) changed. So a token removed
+// from the file is refused from the next request on (within TokensRecheck
+// when the file kept its size and modification time). A file that no
+// longer reads or decodes refuses every token until it is fixed (and logs
+// why).
 type Tokens struct {
 	path   string
 	logger *slog.Logger
+	every  time.Duration // TokensRecheck
 
 	mu      sync.Mutex
 	mod     time.Time
 	size    int64
+	read    time.Time // when the file was last read
+	sum     [32]byte  // sha256 of the bytes byHash was decoded from
 	byHash  map[[32]byte]string
 	loadErr error
 }
@@ -115,16 +127,18 @@ func NewTokens(path string, logger *slog.Logger) (*Tokens, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	t := &Tokens{path: path, logger: logger}
+	t := &Tokens{path: path, logger: logger, every: TokensRecheck}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.reloadLocked(); err != nil {
+	if err := t.reloadLocked(time.Now()); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-func (t *Tokens) reloadLocked() error {
+// reloadLocked reads the file and, when its bytes differ from those last
+// decoded, decodes them.
+func (t *Tokens) reloadLocked(now time.Time) error {
 	f, err := os.Open(t.path)
 	if err != nil {
 		return err
@@ -134,19 +148,23 @@ func (t *Tokens) reloadLocked() error {
 	if err != nil {
 		return err
 	}
-	t.mod, t.size = fi.ModTime(), fi.Size()
 	b, err := io.ReadAll(io.LimitReader(f, MaxTokensBytes+1))
 	if err != nil {
 		return err
 	}
+	t.mod, t.size, t.read = fi.ModTime(), fi.Size(), now
 	if len(b) > MaxTokensBytes {
 		return fmt.Errorf("%s: over the %d-byte limit", t.path, MaxTokensBytes)
+	}
+	sum := sha256.Sum256(b)
+	if sum == t.sum && t.byHash != nil {
+		return nil // the same bytes: the same tokens
 	}
 	m, err := ParseTokens(b)
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.path, err)
 	}
-	t.byHash = m
+	t.byHash, t.sum = m, sum
 	return nil
 }
 
@@ -154,19 +172,20 @@ func (t *Tokens) reloadLocked() error {
 func (t *Tokens) Actor(token string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := time.Now()
 	fi, err := os.Stat(t.path)
 	switch {
 	case err != nil:
 		if t.loadErr == nil {
 			t.logger.Error("mcp: tokens file unreadable; every token is refused", "path", t.path, "err", err)
 		}
-		t.loadErr, t.byHash = err, nil
-	case !fi.ModTime().Equal(t.mod) || fi.Size() != t.size || t.loadErr != nil:
-		if err := t.reloadLocked(); err != nil {
+		t.loadErr, t.byHash, t.sum = err, nil, [32]byte{}
+	case !fi.ModTime().Equal(t.mod) || fi.Size() != t.size || now.Sub(t.read) >= t.every:
+		if err := t.reloadLocked(now); err != nil {
 			if t.loadErr == nil || t.loadErr.Error() != err.Error() {
 				t.logger.Error("mcp: tokens file does not load; every token is refused", "err", err)
 			}
-			t.loadErr, t.byHash = err, nil
+			t.loadErr, t.byHash, t.sum = err, nil, [32]byte{}
 		} else {
 			t.loadErr = nil
 		}
@@ -176,16 +195,23 @@ func (t *Tokens) Actor(token string) string {
 
 // OIDC verifies JWT access tokens issued by an OAuth 2.0 / OpenID
 // Connect issuer (coreos/go-oidc/v3): signature against the issuer's JWKS
-// (found through its discovery document), iss, aud (must hold Audience),
-// exp and nbf. The actor is the token's sub.
+// (found through its discovery document; fetched as keySet says), iss,
+// aud (must hold one of the accepted audiences), exp and nbf. The actor
+// is the token's sub.
 type OIDC struct {
-	verifier *oidc.IDTokenVerifier
+	verifier  *oidc.IDTokenVerifier
+	keys      *keySet
+	audiences []string
 }
 
 // NewOIDC reads the issuer's discovery document
 // (ISSUER/.well-known/openid-configuration); errors: the issuer unreachable
-// or its document wrong.
-func NewOIDC(ctx context.Context, issuer, audience string) (*OIDC, error) {
+// or its document wrong. A token is accepted when its aud holds audience
+// (--audience) or one of resources: the resource's own URL (--resource-url),
+// which is what a client that names this resource gets (RFC 8707
+// resource indicators, as MCP clients ask), compared without a trailing
+// slash.
+func NewOIDC(ctx context.Context, issuer, audience string, resources ...string) (*OIDC, error) {
 	if audience == "" {
 		return nil, errors.New("--audience: required with --issuer (the aud a token must carry for this server)")
 	}
@@ -196,26 +222,79 @@ func NewOIDC(ctx context.Context, issuer, audience string) (*OIDC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--issuer %s: discovery: %w", issuer, err)
 	}
-	return &OIDC{verifier: p.Verifier(&oidc.Config{ClientID: audience})}, nil
+	var doc struct {
+		JWKSURI string   `json:"jwks_uri"`
+		Algs    []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := p.Claims(&doc); err != nil {
+		return nil, fmt.Errorf("--issuer %s: discovery: %w", issuer, err)
+	}
+	if err := checkKeyURL(doc.JWKSURI); err != nil {
+		return nil, fmt.Errorf("--issuer %s: discovery: %w", issuer, err)
+	}
+	keys := newKeySet(doc.JWKSURI)
+	o := &OIDC{keys: keys, audiences: []string{audience}}
+	for _, r := range resources {
+		if r != "" {
+			o.audiences = append(o.audiences, strings.TrimSuffix(r, "/"))
+		}
+	}
+	// The audience is checked in Verify, against every accepted one
+	// (go-oidc checks one ClientID).
+	o.verifier = oidc.NewVerifier(issuer, keys, &oidc.Config{SkipClientIDCheck: true, SupportedSigningAlgs: asymmetric(doc.Algs)})
+	return o, nil
+}
+
+// asymmetric keeps the signing algorithms of the issuer's document that
+// go-oidc verifies with a public key, as Provider.Verifier does (none
+// left: go-oidc's default, RS256).
+func asymmetric(algs []string) []string {
+	var out []string
+	for _, a := range algs {
+		switch a {
+		case oidc.RS256, oidc.RS384, oidc.RS512, oidc.ES256, oidc.ES384, oidc.ES512, oidc.PS256, oidc.PS384, oidc.PS512, oidc.EdDSA:
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // checkIssuerURL refuses an issuer whose keys would be fetched where
 // someone on the path could serve their own: anything but https, except
 // http to a loopback host (a local issuer, tests).
 func checkIssuerURL(issuer string) error {
-	u, err := url.Parse(issuer)
-	if err == nil && u.Host != "" {
-		switch u.Scheme {
-		case "https":
-			return nil
-		case "http":
-			h := u.Hostname()
-			if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
-				return nil
-			}
-		}
+	if secureURL(issuer) {
+		return nil
 	}
 	return fmt.Errorf("--issuer %s: must be an https URL (http only to a loopback host): its keys decide who every request is", contracts.Truncate(issuer, 200))
+}
+
+// checkKeyURL is checkIssuerURL for the issuer's jwks_uri (and where it
+// redirects).
+func checkKeyURL(jwks string) error {
+	if secureURL(jwks) {
+		return nil
+	}
+	return fmt.Errorf("jwks_uri %q: must be an https URL (http only to a loopback host): its keys decide who every request is", contracts.Truncate(jwks, 200))
+}
+
+func secureURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		return isLoopbackHost(u.Hostname())
+	}
+	return false
+}
+
+func isLoopbackHost(h string) bool {
+	ip := net.ParseIP(h)
+	return strings.EqualFold(h, "localhost") || (ip != nil && ip.IsLoopback())
 }
 
 // Verify checks a JWT and returns its sub and expiry.
@@ -224,7 +303,12 @@ func (o *OIDC) Verify(ctx context.Context, token string) (string, time.Time, err
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	return tok.Subject, tok.Expiry, nil
+	for _, aud := range tok.Audience {
+		if slices.Contains(o.audiences, aud) || (aud != "" && slices.Contains(o.audiences[1:], strings.TrimSuffix(aud, "/"))) {
+			return tok.Subject, tok.Expiry, nil
+		}
+	}
+	return "", time.Time{}, fmt.Errorf("oidc: aud %q holds none of %q", tok.Audience, o.audiences)
 }
 
 // Verifier is the bearer-token check of the HTTP transport
@@ -254,83 +338,3 @@ func Verifier(tokens *Tokens, issuer *OIDC) auth.TokenVerifier {
 		return nil, fmt.Errorf("%w: unknown, revoked or expired", auth.ErrInvalidToken)
 	}
 }
-
-// HTTPHandler is the Streamable HTTP endpoint (mount it at /mcp): every
-// request must carry a bearer token the verifier accepts (otherwise 401
-// with WWW-Authenticate: Bearer); request bodies are bounded (maxBody
-// bytes, 413 beyond).
-func (s *Server) HTTPHandler(verify auth.TokenVerifier, resourceMetadataURL string, maxBody int64) http.Handler {
-	srv := s.MCPServer()
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
-		Logger: s.sdkLogger(), MaxRequestBodyBytes: maxBody,
-		// A session nobody used for an hour is closed (the client opens
-		// another: every request carries its token anyway).
-		SessionTimeout: time.Hour,
-	})
-	var opts = &auth.RequireBearerTokenOptions{ResourceMetadataURL: resourceMetadataURL, AllowMissingExpiration: true}
-	return wwwAuthenticate(auth.RequireBearerToken(verify, opts)(s.limitNewSessions(h)))
-}
-
-// limitNewSessions counts a request that opens a session (one without
-// Mcp-Session-Id: initialize) against its actor's rate, as a tool call:
-// each session is held for up to an hour, and a client that opens them
-// in a loop is answered 429 Too Many Requests with Retry-After.
-func (s *Server) limitNewSessions(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" && !s.limiter(ti.UserID).Allow() {
-				s.o.Logger.Warn("mcp: rate limited: new session", "actor", ti.UserID)
-				w.Header().Set("Retry-After", "1")
-				http.Error(w, fmt.Sprintf("rate limit: %s opens sessions and calls tools more than %g times a second (burst %d)", ti.UserID, float64(s.o.Rate), s.o.Burst), http.StatusTooManyRequests)
-				return
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// Mux serves the Streamable HTTP endpoint at /mcp of base (the URL
-// clients reach this server at, "http://127.0.0.1:8990") behind verify;
-// with issuer (OAuth resource-server mode) also the protected resource
-// metadata of RFC 9728 at /.well-known/oauth-protected-resource/mcp (and
-// without the /mcp suffix), naming the issuer as the authorization server,
-// which 401 responses point at (WWW-Authenticate resource_metadata).
-func (s *Server) Mux(base string, verify auth.TokenVerifier, issuer string, maxBody int64) *http.ServeMux {
-	mux := http.NewServeMux()
-	var metadataURL string
-	if issuer != "" {
-		metadataURL = base + "/.well-known/oauth-protected-resource/mcp"
-		meta := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-			Resource: base + "/mcp", AuthorizationServers: []string{issuer}, BearerMethodsSupported: []string{"header"},
-		})
-		mux.Handle("/.well-known/oauth-protected-resource/mcp", meta)
-		mux.Handle("/.well-known/oauth-protected-resource", meta)
-	}
-	mux.Handle("/mcp", s.HTTPHandler(verify, metadataURL, maxBody))
-	return mux
-}
-
-// wwwAuthenticate adds "WWW-Authenticate: Bearer" to a 401 that has none
-// (RFC 6750 §3; the go-sdk adds it only with resource metadata).
-func wwwAuthenticate(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(&challenge{ResponseWriter: w}, r)
-	})
-}
-
-type challenge struct{ http.ResponseWriter }
-
-func (c *challenge) WriteHeader(code int) {
-	if code == http.StatusUnauthorized && c.Header().Get("WWW-Authenticate") == "" {
-		c.Header().Set("WWW-Authenticate", "Bearer")
-	}
-	c.ResponseWriter.WriteHeader(code)
-}
-
-func (c *challenge) Flush() {
-	if f, ok := c.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (c *challenge) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -80,7 +80,7 @@ func (w *watcher) owned(ctx context.Context, uri string, extra *sdk.RequestExtra
 func (w *watcher) read(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	actor := w.actorOf(req.Extra)
 	if actor != "" && !w.s.limiter(actor).Allow() {
-		return nil, fmt.Errorf("rate limit: %s makes more than %g calls a second", actor, float64(w.s.o.Rate))
+		return nil, limited("rate limit: %s makes more than %g calls a second", actor, float64(w.s.o.Rate))
 	}
 	id, err := w.owned(ctx, req.Params.URI, req.Extra)
 	if err != nil {
@@ -118,7 +118,7 @@ func (w *watcher) listResources(next sdk.MethodHandler) sdk.MethodHandler {
 			return res, nil
 		}
 		if !w.s.limiter(actor).Allow() {
-			return nil, fmt.Errorf("rate limit: %s makes more than %g calls a second", actor, float64(w.s.o.Rate))
+			return nil, limited("rate limit: %s makes more than %g calls a second", actor, float64(w.s.o.Rate))
 		}
 		// One actor's list: no one else's client or cache may serve it.
 		lr.CacheScope = "private"
@@ -147,13 +147,13 @@ const MaxWatched = 1000
 
 func (w *watcher) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	if actor := w.actorOf(req.Extra); actor != "" && !w.s.limiter(actor).Allow() {
-		return fmt.Errorf("rate limit: %s makes more than %g calls a second", actor, float64(w.s.o.Rate))
+		return limited("rate limit: %s makes more than %g calls a second", actor, float64(w.s.o.Rate))
 	}
 	w.mu.Lock()
 	full := len(w.watched) >= MaxWatched && w.watched[req.Params.URI] == nil
 	w.mu.Unlock()
 	if full {
-		return fmt.Errorf("this server follows %d delegations for its subscribers already; poll delegation_status", MaxWatched)
+		return limited("this server follows %d delegations for its subscribers already; poll delegation_status", MaxWatched)
 	}
 	id, err := w.owned(ctx, req.Params.URI, req.Extra)
 	if err != nil {
@@ -179,7 +179,7 @@ func (w *watcher) subscribe(ctx context.Context, req *sdk.SubscribeRequest) erro
 			}
 		}
 		if mine >= w.s.o.MaxWatchedPerActor {
-			return fmt.Errorf("your subscriptions follow %d delegations already (at most %d for one actor); unsubscribe from one, or poll delegation_status", mine, w.s.o.MaxWatchedPerActor)
+			return limited("your subscriptions follow %d delegations already (at most %d for one actor); unsubscribe from one, or poll delegation_status", mine, w.s.o.MaxWatchedPerActor)
 		}
 		wt = &watch{last: key, sessions: map[*sdk.ServerSession]bool{}, owner: actor}
 		w.watched[req.Params.URI] = wt

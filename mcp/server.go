@@ -51,6 +51,10 @@ type Options struct {
 	// make the server follow (0: DefaultMaxWatchedPerActor), so that one
 	// actor cannot take all MaxWatched.
 	MaxWatchedPerActor int
+	// MaxSessionsPerActor bounds the HTTP sessions one actor holds open at
+	// once (0: DefaultMaxSessionsPerActor): an initialize beyond it is
+	// refused with HTTP 429. Opening a session is not charged to Rate.
+	MaxSessionsPerActor int
 	// Logger logs refusals and errors (nil: none). Never secrets.
 	Logger *slog.Logger
 	// Version is the server's version, sent in the MCP initialize result.
@@ -59,10 +63,28 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultRate               rate.Limit = 5
-	DefaultBurst                         = 20
-	DefaultMaxWatchedPerActor            = 100
+	DefaultRate                rate.Limit = 5
+	DefaultBurst                          = 20
+	DefaultMaxWatchedPerActor             = 100
+	DefaultMaxSessionsPerActor            = 100
 )
+
+// sessionTimeout closes an HTTP session nobody used for an hour (the
+// client opens another: every request carries its token anyway).
+const sessionTimeout = time.Hour
+
+// CodeLimited is the JSON-RPC error code of a request refused for one of
+// the server's limits (an actor's rate, its sessions, its
+// subscriptions): implementation-defined, in the server-error range of
+// JSON-RPC 2.0 §5.1 (-32000 to -32099), clear of the codes the MCP
+// specification and SDKs use (-32000 to -32002, -32020 to -32022,
+// -32042). The message says which limit and what to do.
+const CodeLimited = -32029
+
+// limited is a refusal for a limit of the server, as a JSON-RPC error.
+func limited(format string, args ...any) error {
+	return &jsonrpc.Error{Code: CodeLimited, Message: fmt.Sprintf(format, args...)}
+}
 
 // MaxArgumentBytes bounds a tool call's arguments (64 KiB), checked before
 // they are decoded.
@@ -89,6 +111,9 @@ type Server struct {
 	// waiting counts each actor's calls that wait at once
 	// (MaxWaitingPerActor).
 	waiting map[string]int
+	// sessions counts each actor's open HTTP sessions
+	// (MaxSessionsPerActor).
+	sessions map[string]int
 }
 
 type declineKey struct {
@@ -124,10 +149,13 @@ func New(o Options) (*Server, error) {
 	if o.MaxWatchedPerActor == 0 {
 		o.MaxWatchedPerActor = DefaultMaxWatchedPerActor
 	}
+	if o.MaxSessionsPerActor == 0 {
+		o.MaxSessionsPerActor = DefaultMaxSessionsPerActor
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, templates: ts, limiters: map[string]*rate.Limiter{}, declined: map[declineKey]bool{}, waiting: map[string]int{}}
+	s := &Server{o: o, templates: ts, limiters: map[string]*rate.Limiter{}, declined: map[declineKey]bool{}, waiting: map[string]int{}, sessions: map[string]int{}}
 	for _, t := range o.Templates {
 		s.order = append(s.order, t.Name)
 	}
@@ -151,7 +179,7 @@ func (s *Server) MCPServer() *sdk.Server {
 		Logger:                    s.sdkLogger(),
 	})
 	w.srv = srv
-	srv.AddReceivingMiddleware(refuseControlURIs, w.listResources)
+	srv.AddReceivingMiddleware(definedCodes, refuseControlURIs, w.listResources)
 	srv.AddResourceTemplate(&sdk.ResourceTemplate{
 		URITemplate: ResourceScheme + "{id}", Name: "delegation", Title: "A delegation of yours", MIMEType: "application/json",
 		Description: "delegation://LOCAL_WORKFLOW_ID: the delegation's state as delegation_status returns it (structuredContent); subscribe to be told when its a2a_state, question or outcome changes.",
@@ -238,6 +266,33 @@ func refuseControlURIs(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// definedCodes (the outermost middleware) gives every error a method
+// returns a defined JSON-RPC code. The go-sdk (v1.8.0) sends a plain Go
+// error with code 0, which JSON-RPC 2.0 does not define: a Temporal
+// failure of resources/read or resources/list, the go-sdk's own
+// "duplicate initialize". Such an error becomes -32603 (Internal error),
+// or -32600 (Invalid Request) for initialize; one with a code is left
+// as it is. (The go-sdk's jsonrpc2.ErrNotHandled, the one plain error it
+// reads a meaning from, is returned for unknown methods before any
+// middleware.)
+func definedCodes(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if err == nil || ctx.Err() != nil {
+			return res, err
+		}
+		var je *jsonrpc.Error
+		if errors.As(err, &je) && je.Code != 0 {
+			return res, err
+		}
+		code := int64(jsonrpc.CodeInternalError)
+		if method == "initialize" {
+			code = jsonrpc.CodeInvalidRequest
+		}
+		return nil, &jsonrpc.Error{Code: code, Message: err.Error()}
 	}
 }
 

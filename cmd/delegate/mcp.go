@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,10 +24,11 @@ import (
 const mcpMaxBody = 1 << 20
 
 func newMCPCmd(cf *clientFlags) *cobra.Command {
-	var templatesFile, actor, addr, tokensFile, issuer, audience string
+	var templatesFile, actor, addr, tokensFile, issuer, audience, resourceURL string
+	var allowedOrigins []string
 	var stdio bool
 	cmd := &cobra.Command{
-		Use:   "mcp --templates FILE (--stdio --actor NAME | --addr HOST:PORT [--tokens FILE] [--issuer URL --audience A])",
+		Use:   "mcp --templates FILE (--stdio --actor NAME | --addr HOST:PORT [--tokens FILE] [--issuer URL --audience A] [--resource-url URL] [--allowed-origins O,...])",
 		Short: "Serve delegations as MCP tools to agent runtimes, under an operator's templates",
 		Long: `Serve the Model Context Protocol (MCP 2025-11-25; go-sdk) so that an agent runtime
 can start delegations from an operator's templates, follow them, answer them and
@@ -42,7 +44,14 @@ Exactly one transport:
                            token: --tokens FILE (token hashes and their actors, read
                            again when the file changes) and/or --issuer URL
                            --audience A (JWT access tokens of an OAuth issuer; the
-                           actor is the token's sub)
+                           actor is the token's sub). --resource-url URL is the URL
+                           clients reach /mcp at (default http://ADDR/mcp), which
+                           the OAuth protected resource metadata names
+                           (/.well-known/oauth-protected-resource/mcp) and which
+                           is an accepted audience too; a request whose Origin
+                           header is not the resource's, a loopback one (when
+                           ADDR is loopback) or one of --allowed-origins is
+                           refused (403)
 
 It needs Temporal access only (the connection flags, profile and encryption keys of
 every command), no agent credentials.`,
@@ -61,8 +70,8 @@ every command), no agent credentials.`,
 				if !dclient.ValidStarter(actor) {
 					return usageErr(fmt.Errorf("--actor: %s", dclient.StarterRule))
 				}
-				if tokensFile != "" || issuer != "" || audience != "" {
-					return usageErr(errors.New("--tokens, --issuer and --audience are for --addr (HTTP); over --stdio the actor is --actor"))
+				if tokensFile != "" || issuer != "" || audience != "" || resourceURL != "" || len(allowedOrigins) > 0 {
+					return usageErr(errors.New("--tokens, --issuer, --audience, --resource-url and --allowed-origins are for --addr (HTTP); over --stdio the actor is --actor"))
 				}
 			} else {
 				if actor != "" {
@@ -73,6 +82,14 @@ every command), no agent credentials.`,
 				}
 				if (issuer == "") != (audience == "") {
 					return usageErr(errors.New("--issuer and --audience go together"))
+				}
+				if resourceURL != "" {
+					if err := mcp.CheckResourceURL(resourceURL); err != nil {
+						return usageErr(fmt.Errorf("--resource-url %w", err))
+					}
+				}
+				if _, err := mcp.ParseOrigins(allowedOrigins); err != nil {
+					return usageErr(fmt.Errorf("--allowed-origins: %w", err))
 				}
 			}
 			templates, err := mcp.LoadTemplates(templatesFile)
@@ -86,9 +103,24 @@ every command), no agent credentials.`,
 					return usageErr(fmt.Errorf("--tokens: %w", err))
 				}
 			}
+			// Listen before the issuer is asked: the default resource URL
+			// (an accepted audience) is the address bound.
+			var ln net.Listener
+			if !stdio {
+				if ln, err = net.Listen("tcp", addr); err != nil {
+					return usageErr(fmt.Errorf("--addr: %w", err))
+				}
+				defer ln.Close()
+				if resourceURL == "" {
+					resourceURL = defaultResourceURL(addr, ln.Addr().(*net.TCPAddr))
+					if ln.Addr().(*net.TCPAddr).IP.IsUnspecified() {
+						logger.Warn("--addr listens on every interface and no --resource-url is given: the resource URL (named by the OAuth metadata, an accepted audience) is "+resourceURL+", which only local clients reach; give --resource-url, the URL clients reach /mcp at", "addr", addr)
+					}
+				}
+			}
 			var oidc *mcp.OIDC
 			if issuer != "" {
-				if oidc, err = mcp.NewOIDC(cmd.Context(), issuer, audience); err != nil {
+				if oidc, err = mcp.NewOIDC(cmd.Context(), issuer, audience, resourceURL); err != nil {
 					return usageErr(err)
 				}
 			}
@@ -111,12 +143,13 @@ every command), no agent credentials.`,
 					// written to it.
 					return srv.ServeStdio(ctx, mcpMaxBody)
 				}
-				ln, err := net.Listen("tcp", addr)
+				loopback := ln.Addr().(*net.TCPAddr).IP.IsLoopback()
+				mux, err := srv.Mux(mcp.HTTPOptions{ResourceURL: resourceURL, Verify: mcp.Verifier(tokens, oidc), Issuer: issuer,
+					AllowedOrigins: allowedOrigins, LoopbackOrigins: loopback, MaxBody: mcpMaxBody})
 				if err != nil {
-					return usageErr(fmt.Errorf("--addr: %w", err))
+					return usageErr(err)
 				}
 				base := "http://" + ln.Addr().String()
-				mux := srv.Mux(base, mcp.Verifier(tokens, oidc), issuer, mcpMaxBody)
 				modes := []string{}
 				if tokens != nil {
 					modes = append(modes, "tokens "+tokensFile)
@@ -125,6 +158,7 @@ every command), no agent credentials.`,
 					modes = append(modes, "OAuth issuer "+issuer+" audience "+audience)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "MCP (Streamable HTTP) on %s/mcp; bearer tokens: %s; %d template tool(s)\n", base, strings.Join(modes, ", "), len(templates))
+				fmt.Fprintf(cmd.OutOrStdout(), "resource %s; its OAuth metadata %s\n", resourceURL, mcp.MetadataURL(resourceURL))
 				// No write timeout: a tool call's response streams (SSE) for
 				// as long as a human takes to answer an elicitation form
 				// (mcp.ElicitTimeout at most); bodies are bounded in size.
@@ -146,6 +180,21 @@ every command), no agent credentials.`,
 	cmd.Flags().StringVar(&addr, "addr", "", "serve MCP over Streamable HTTP at http://HOST:PORT/mcp")
 	cmd.Flags().StringVar(&tokensFile, "tokens", "", `with --addr: bearer tokens file {"tokens": [{"actor": "alice", "sha256": "<hex sha256 of the token>"}]}, read again when it changes`)
 	cmd.Flags().StringVar(&issuer, "issuer", "", "with --addr: OAuth 2.0 / OpenID Connect issuer whose JWT access tokens are accepted (keys from its discovery document); the actor is the token's sub")
-	cmd.Flags().StringVar(&audience, "audience", "", "with --issuer: the audience (aud) a token must carry")
+	cmd.Flags().StringVar(&audience, "audience", "", "with --issuer: the audience (aud) a token must carry (or the resource URL)")
+	cmd.Flags().StringVar(&resourceURL, "resource-url", "", "with --addr: the URL clients reach the MCP endpoint at (default http://ADDR/mcp; behind a proxy, the proxy's): named by the OAuth protected resource metadata and every 401, an accepted audience with --issuer, an allowed Origin")
+	cmd.Flags().StringSliceVar(&allowedOrigins, "allowed-origins", nil, "with --addr: origins (scheme://host[:port], comma-separated or repeated) a request's Origin header may name besides the resource URL's and, when ADDR is loopback, loopback ones; any other is refused with 403 (a request without Origin is served)")
 	return cmd
+}
+
+// defaultResourceURL is the resource URL of an MCP server listening at
+// bound for --addr addr: http://HOST:PORT/mcp, HOST as --addr names it
+// (localhost stays localhost, the audience a client that was given
+// http://localhost:PORT/mcp asks for), localhost when --addr names no host
+// or every interface, PORT the one bound (--addr HOST:0).
+func defaultResourceURL(addr string, bound *net.TCPAddr) string {
+	host, _, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err != nil || host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(bound.Port)) + "/mcp"
 }
