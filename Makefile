@@ -99,7 +99,7 @@ WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1)
 	$(GO) vet $(PKGS)
-	$(GO) run $(WORKFLOWCHECK) -config workflowcheck.config.yaml ./workflows
+	$(GO) run $(WORKFLOWCHECK) -config workflowcheck.config.yaml ./workflows ./child
 
 clean:
 	rm -rf $(BIN)

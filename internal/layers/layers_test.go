@@ -22,6 +22,7 @@ var allowed = map[string][]string{
 	"activities":           {"a2aclient", "cards", "client", "contracts", "push"},
 	"push":                 {"client", "codec", "contracts"},
 	"workflows":            {"contracts"},
+	"child":                {"contracts"},
 	"client":               {"codec", "contracts"},
 	"codec":                {},
 	"mcp":                  {"client", "contracts"},
@@ -50,6 +51,9 @@ var allowed = map[string][]string{
 var forbidden = map[string][]string{
 	"client":    {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
 	"contracts": {"go.temporal.io", "github.com/a2aproject/a2a-go", "net/http"},
+	// A parent workflow links package child: workflow-safe, no A2A stack,
+	// no server.
+	"child": {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server", "net/http"},
 	"codec":     {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
 	// The MCP adapter needs Temporal access only: no A2A stack, no agent
 	// credentials.
@@ -64,6 +68,19 @@ func TestWorkflowsDoNoIO(t *testing.T) {
 	for _, imp := range imports(t, filepath.Join(root(t), "workflows")) {
 		if slices.Contains(noIO, imp) {
 			t.Errorf("workflows imports %s: workflow code does no I/O and stays deterministic", imp)
+		}
+	}
+}
+
+// Package child is linked by parent workflows: it imports the contracts
+// and the SDK's workflow API only (and what they name: the enums of a
+// parent close policy, search attribute keys), so a parent stays
+// deterministic.
+func TestChildImportsOnlyWorkflowSafePackages(t *testing.T) {
+	ok := []string{module + "contracts", "go.temporal.io/sdk/workflow", "go.temporal.io/sdk/temporal", "go.temporal.io/api/enums/v1"}
+	for _, imp := range imports(t, filepath.Join(root(t), "child")) {
+		if !slices.Contains(ok, imp) {
+			t.Errorf("child imports %s: it may import only %v", imp, ok)
 		}
 	}
 }
