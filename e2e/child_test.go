@@ -2,17 +2,21 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/a2adelegate/delegate/child"
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/workflows"
 )
 
 // childParent is a backend workflow that delegates through package child
@@ -23,26 +27,31 @@ func childParent(ctx workflow.Context, d contracts.Delegation) (contracts.Outcom
 
 const childParentType = "ChildParent"
 
-// A backend workflow delegates with child.ExecuteDelegation: the
-// delegation is its child (id local_workflow_id, task queue delegate,
+// A backend workflow, on its own worker and task queue, delegates with
+// child.ExecuteDelegation: the delegation is its child (id local_workflow_id, task queue delegate,
 // parent close policy REQUEST_CANCEL, started by the parent), answered
 // from outside it completes and the parent gets the typed Outcome; a
 // parent canceled gets the Outcome canceled, its remote task canceled; a
 // parent terminated leaves no orphan: the delegation cancels its own
-// remote task.
+// remote task; a contract the workflow refuses reaches the parent as the
+// workflow's own refusal.
 func TestChildDelegation(t *testing.T) {
-	e := setup(t, func(o *options) {
-		o.register = func(w worker.Worker) {
-			w.RegisterWorkflowWithOptions(childParent, workflow.RegisterOptions{Name: childParentType})
-		}
-	})
+	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	// The backend's own worker, on its own task queue.
+	const backendQueue = "child-backend"
+	bw := worker.New(e.c, backendQueue, worker.Options{})
+	bw.RegisterWorkflowWithOptions(childParent, workflow.RegisterOptions{Name: childParentType})
+	if err := bw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer bw.Stop()
 	remote := e.remoteStates(t, ctx)
 	start := func(t *testing.T, name string) (client.WorkflowRun, contracts.Delegation, string) {
 		t.Helper()
 		d := lostParcel("child-"+name, e.base)
-		parent, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "parent-" + name, TaskQueue: contracts.TaskQueue}, childParentType, d)
+		parent, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "parent-" + name, TaskQueue: backendQueue}, childParentType, d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,6 +112,21 @@ func TestChildDelegation(t *testing.T) {
 		}
 		if s := remote(task); s != contracts.TaskStateCanceled {
 			t.Errorf("the remote task: %s, want canceled", s)
+		}
+	})
+
+	t.Run("refused-contract", func(t *testing.T) {
+		d := lostParcel("child-refused", e.base)
+		d.Skill = ""
+		parent, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "parent-refused", TaskQueue: backendQueue}, childParentType, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out contracts.Outcome
+		err = parent.Get(ctx, &out)
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeInvalidContract || !strings.Contains(appErr.Message(), "skill") {
+			t.Errorf("the parent: %v, want the workflow's own refusal (%s) naming skill", err, workflows.ErrTypeInvalidContract)
 		}
 	})
 
