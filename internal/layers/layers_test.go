@@ -54,7 +54,7 @@ var forbidden = map[string][]string{
 	// A parent workflow links package child: workflow-safe, no A2A stack,
 	// no server.
 	"child": {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server", "net/http"},
-	"codec":     {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
+	"codec": {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
 	// The MCP adapter needs Temporal access only: no A2A stack, no agent
 	// credentials.
 	"mcp": {"github.com/a2aproject/a2a-go", "go.temporal.io/server"},
