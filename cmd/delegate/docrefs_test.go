@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -147,6 +150,29 @@ func TestDocsNameWhatExists(t *testing.T) {
 		some(t, n, "tests")
 	})
 
+	t.Run("identifiers", func(t *testing.T) {
+		// pkg.Name and pkg.Type.Member, pkg a package of this module:
+		// declared there (a method or a struct field for Member).
+		decls := packageDecls(t, root)
+		n := 0
+		for _, r := range refs {
+			for _, m := range qualified.FindAllStringSubmatch(r.text, -1) {
+				pkg, name, member := m[1], m[2], m[3]
+				if decls[pkg] == nil || strings.ToUpper(name) == name || externalNames[m[0]] {
+					continue // not this module's, or a placeholder (mcp.TEMPLATE.UUID)
+				}
+				n++
+				switch {
+				case !decls[pkg][name]:
+					t.Errorf("%s:%d: package %s declares no %s (in %q)", r.doc, r.line, pkg, name, r.text)
+				case member != "" && !decls[pkg][name+"."+member]:
+					t.Errorf("%s:%d: %s.%s has no field or method %s (in %q)", r.doc, r.line, pkg, name, member, r.text)
+				}
+			}
+		}
+		some(t, n, "qualified identifiers")
+	})
+
 	t.Run("command lines", func(t *testing.T) {
 		cli := newRoot()
 		cli.InitDefaultHelpCmd()
@@ -181,7 +207,73 @@ var (
 	testName   = regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z]\w*`)
 	goFileName = regexp.MustCompile(`(?:^|[^\w/.-])([a-z0-9_]+\.go)\b`)
 	goFunc     = regexp.MustCompile(`(?m)^func (?:\([^)]*\) )?([A-Z]\w*)`)
+	qualified  = regexp.MustCompile(`\b([a-z][a-z0-9]*)\.([A-Z]\w*)(?:\.([A-Z]\w*))?`)
 )
+
+// externalNames are qualified names in the docs whose package is another
+// module's of the same name as one of this module's.
+var externalNames = map[string]bool{
+	"client.GrpcCompressionGzip": true, // go.temporal.io/sdk/client
+}
+
+// packageDecls maps the name of each package of this module (its
+// directory's name) to what it declares: top-level names, and Type.Member
+// for the fields and methods of its types. Test files are left out.
+func packageDecls(t *testing.T, root string) map[string]map[string]bool {
+	t.Helper()
+	decls := map[string]map[string]bool{}
+	fset := token.NewFileSet()
+	walkGo(t, root, func(p string, src []byte) {
+		if strings.HasSuffix(p, "_test.go") || strings.Contains(p, "testdata") {
+			return
+		}
+		f, err := parser.ParseFile(fset, p, src, parser.SkipObjectResolution)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			return
+		}
+		pkg := filepath.Base(filepath.Dir(p))
+		if decls[pkg] == nil {
+			decls[pkg] = map[string]bool{}
+		}
+		d := decls[pkg]
+		for _, decl := range f.Decls {
+			switch decl := decl.(type) {
+			case *ast.FuncDecl:
+				if decl.Recv == nil {
+					d[decl.Name.Name] = true
+					continue
+				}
+				typ := decl.Recv.List[0].Type
+				if star, ok := typ.(*ast.StarExpr); ok {
+					typ = star.X
+				}
+				if id, ok := typ.(*ast.Ident); ok {
+					d[id.Name+"."+decl.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, spec := range decl.Specs {
+					switch spec := spec.(type) {
+					case *ast.ValueSpec:
+						for _, id := range spec.Names {
+							d[id.Name] = true
+						}
+					case *ast.TypeSpec:
+						d[spec.Name.Name] = true
+						if st, ok := spec.Type.(*ast.StructType); ok {
+							for _, field := range st.Fields.List {
+								for _, id := range field.Names {
+									d[spec.Name.Name+"."+id.Name] = true
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+	return decls
+}
 
 // brokenLinks returns the relative links of doc (a file of root) whose
 // file, or whose section (#anchor, in a Markdown file), does not exist.
