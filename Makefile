@@ -87,6 +87,9 @@ test-postgres:
 
 # The operator's flow in the Temporal UI, in headless Chromium (Debian's
 # chromium package; playwright-core from npm, no browser download).
+# DELEGATE_UI_SCREENSHOTS=1 make test-browser also retakes the README's
+# screenshots (docs/operator-ui-details.png, docs/operator-ui-signal.png)
+# from the live page.
 test-browser: build
 	cd uitest && npm ci --no-audit --no-fund --loglevel=error
 	cd uitest && node ui.test.mjs

@@ -323,6 +323,10 @@ type Described struct {
 	// delegation (`delegate mcp`'s actor, client.WithStarter); "" when
 	// unset.
 	Starter string
+	// RunID is the id of that latest run (a continue-as-new makes a new
+	// one): the Temporal UI's page of a run is
+	// /namespaces/NS/workflows/ID/RUNID/TAB.
+	RunID string
 }
 
 // Running reports whether the run is still running.
@@ -343,6 +347,7 @@ func (h *Handle) Describe(ctx context.Context) (Described, error) {
 		Status:       statusName(info.GetStatus()),
 		A2AState:     keyword(sa[contracts.SearchAttributeA2AState].GetData()),
 		Starter:      keyword(sa[contracts.SearchAttributeDelegationStarter].GetData()),
+		RunID:        info.GetExecution().GetRunId(),
 	}, nil
 }
 

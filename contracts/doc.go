@@ -4,6 +4,15 @@
 // returns. It also validates what the remote agent sends back (Artifacts)
 // against the contract before anything becomes local state.
 //
+// It holds every type that travels through Temporal's history or the
+// public API, so that the workflow and its callers share them without
+// importing each other: the State of Query "state", the continue-as-new
+// Carry, task snapshots, the names of the workflow, its Task Queue,
+// Signals, Updates, Queries and search attributes, and the activities'
+// names (ActivityNames), inputs and results (activity.go), with the
+// decisions both sides make on a resolved card (ResolvedCard.Trusted and
+// Usable, CardInUse.WhatChanged).
+//
 // The package is pure: no Temporal, no network. Decoding is strict: an
 // unknown field, a wrong type or a missing required field is an error that
 // names the field (see FieldError).

@@ -11,7 +11,10 @@
 // the skill, the purpose, the allowed outputs, the deadline, the write
 // authority ("none") and who answers the agent's questions — comes from
 // the template. The fixed tools delegation_status, delegation_list,
-// delegation_cancel and delegation_answer follow what was started.
+// delegation_cancel and delegation_answer follow what was started, and
+// each delegation is a resource too (ResourceScheme, delegation://ID: its
+// state as delegation_status returns it; a subscriber is told when its
+// state, question or outcome changes).
 //
 // Identity is bound at the adapter, never taken from arguments: over
 // stdio the actor is the one the launcher gave (Options.Actor); over

@@ -10,8 +10,10 @@
 // one task only.
 //
 // Handler is the webhook (`delegate webhook`): it authenticates every
-// notification (the token), bounds its size, refuses replays and stale
-// notifications, and signals the delegation "task-update". The workflow
+// notification (the token, and with WithSignatures the JWT the agent signs
+// it with, checked against the agent's keys in the trust store), bounds
+// its size, refuses replays and stale notifications, and signals the
+// delegation "task-update" (Relay). The workflow
 // treats that as a hint and reads the task before it acts, so a forged
 // or reordered push can never complete a delegation.
 package push

@@ -92,11 +92,21 @@ for i in $(seq 1 150); do
   sleep 0.2
 done
 
+# The UI page of the run, on the tab where the question is: the path
+# `delegate status` names while it waits ("in the ui"). A link without the
+# run id would open the Timeline tab instead.
+page=$( (./bin/delegate status "$id" 2>/dev/null || true) | sed -n 's#^in the ui: *\(/[^ ]*\).*#\1#p')
+ui_hint="(the agent's question and how to answer it: this opens its \"User Metadata\" tab, under \"Current Details\")"
+if [ -z "$page" ]; then
+  page="/namespaces/default/workflows/${id}"
+  ui_hint="(the agent's question and how to answer it: open the page's \"User Metadata\" tab, \"Current Details\")"
+fi
+
 cat <<MSG
 
 delegate is running.
-  Temporal UI      http://127.0.0.1:${UI_PORT}/namespaces/default/workflows/${id}
-                   (the agent's question and how to answer it: the page's "User Metadata" tab, "Current Details")
+  Temporal UI      http://127.0.0.1:${UI_PORT}${page}
+                   ${ui_hint}
   Temporal server  ${TEMPORAL_ADDRESS} (SQLite: .delegate/temporal.db; logs: .delegate/*.log)
   internal ports   $(sed -n 's/^Internal ports  \([0-9 ]*\) on .*/\1/p' .delegate/dev.log) (the server's own services, chosen at each start)
   claims agent     http://${AGENT_ADDR}/.well-known/agent-card.json

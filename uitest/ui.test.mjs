@@ -1,12 +1,16 @@
 // Browser test of the operator's flow in the Temporal UI: start `delegate dev`
 // with encryption keys (every payload sealed; its codec server lets the UI
 // show them decoded) and the claims agent on free loopback ports, start the
-// sample delegation, wait until it asks for input, read the decoded summary
-// and question on the page, answer through the UI's own "Send a Signal" form
-// (signal provide-input) in headless Chromium, and check that the
-// delegation completes with a validated output. Screenshots go to
-// ../test-results/. Needs Debian's chromium (/usr/bin/chromium or
-// $CHROMIUM) and playwright-core; no browser download.
+// sample delegation, wait until it asks for input, open the UI page that
+// `delegate status` names for it ("in the ui", the link `make run` prints),
+// read the decoded summary and question there without a click, answer
+// through the UI's own "Send a Signal" form (signal provide-input) in
+// headless Chromium, and check that the delegation completes with a
+// validated output. Screenshots go to ../test-results/; with
+// DELEGATE_UI_SCREENSHOTS=1 the two the README shows are written into
+// ../docs/ too (operator-ui-details.png, operator-ui-signal.png), taken from
+// the live page. Needs Debian's chromium (/usr/bin/chromium or $CHROMIUM)
+// and playwright-core; no browser download.
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
@@ -21,6 +25,15 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = (name) => join(root, 'bin', name);
 const results = join(root, 'test-results');
 mkdirSync(results, { recursive: true });
+// The README's screenshots, retaken from the live page on request.
+const docShots = process.env.DELEGATE_UI_SCREENSHOTS === '1';
+async function shot(page, name, doc) {
+  await page.screenshot({ path: join(results, name) });
+  if (doc && docShots) {
+    await page.screenshot({ path: join(root, 'docs', doc) });
+    console.log(`wrote docs/${doc}`);
+  }
+}
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -87,11 +100,22 @@ try {
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  await page.goto(`http://127.0.0.1:${uiPort}/namespaces/default/workflows/${id}`, { waitUntil: 'domcontentloaded' });
+  // A link to the workflow without its run id opens the Timeline tab,
+  // where the question is not: that is why status names the run's page.
+  await page.goto(`http://127.0.0.1:${uiPort}/namespaces/default/workflows/${encodeURIComponent(id)}`, { waitUntil: 'domcontentloaded' });
+  await page.getByRole('tab', { name: 'Timeline', selected: true }).waitFor({ timeout: 60000 });
+  // The page `delegate status` names while the delegation waits, the one
+  // `make run` prints (scripts/run.sh reads the same row).
+  const statusText = cli('status', id);
+  const row = statusText.match(/^in the ui:\s+(\/\S+)/m);
+  assert.ok(row, `delegate status names no UI page:\n${statusText}`);
+  assert.ok(readFileSync(join(root, 'scripts/run.sh'), 'utf8').includes('^in the ui:'), 'scripts/run.sh does not print the page delegate status names');
+  await page.goto(`http://127.0.0.1:${uiPort}${row[1]}`, { waitUntil: 'domcontentloaded' });
+  // It opens on the User Metadata tab: no click.
+  await page.getByRole('tab', { name: 'User Metadata', selected: true }).waitFor({ timeout: 60000 });
   // The page says what the delegation is: its static summary (purpose,
   // skill, agent) and details, set at start, under User Metadata.
   // The UI renders user metadata markdown in sandboxed frames.
-  await page.getByText('User Metadata').first().click({ timeout: 60000 });
   const framesText = async () => (await Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')))).join('\n');
   const summary = `open a claim for a lost parcel · open-claim at 127.0.0.1:${agentPort}`;
   await waitFor('the static summary and details, decoded', 30000, async () => {
@@ -118,8 +142,8 @@ try {
   assert.ok(datas.length > 5, `payloads in the history: ${datas.length}`);
   const leaks = datas.filter((d) => d.includes('never arrived') || d.includes('send a photo of the box'));
   assert.equal(leaks.length, 0, `plaintext in the stored history: ${leaks.slice(0, 2)}`);
+  await shot(page, 'ui-1-details.png', 'operator-ui-details.png');
   await page.getByRole('button', { name: 'More Actions' }).click({ timeout: 60000 });
-  await page.screenshot({ path: join(results, 'ui-1-waiting.png') });
   await page.getByRole('menuitem', { name: 'Send a Signal' }).click();
   const dialog = page.getByRole('dialog');
   await dialog.locator('[data-menu-anchor="signal-select-select"] button').first().click();
@@ -130,7 +154,7 @@ try {
   await page.getByRole('option', { name: 'provide-input' }).first().click();
   await dialog.locator('.cm-content').first().click();
   await page.keyboard.type('{"text": "photo attached: box.jpg", "answered_by": "browser-test"}');
-  await page.screenshot({ path: join(results, 'ui-2-signal-form.png') });
+  await shot(page, 'ui-2-signal-form.png', 'operator-ui-signal.png');
   await dialog.getByRole('button', { name: 'Submit' }).click();
 
   await waitFor('the outcome', 60000, async () => {
@@ -144,8 +168,8 @@ try {
   assert.equal(s.answers[0].answered_by, 'browser-test');
   await page.reload({ waitUntil: 'domcontentloaded' });
   await page.getByText('COMPLETED').first().waitFor({ timeout: 30000 });
-  await page.screenshot({ path: join(results, 'ui-3-completed.png') });
-  console.log(`ok - answered ${id} through the Temporal UI's Send a Signal form; the delegation completed`);
+  await shot(page, 'ui-3-completed.png');
+  console.log(`ok - the page delegate status names (${row[1]}) shows the question; answered ${id} through the Temporal UI's Send a Signal form; the delegation completed`);
   console.log('1 passed, 0 failed');
 } catch (e) {
   console.error('FAIL:', e.message);

@@ -372,3 +372,44 @@ func TestStatusShowsIgnoredMembers(t *testing.T) {
 		t.Errorf("status prints\n%s", got)
 	}
 }
+
+// A delegation that waits for an operator names the Temporal UI page of
+// its run, the tab where the question is (the browser test opens it and
+// finds the question there); an ended one names none.
+func TestStatusNamesTheUIPage(t *testing.T) {
+	page := uiPage("", "lost parcel/1", "0190-run")
+	if want := "/namespaces/default/workflows/lost%20parcel%2F1/0190-run/user-metadata"; page != want {
+		t.Errorf("uiPage = %q, want %q", page, want)
+	}
+	if got := uiPage("claims", "x", "r"); got != "/namespaces/claims/workflows/x/r/user-metadata" {
+		t.Errorf("uiPage in namespace claims = %q", got)
+	}
+	waiting := contracts.State{LocalWorkflowID: "x", A2AState: "input-required",
+		Question: &contracts.Question{Round: 1, State: contracts.TaskStateInputRequired, Text: "a photo?"}}
+	row := regexp.MustCompile(`(?m)^in the ui: +(/\S+) \(.*"User Metadata" tab`)
+	for name, s := range map[string]contracts.State{
+		"question":        waiting,
+		"unknown outcome": {LocalWorkflowID: "x", A2AState: "unknown-outcome", Unknown: &contracts.UnknownOutcome{Round: 0, MessageID: "m"}},
+		"card changed":    {LocalWorkflowID: "x", A2AState: "card-changed"},
+	} {
+		var out strings.Builder
+		printStateAt(&out, s, "", "", page)
+		if m := row.FindStringSubmatch(out.String()); m == nil || m[1] != page {
+			t.Errorf("%s: status prints\n%s\nwant the row \"in the ui: %s\"", name, out.String(), page)
+		}
+	}
+	ended := waiting
+	ended.Outcome = &contracts.Outcome{Status: contracts.StatusCompleted}
+	for name, s := range map[string]contracts.State{"ended": ended, "working": {LocalWorkflowID: "x", A2AState: "working"}} {
+		var out strings.Builder
+		printStateAt(&out, s, "", "", page)
+		if strings.Contains(out.String(), "in the ui") {
+			t.Errorf("%s: status prints the UI page:\n%s", name, out.String())
+		}
+	}
+	var out strings.Builder
+	printState(&out, waiting, "", "")
+	if strings.Contains(out.String(), "in the ui") {
+		t.Errorf("no page known: status prints a UI row:\n%s", out.String())
+	}
+}

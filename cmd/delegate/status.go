@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -45,8 +46,12 @@ func newStatusCmd(cf *clientFlags) *cobra.Command {
 					return nil
 				}
 				// Who started it, when delegate mcp did (search attribute
-				// DelegationStarter).
-				printState(cmd.OutOrStdout(), s, cf.given, d.Starter)
+				// DelegationStarter); the UI page of its latest run.
+				page := ""
+				if derr == nil && d.RunID != "" {
+					page = uiPage(cf.namespace, args[0], d.RunID)
+				}
+				printStateAt(cmd.OutOrStdout(), s, cf.given, d.Starter, page)
 				return nil
 			})
 		},
@@ -129,11 +134,32 @@ func cleanLines(s string) string {
 	return strings.Join(lines, "\n\t")
 }
 
-// printState prints s as rows "name: value" (remote and operator text
+// printState is printStateAt without a UI page.
+func printState(w io.Writer, s contracts.State, given, starter string) {
+	printStateAt(w, s, given, starter, "")
+}
+
+// uiTab is the tab of a workflow's page in the Temporal UI that shows its
+// user metadata: the static summary and details, and the current details,
+// where a waiting delegation shows the agent's question and how to answer
+// it. The page a link without a run id opens is Timeline instead.
+const uiTab = "user-metadata"
+
+// uiPage is the path, on the Temporal UI's origin, of the tab uiTab of
+// run runID of workflow id in namespace ns (Temporal UI 2.x routes).
+func uiPage(ns, id, runID string) string {
+	if ns == "" {
+		ns = dclient.DefaultNamespace
+	}
+	return "/namespaces/" + url.PathEscape(ns) + "/workflows/" + url.PathEscape(id) + "/" + url.PathEscape(runID) + "/" + uiTab
+}
+
+// printStateAt prints s as rows "name: value" (remote and operator text
 // through clean/cleanLines); given is the connection flags to repeat in
 // the command lines it suggests, starter the search attribute
-// DelegationStarter ("": not set, no row).
-func printState(w io.Writer, s contracts.State, given, starter string) {
+// DelegationStarter ("": not set, no row), page the UI page of its run
+// (uiPage; "": no row), shown while the delegation waits for an operator.
+func printStateAt(w io.Writer, s contracts.State, given, starter, page string) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -216,6 +242,11 @@ func printState(w io.Writer, s contracts.State, given, starter string) {
 		if s.Outcome == nil {
 			row("answer with", answerHint(s, given))
 		}
+	}
+	if page != "" && s.Outcome == nil && (s.Question != nil || s.Unknown != nil || s.A2AState == string(contracts.PhaseCardChanged)) {
+		// The Temporal UI's tab that shows what the operator is asked
+		// (the current details), on the UI's own address.
+		row("in the ui", page+` (after the Temporal UI's address: its "User Metadata" tab, under Current Details)`)
 	}
 	if o := s.Outcome; o != nil {
 		row("status", string(o.Status))

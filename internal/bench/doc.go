@@ -10,5 +10,8 @@
 //
 // It also counts history events per delegation (plain, and with one
 // INPUT_REQUIRED round answered by the bench) and measures a worker process
-// holding many delegations waiting in INPUT_REQUIRED.
+// holding many delegations waiting in INPUT_REQUIRED. With Config.Postgres
+// it measures the same on a Temporal server on PostgreSQL, beside the
+// embedded one (`make bench-postgres`). Run returns the figures and
+// whether each target held (Result; docs/performance.md).
 package bench

@@ -4,9 +4,10 @@
 //
 // It serves the Agent Card at /.well-known/agent-card.json (A2A 1.0 §8.2)
 // with supportedInterfaces JSON-RPC at /a2a/jsonrpc and HTTP+JSON at
-// /a2a/rest (A2A 1.0), and JSON-RPC at /a2a/v0.3/jsonrpc (A2A 0.3); skill
-// "open-claim", capabilities.streaming true. With Config.GRPCURL the card
-// lists a gRPC interface too (A2A 1.0 §10), served by ServeGRPC.
+// /a2a/rest (A2A 1.0), and JSON-RPC at /a2a/v0.3/jsonrpc and HTTP+JSON at
+// /a2a/v0.3/rest (A2A 0.3); skill "open-claim", capabilities.streaming and
+// pushNotifications true. With Config.GRPCURL the card lists a gRPC
+// interface too (A2A 1.0 §10), served by ServeGRPC.
 //
 // Scenario "lost-parcel" (the default): the first message gives a Task that
 // goes WORKING, then INPUT_REQUIRED with a status message asking for a photo
@@ -24,10 +25,13 @@
 // claim_opened and seven artifacts that each break one contract rule; see
 // MixedArtifacts), "auth" (AUTH_REQUIRED until a follow-up carries the
 // bearer token Config.AuthToken), "hang" (like "instant", but the answer to
-// the first delivery of its message is held Config.HangDelay).
+// the first delivery of its message is held Config.HangDelay), "think"
+// (works inside the send, ignoring returnImmediately, and completes after
+// Config.ThinkDelay; no deduplication).
 //
 // A follow-up whose taskId is unknown is refused with TaskNotFoundError, one
 // whose contextId does not match the task with InvalidParams (A2A 1.0
 // §3.4.2, §3.4.3); a repeated messageId does not create a second task (A2A
-// 1.0 §3.3.1): the agent answers with the task the first one created.
+// 1.0 §3.3.1): the agent answers with the task the first one created
+// (except in scenario "think", which makes one per delivery).
 package claimsagent
