@@ -18,6 +18,10 @@ func (a *Activities) ReconcileOpen(ctx context.Context, in contracts.ReconcileIn
 	if a.Temporal == nil {
 		return nil, errors.New("the worker has no Temporal client for reconciliation")
 	}
+	// Its heartbeat timeout (a minute) is shorter than a pass over many
+	// delegations may take.
+	stop := keepHeartbeating(ctx, 3*time.Second)
+	defer stop()
 	rows, err := dclient.List(ctx, a.Temporal, dclient.ReconcileOptions(in, time.Now()))
 	if err != nil {
 		return nil, err
