@@ -70,7 +70,8 @@ func StartDelegation(ctx workflow.Context, d contracts.Delegation, opts Options)
 		searchA2APurpose.ValueSet(contracts.Truncate(d.Purpose, contracts.MaxKeyword)),
 		searchA2AAgent.ValueSet(contracts.Truncate(d.AgentCardURL, contracts.MaxKeyword)),
 		searchA2AState.ValueSet(string(contracts.PhaseResolving)),
-		searchStarter.ValueSet(contracts.Truncate("workflow:"+info.Namespace+"/"+info.WorkflowExecution.ID, 200)),
+		// Cut to 197 bytes: with its "…", at most the 200 a starter may be.
+		searchStarter.ValueSet(contracts.Truncate("workflow:"+info.Namespace+"/"+info.WorkflowExecution.ID, 197)),
 	}
 	ctx = workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            d.LocalWorkflowID,

@@ -51,9 +51,9 @@ var allowed = map[string][]string{
 var forbidden = map[string][]string{
 	"client":    {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
 	"contracts": {"go.temporal.io", "github.com/a2aproject/a2a-go", "net/http"},
-	// A parent workflow links package child: workflow-safe, no A2A stack,
+	// A parent workflow links package child: no A2A stack, no credentials,
 	// no server.
-	"child": {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server", "net/http"},
+	"child": {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
 	"codec": {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
 	// The MCP adapter needs Temporal access only: no A2A stack, no agent
 	// credentials.
