@@ -15,6 +15,7 @@ import (
 	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/devserver"
+	"github.com/a2adelegate/delegate/nexusop"
 )
 
 func newDevCmd(cf *clientFlags) *cobra.Command {
@@ -97,6 +98,12 @@ payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them deco
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Temporal server %s (namespace %q, %s)\n", srv.FrontendAddr(), srv.Namespace(), where)
 			fmt.Fprintln(cmd.OutOrStdout(), internalPortsLine(srv.InternalPorts()))
+			// Nexus: workflows in other namespaces of this server delegate
+			// through endpoint "delegate" (nexusop; docs/backends.md).
+			if err := srv.EnsureNexusEndpoint(ctx, nexusop.Endpoint, srv.Namespace(), contracts.TaskQueue); err != nil {
+				return temporalErr(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Nexus endpoint  %q (service %q, operation %q; HTTP API %s)\n", nexusop.Endpoint, nexusop.Service, nexusop.Operation, srv.HTTPAddr())
 			if u := srv.UIURL(); u != "" {
 				uiOrigin.Store(strings.TrimSuffix(u, "/"))
 				uiLocalhost.Store(strings.Replace(strings.TrimSuffix(u, "/"), "127.0.0.1", "localhost", 1))
