@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,15 +20,52 @@ import (
 
 // nexusCaller is a workflow in another namespace that delegates through
 // the Nexus endpoint "delegate" and returns the Outcome; a cancel of it
-// cancels the operation and waits for the delegation's end.
+// cancels the operation and waits for the delegation's end. Its body is
+// docs/backends.md's (TestNexusDocQuotesCaller).
 func nexusCaller(ctx workflow.Context, d contracts.Delegation) (contracts.Outcome, error) {
-	c := workflow.NewNexusClient(nexusop.Endpoint, nexusop.Service)
-	f := c.ExecuteOperation(ctx, nexusop.StartDelegation, d, workflow.NexusOperationOptions{})
+	c := workflow.NewNexusClient("delegate", "delegate") // endpoint, service (nexusop.Endpoint, nexusop.Service)
+	f := c.ExecuteOperation(ctx, "start-delegation", d, workflow.NexusOperationOptions{})
+	// A cancel of the caller cancels the operation; read in a disconnected context to get the
+	// delegation's Outcome (canceled) once it has canceled its remote task.
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	var out contracts.Outcome
-	err := f.Get(dctx, &out)
+	err := f.Get(dctx, &out) // a *temporal.NexusOperationError: refused (BAD_REQUEST), terminated, timed out
 	return out, err
+}
+
+// The names the doc's caller spells out are nexusop's, and each line of
+// the doc's caller but its first is a line of nexusCaller.
+func TestNexusDocQuotesCaller(t *testing.T) {
+	if nexusop.Endpoint != "delegate" || nexusop.Service != "delegate" || nexusop.Operation != "start-delegation" {
+		t.Errorf("nexusop's names %q %q %q: update docs/backends.md and nexusCaller", nexusop.Endpoint, nexusop.Service, nexusop.Operation)
+	}
+	doc, err := os.ReadFile("../docs/backends.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("nexus_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := strings.Cut(string(doc), "\n### From another namespace: the Nexus operation\n")
+	if !ok {
+		t.Fatal("docs/backends.md has no section \"From another namespace: the Nexus operation\"")
+	}
+	_, block, ok := strings.Cut(body, "\n```go\n")
+	block, _, ok2 := strings.Cut(block, "\n```\n")
+	if !ok || !ok2 {
+		t.Fatal("docs/backends.md, From another namespace: no Go block")
+	}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(string(src), "\n") {
+		lines[strings.TrimSpace(l)] = true
+	}
+	for i, l := range strings.Split(block, "\n") {
+		if l = strings.TrimSpace(l); i > 0 && l != "" && !lines[l] {
+			t.Errorf("docs/backends.md, From another namespace: %q is not a line of nexusCaller", l)
+		}
+	}
 }
 
 const (
@@ -42,8 +80,9 @@ const (
 // local_workflow_id, DelegationStarter nexus:<namespace>/<caller>),
 // answered through package client it completes and the caller gets the
 // Outcome; the caller's cancel cancels the operation, the delegation and
-// its remote task; a bad contract is a non-retryable handler error naming
-// the field and its rule, and starts nothing.
+// its remote task, and it gets the Outcome canceled; a terminated caller
+// leaves the delegation running; a bad contract is a non-retryable
+// handler error naming the field and its rule, and starts nothing.
 func TestNexusDelegation(t *testing.T) {
 	e := setup(t, func(o *options) {
 		o.register = func(w worker.Worker) {
@@ -129,6 +168,29 @@ func TestNexusDelegation(t *testing.T) {
 		var out contracts.Outcome
 		if err := caller.Get(ctx, &out); err != nil || out.Status != contracts.StatusCanceled || out.LocalWorkflowID != d.LocalWorkflowID {
 			t.Errorf("the caller: %s %+v, %v; want the Outcome canceled", out.Status, out.Error, err)
+		}
+	})
+
+	// Unlike a child (parent close policy), an operation outlives its
+	// caller: a terminated caller leaves the delegation running, to be
+	// answered or canceled through package client.
+	t.Run("caller-terminated", func(t *testing.T) {
+		d := lostParcel("nexus-terminated", e.base)
+		caller := start(t, "terminated", d)
+		waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
+		if err := cc.TerminateWorkflow(ctx, caller.GetID(), "", "an operator's terminate of the caller"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		h := dclient.Get(e.c, d.LocalWorkflowID)
+		if s, err := h.WorkflowStatus(ctx); err != nil || s != "running" {
+			t.Errorf("the delegation after its caller's terminate: %q, %v; want running", s, err)
+		}
+		if err := h.Cancel(ctx, "the test is over"); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := h.Outcome(ctx); err != nil || out.Status != contracts.StatusCanceled {
+			t.Errorf("the delegation's Outcome = %s, %v; want canceled", out.Status, err)
 		}
 	})
 
