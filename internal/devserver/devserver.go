@@ -275,7 +275,7 @@ type ServicePort struct {
 }
 
 // InternalPorts are the seven ports the server's own services listen on
-// besides the frontend's gRPC port: the frontend's membership port, and
+// besides the frontend's gRPC port and HTTP API (HTTPAddr): the frontend's membership port, and
 // the gRPC and membership ports of history, matching and worker. They are
 // free ports in 20000-31999 chosen at each start (freePort), on the
 // frontend's IP (frontend membership) or loopback. Nobody outside the
