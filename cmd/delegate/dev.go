@@ -15,6 +15,7 @@ import (
 	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/devserver"
+	"github.com/a2adelegate/delegate/nexusop"
 )
 
 func newDevCmd(cf *clientFlags) *cobra.Command {
@@ -30,7 +31,9 @@ func newDevCmd(cf *clientFlags) *cobra.Command {
 .delegate/temporal.db (or in memory with --memory), the frontend on 127.0.0.1:7233,
 the Temporal UI on 127.0.0.1:8233, namespace "default" with the search attributes
 A2AState, A2AAgent, A2ARemoteTaskId, A2APurpose, DelegationStarter and DelegationCodeVersion,
-and the worker. Ctrl-C shuts down cleanly; a restart on the same --db carries on with the
+the Nexus endpoint "delegate" (target: that namespace, task queue delegate: workflows in
+other namespaces of this server delegate through it, docs/backends.md), and the worker.
+Ctrl-C shuts down cleanly; a restart on the same --db carries on with the
 open delegations.
 
 Ports: --port (the frontend, what clients dial), --ui-port, and --codec-port when
@@ -38,6 +41,8 @@ payloads are encrypted. Besides those, the server's own services listen on seven
 more on 127.0.0.1 (the frontend's membership port; the gRPC and membership ports
 of history, matching and worker): free ports in 20000-31999 chosen at each start
 (never next to --port), printed at startup; nothing outside this process uses them.
+The frontend's HTTP API, which Nexus goes through, takes one more such port (printed on
+the "Nexus endpoint" line).
 No metrics or pprof port is opened unless --metrics-addr / --debug-addr is given.
 
 The server runs with dynamic config chosen for one host (docs/performance.md);
@@ -97,6 +102,12 @@ payload, and a codec server on 127.0.0.1:--codec-port lets the UI show them deco
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Temporal server %s (namespace %q, %s)\n", srv.FrontendAddr(), srv.Namespace(), where)
 			fmt.Fprintln(cmd.OutOrStdout(), internalPortsLine(srv.InternalPorts()))
+			// Nexus: workflows in other namespaces of this server delegate
+			// through endpoint "delegate" (nexusop; docs/backends.md).
+			if err := srv.EnsureNexusEndpoint(ctx, nexusop.Endpoint, srv.Namespace(), contracts.TaskQueue); err != nil {
+				return temporalErr(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Nexus endpoint  %q (service %q, operation %q; HTTP API %s)\n", nexusop.Endpoint, nexusop.Service, nexusop.Operation, srv.HTTPAddr())
 			if u := srv.UIURL(); u != "" {
 				uiOrigin.Store(strings.TrimSuffix(u, "/"))
 				uiLocalhost.Store(strings.Replace(strings.TrimSuffix(u, "/"), "127.0.0.1", "localhost", 1))

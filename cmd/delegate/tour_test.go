@@ -115,6 +115,17 @@ func TestReadmeTour(t *testing.T) {
 		}
 	}
 
+	// The Nexus endpoint "delegate" is created, and the frontend's HTTP
+	// API (which Nexus goes through) is named, on a port of its own.
+	for until := time.Now().Add(30 * time.Second); !strings.Contains(devOut.String(), "Nexus endpoint") && time.Now().Before(until); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m := regexp.MustCompile(`Nexus endpoint  "delegate" \(service "delegate", operation "start-delegation"; HTTP API 127\.0\.0\.1:(\d+)\)`).FindStringSubmatch(devOut.String()); m == nil {
+		t.Errorf("delegate dev does not name its Nexus endpoint:\n%s", devOut.String())
+	} else if p, _ := strconv.Atoi(m[1]); p >= port && p <= port+7 {
+		t.Errorf("delegate dev --port %d: HTTP API on %d", port, p)
+	}
+
 	dir := t.TempDir()
 	// example rewrites a contract of contracts/examples as make run does:
 	// this test's agent, and optionally an id (the deadline is the file's

@@ -29,6 +29,7 @@ import (
 	"github.com/a2adelegate/delegate/internal/metrics"
 	"github.com/a2adelegate/delegate/internal/tracing"
 	"github.com/a2adelegate/delegate/internal/workeropts"
+	"github.com/a2adelegate/delegate/nexusop"
 	"github.com/a2adelegate/delegate/push"
 	"github.com/a2adelegate/delegate/workflows"
 )
@@ -179,10 +180,16 @@ func runWorker(ctx context.Context, c client.Client, namespace string, f workerF
 	workflows.RegisterWorkflows(w, workflows.Options{})
 	activities.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
 		Fetcher: fetcher, Policy: pf, Credentials: creds, Temporal: c, Push: pushTo})
+	// Nexus service "delegate" (operation start-delegation): workflows in
+	// other namespaces delegate through an endpoint that targets this
+	// namespace and task queue (docs/deployment.md).
+	if err := nexusop.Register(w); err != nil {
+		return fmt.Errorf("registering the Nexus service: %w", err)
+	}
 	if err := w.Start(); err != nil {
 		return temporalErr(fmt.Errorf("starting the worker: %w", err))
 	}
-	logger.Info("worker started", "task_queue", contracts.TaskQueue)
+	logger.Info("worker started", "task_queue", contracts.TaskQueue, "nexus_service", nexusop.Service)
 	if f.health != nil {
 		f.health.started.Store(f.health.now().UnixNano())
 	}

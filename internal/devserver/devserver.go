@@ -57,6 +57,12 @@ type Config struct {
 	Port int
 	// UIPort of the Temporal UI; 0 picks a free port; -1 disables the UI.
 	UIPort int
+	// HTTPPort of the frontend's HTTP API, which Nexus needs: the server
+	// delivers an asynchronous operation's completion to the caller's
+	// workflow through it (the callback "temporal://system" of an
+	// endpoint with a worker target). 0 picks a free port at each start
+	// (in 20000-31999, like the internal ports).
+	HTTPPort int
 	// Namespace to create; default "default".
 	Namespace string
 	// SearchAttributes are custom Keyword search attributes to register.
@@ -245,6 +251,7 @@ type Server struct {
 	temporal     temporal.Server
 	ui           *uiserver.Server
 	frontendAddr string
+	httpAddr     string
 	uiAddr       string
 	dbLock       *os.File // held while the server runs on a SQLite file
 	pgLock       *sql.DB  // holds the PostgreSQL database's lock (lockPostgres)
@@ -268,7 +275,7 @@ type ServicePort struct {
 }
 
 // InternalPorts are the seven ports the server's own services listen on
-// besides the frontend's gRPC port: the frontend's membership port, and
+// besides the frontend's gRPC port and HTTP API (HTTPAddr): the frontend's membership port, and
 // the gRPC and membership ports of history, matching and worker. They are
 // free ports in 20000-31999 chosen at each start (freePort), on the
 // frontend's IP (frontend membership) or loopback. Nobody outside the
@@ -277,6 +284,9 @@ func (s *Server) InternalPorts() []ServicePort { return s.internal }
 
 // FrontendAddr is host:port of the frontend gRPC endpoint.
 func (s *Server) FrontendAddr() string { return s.frontendAddr }
+
+// HTTPAddr is host:port of the frontend's HTTP API (Config.HTTPPort).
+func (s *Server) HTTPAddr() string { return s.httpAddr }
 
 // UIURL is the URL of the Temporal UI, "" when disabled.
 func (s *Server) UIURL() string {
@@ -313,6 +323,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	started := false
 	if cfg.Port == 0 {
 		if cfg.Port, err = freePort(cfg.IP); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.HTTPPort == 0 {
+		cfg.HTTPPort, err = freePort(cfg.IP)
+		for err == nil && (cfg.HTTPPort == cfg.Port || cfg.HTTPPort == cfg.UIPort) {
+			cfg.HTTPPort, err = freePort(cfg.IP)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -387,7 +406,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("devserver: starting Temporal: %w", err)
 	}
-	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)), dbLock: dbLock, pgLock: pgLock, lateSearchAttributes: late}
+	s := &Server{cfg: cfg, temporal: srv, frontendAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)),
+		httpAddr: net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.HTTPPort)), dbLock: dbLock, pgLock: pgLock, lateSearchAttributes: late}
 	for _, name := range []string{"frontend", "history", "matching", "worker"} {
 		rpc := scfg.Services[name].RPC
 		ip := rpc.BindOnIP
@@ -430,7 +450,7 @@ func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error
 	ports := make([]int, 7)
 	for i := range ports {
 		p, err := freePort(cfg.IP)
-		for err == nil && (p == cfg.Port || p == cfg.UIPort) { // not listening yet
+		for err == nil && (p == cfg.Port || p == cfg.UIPort || p == cfg.HTTPPort) { // not listening yet
 			p, err = freePort(cfg.IP)
 		}
 		if err != nil {
@@ -445,7 +465,11 @@ func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error
 		}
 		return config.Service{RPC: rpc}
 	}
+	frontend := svc(cfg.Port, ports[0], cfg.IP)
+	// The HTTP API: Nexus requests and completion callbacks (HTTPPort).
+	frontend.RPC.HTTPPort = cfg.HTTPPort
 	front := net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))
+	frontHTTP := net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.HTTPPort))
 	var rootTLS config.RootTLS
 	if t := cfg.TLS; t != nil {
 		clientTLS := config.ClientTLS{ServerName: "localhost", RootCAFiles: []string{t.CAFile}}
@@ -473,12 +497,12 @@ func serverConfig(cfg Config, sqlCfg, visCfg *config.SQL) (*config.Config, error
 			EnableGlobalNamespace: false, FailoverVersionIncrement: 10,
 			MasterClusterName: "active", CurrentClusterName: "active",
 			ClusterInformation: map[string]cluster.ClusterInformation{
-				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: front},
+				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: front, HTTPAddress: frontHTTP},
 			},
 		},
 		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
 		Services: map[string]config.Service{
-			"frontend": svc(cfg.Port, ports[0], cfg.IP),
+			"frontend": frontend,
 			"history":  svc(ports[1], ports[2], ""),
 			"matching": svc(ports[3], ports[4], ""),
 			"worker":   svc(ports[5], ports[6], ""),

@@ -11,5 +11,10 @@
 // the CLI passes contracts.SearchAttributeNames), written into the store
 // before the server starts, also on a database created by an earlier run;
 // a database file (or a PostgreSQL database) is held by one server at a
-// time. Everything listens on loopback (or Config.IP).
+// time. Everything listens on loopback (or Config.IP). The frontend serves
+// its HTTP API too (Config.HTTPPort), which Nexus needs; Nexus itself is on
+// in server 1.32 without any dynamic config (there is no enable key, and
+// the callback URL of an endpoint with a worker target, "temporal://system",
+// is always allowed). EnsureNamespace and EnsureNexusEndpoint add a namespace
+// and an endpoint.
 package devserver

@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"push":                 {"client", "codec", "contracts"},
 	"workflows":            {"contracts"},
 	"child":                {"contracts"},
+	"nexusop":              {"client", "contracts"},
 	"client":               {"codec", "contracts"},
 	"codec":                {},
 	"mcp":                  {"client", "contracts"},
@@ -37,7 +38,7 @@ var allowed = map[string][]string{
 	"internal/layers":      {},
 	"internal/bench":       {"a2aclient", "activities", "cards", "client", "contracts", "internal/claimsagent", "internal/devserver", "internal/workeropts", "workflows"},
 	"cmd/claims-agent":     {"cards", "internal/claimsagent"},
-	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "codec", "contracts", "push", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "internal/workeropts", "mcp", "workflows"},
+	"cmd/delegate":         {"a2aclient", "activities", "cards", "client", "codec", "contracts", "push", "internal/bench", "internal/devserver", "internal/metrics", "internal/tracing", "internal/workeropts", "mcp", "nexusop", "workflows"},
 	"deploy":               {},
 	"e2e":                  {},
 	"e2e/rollingworker":    {"activities", "contracts", "workflows"},
@@ -58,6 +59,9 @@ var forbidden = map[string][]string{
 	// The MCP adapter needs Temporal access only: no A2A stack, no agent
 	// credentials.
 	"mcp": {"github.com/a2aproject/a2a-go", "go.temporal.io/server"},
+	// The Nexus handler starts the workflow through the Temporal client:
+	// no A2A stack, no agent credentials, no server.
+	"nexusop": {"github.com/a2aproject/a2a-go", "github.com/lestrrat-go/jwx", "go.temporal.io/server"},
 }
 
 // noIO lists what workflow code must not import directly: it never does
