@@ -29,6 +29,7 @@ import (
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/codec"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/claimsagent"
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/mcp"
 )
@@ -580,7 +581,10 @@ func TestMCPOAuthResourceServer(t *testing.T) {
 // its owner subscribes and is notified when it changes (here: the agent
 // asks its question), another actor can neither read nor subscribe.
 func TestMCPResourceSubscription(t *testing.T) {
-	e := setup(t)
+	// The agent works 2 s before it asks: the subscription, made right
+	// after the start, is there before the change it is told of (a
+	// subscriber is told of changes from its subscription on).
+	e := setup(t, func(o *options) { o.agent = claimsagent.Config{WorkDelay: 2 * time.Second} })
 	updated := make(chan string, 16)
 	cs := stdioSession(t, e.mcpServer(t, "alice"), &sdk.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
