@@ -49,7 +49,7 @@ func mcpTemplates(t *testing.T, base string) []mcp.Template {
 		Name: "claims_scenario", Description: "the claims agent in a scenario", AgentCardURL: base + "/.well-known/agent-card.json",
 		Skill: "open-claim", Purpose: "mcp test", AllowedOutputs: []string{"claim_opened"}, DeadlineAfter: "10m",
 		Text:       "Order {{order_id}}: scenario {{scenario}}",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"scenario":{"enum":["instant","slow","lost-parcel","auth"]}},"required":["order_id","scenario"]}`),
+		Parameters: json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"scenario":{"enum":["instant","slow","lost-parcel","auth","two-questions"]}},"required":["order_id","scenario"]}`),
 		Answer:     "human",
 	}
 	model := scenario
@@ -67,9 +67,21 @@ func (e *env) mcpServer(t *testing.T, actor string) *mcp.Server {
 	return s
 }
 
+// mcp2025 is the MCP version of sessions (initialize, Mcp-Session-Id,
+// elicitation/create, resources/subscribe): a test of what a session
+// does asks for it.
+const mcp2025 = "2025-11-25"
+
 // stdioSession connects a go-sdk client to s over in-memory transports
 // (the stdio server's code path: a fixed actor).
 func stdioSession(t *testing.T, s *mcp.Server, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	return stdioSessionAt(t, s, opts, "")
+}
+
+// stdioSessionAt is stdioSession with the client asking for MCP version
+// ("": the go-sdk's latest).
+func stdioSessionAt(t *testing.T, s *mcp.Server, opts *sdk.ClientOptions, version string) *sdk.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -79,7 +91,7 @@ func stdioSession(t *testing.T, s *mcp.Server, opts *sdk.ClientOptions) *sdk.Cli
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, opts).Connect(ctx, ct, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, opts).Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("Connect() error = %v", err)
 	}
@@ -312,10 +324,17 @@ func httpSession(t *testing.T, url, token string) *sdk.ClientSession {
 
 func httpSessionWith(t *testing.T, url, token string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
+	return httpSessionAt(t, url, token, opts, "")
+}
+
+// httpSessionAt is httpSessionWith with the client asking for MCP version
+// ("": the go-sdk's latest).
+func httpSessionAt(t *testing.T, url, token string, opts *sdk.ClientOptions, version string) *sdk.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	tr := &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &bearer{token: token}}}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e-http", Version: "1"}, opts).Connect(ctx, tr, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "e2e-http", Version: "1"}, opts).Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("Connect(%s) error = %v", url, err)
 	}

@@ -114,6 +114,9 @@ type Server struct {
 	// sessions counts each actor's open HTTP sessions
 	// (MaxSessionsPerActor).
 	sessions map[string]int
+	// h holds the questions put to humans and the calls in flight
+	// (human.go).
+	h humans
 }
 
 type declineKey struct {
@@ -353,6 +356,10 @@ func (s *Server) guard(h toolFunc) sdk.ToolHandler {
 		if n := len(req.Params.Arguments); n > MaxArgumentBytes {
 			return toolError("arguments: %d bytes is over the %d-byte limit", n, MaxArgumentBytes), nil
 		}
+		// The call ends when its session does (a DELETE), not only when
+		// the client cancels it.
+		ctx, done := s.h.enter(ctx, req.Session, actor)
+		defer done()
 		res, err := h(ctx, req, actor)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -461,6 +468,10 @@ func roundArg(args map[string]json.RawMessage) (int, *sdk.CallToolResult) {
 // ctx ends or the client closes its end. Frames over maxLine bytes end the
 // session (the go-sdk's bound).
 func (s *Server) ServeStdio(ctx context.Context, maxLine int) error {
+	// A pending form would hold the session's close (the go-sdk waits for
+	// its outgoing requests): withdraw them when ctx ends.
+	stop := context.AfterFunc(ctx, func() { s.h.endAll(errStopping) })
+	defer stop()
 	return s.MCPServer().Run(ctx, &sdk.StdioTransport{MaxLineLength: maxLine})
 }
 

@@ -39,6 +39,11 @@ type Result struct {
 	// Retrying is set while a call to the agent that failed transiently
 	// (the card fetch and send: contracts.State.Retrying) is retried.
 	Retrying *Retrying `json:"retrying,omitempty"`
+	// Elicitation is where the question put to the human through
+	// elicitation in this session stands (a "human" template's): pending
+	// while the form is with the human, whose answer is sent when they
+	// give it, also after this call returned.
+	Elicitation *Elicitation `json:"elicitation,omitempty"`
 }
 
 // Retrying is a call to the agent being retried with backoff until it
@@ -196,6 +201,17 @@ func (s *Server) status(ctx context.Context, req *sdk.CallToolRequest, actor str
 	return s.follow(ctx, req, actor, id, templateOf(id), wait, "")
 }
 
+// joinNotes joins the non-empty notes with "; ".
+func joinNotes(notes ...string) string {
+	var out []string
+	for _, n := range notes {
+		if n = strings.TrimSuffix(strings.TrimSpace(n), "."); n != "" {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
 // own returns nil, nil when id is a delegation the actor started, else
 // the "not found" refusal (the same for another actor's delegation as for
 // no delegation at all), or the Temporal error that kept it from knowing.
@@ -313,11 +329,18 @@ const MaxWaitingPerActor = 4
 // "state" an A2AState that says the delegation waits for an answer.
 const confirmEvery = time.Second
 
-// follow waits up to wait for the delegation to settle, asks a "human"
-// template's question through elicitation when the client declared it,
-// and returns the result.
+// follow waits up to wait for the delegation to settle, puts a "human"
+// template's question to the human (elicitation) when the client can ask
+// it, and returns the result. It never waits past wait (a form sent over HTTP:
+// at least formFloor), whatever the human does: a form still pending
+// stays with the session, and its answer is sent when it comes.
 func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id, tmpl string, wait time.Duration, verb string) (*sdk.CallToolResult, error) {
 	deadline := time.Now().Add(wait)
+	var prog *progress
+	if wait > 0 {
+		prog = startProgress(ctx, req, "reading delegation "+id)
+		defer prog.end()
+	}
 	st, err := s.state(ctx, id)
 	busy := false
 	if err == nil && !settled(st) && wait > 0 {
@@ -328,6 +351,7 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 		}
 	}
 	if err == nil && !settled(st) && wait > 0 && !busy {
+		prog.say(fmt.Sprintf("waiting for delegation %s (a2a_state %s)", id, st.A2AState))
 		// Wait on what the server knows without a worker (the workflow's
 		// status and its search attribute A2AState), then read the state
 		// once: a Query every poll would cost the worker a task each. A
@@ -350,7 +374,7 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
-			case <-time.After(pollEvery):
+			case <-time.After(min(pollEvery, max(time.Until(deadline), time.Millisecond))):
 			}
 		}
 		if !read {
@@ -366,34 +390,27 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 	}
 	note := verb
 	if busy {
-		note = fmt.Sprintf("returned at once, not after wait_seconds: %d calls of yours already wait at once (the most there can be); call again later", MaxWaitingPerActor)
-		if verb != "" {
-			note = verb + "; " + note
-		}
+		note = joinNotes(verb, fmt.Sprintf("returned at once, not after wait_seconds: %d calls of yours already wait at once (the most there can be); call again later", MaxWaitingPerActor))
 	}
 	t, why := s.served(id, st)
 	if t == nil && why != "" && st.Question != nil && st.Outcome == nil {
 		note = why + "; its question waits for an operator (Temporal UI or `delegate answer`)"
 	}
-	if t != nil && t.Answer == AnswerHuman && st.Question != nil && s.wasDeclined(req, id, st.Question.Round) {
-		note = "your human declined this question in this session; it waits for an operator (Temporal UI or `delegate answer`)"
-	}
+	var el *Elicitation
 	if t != nil && t.Answer == AnswerHuman && st.Outcome == nil && st.Question != nil &&
-		st.Question.State == contracts.TaskStateInputRequired && canElicit(req) && !s.wasDeclined(req, id, st.Question.Round) {
-		var answered bool
-		answered, note, err = s.elicit(ctx, req, actor, id, st)
-		if err != nil {
-			return nil, err
-		}
-		if answered {
-			// The answer is taken; show what the delegation does next.
-			st, err = s.afterAnswer(ctx, id, st.Question.Round)
-			if err != nil {
+		st.Question.State == contracts.TaskStateInputRequired && !answeredRound(st, st.Question.Round) {
+		round := st.Question.Round
+		switch humanChannel(req) {
+		case elicitForm:
+			prog.say(fmt.Sprintf("waiting for your human's answer to the question of round %d", round))
+			var said string
+			if st, said, el, err = s.askHuman(ctx, req, actor, id, st, deadline); err != nil {
 				return nil, err
 			}
+			note = joinNotes(note, said)
 		}
 	}
-	return s.stateResult(st, tmpl, note), nil
+	return s.stateResultElicited(st, tmpl, note, el), nil
 }
 
 // served returns the template a delegation was started from, to decide
@@ -436,9 +453,17 @@ func (s *Server) startWaiting(actor string) (release func(), ok bool) {
 }
 
 // afterAnswer reads the state once the question of round is no longer
-// pending (at most a few seconds).
+// pending (at most afterAnswerWait).
 func (s *Server) afterAnswer(ctx context.Context, id string, round int) (contracts.State, error) {
-	deadline := time.Now().Add(5 * time.Second)
+	return s.afterAnswerUntil(ctx, id, round, time.Now().Add(afterAnswerWait))
+}
+
+// afterAnswerWait is how long, at most, a call that sent an answer waits
+// to show what the delegation does next.
+const afterAnswerWait = 5 * time.Second
+
+// afterAnswerUntil is afterAnswer until deadline (at least one read).
+func (s *Server) afterAnswerUntil(ctx context.Context, id string, round int, deadline time.Time) (contracts.State, error) {
 	for {
 		st, err := s.state(ctx, id)
 		if err != nil || st.Question == nil || st.Question.Round != round || st.Outcome != nil || !time.Now().Before(deadline) {
@@ -452,21 +477,6 @@ func (s *Server) afterAnswer(ctx context.Context, id string, round int) (contrac
 	}
 }
 
-func (s *Server) wasDeclined(req *sdk.CallToolRequest, id string, round int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.declined[declineKey{req.Session, id, round}]
-}
-
-func (s *Server) noteDeclined(req *sdk.CallToolRequest, id string, round int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.declined) >= maxDeclined {
-		clear(s.declined)
-	}
-	s.declined[declineKey{req.Session, id, round}] = true
-}
-
 func canElicit(req *sdk.CallToolRequest) bool {
 	if req == nil || req.Session == nil {
 		return false
@@ -475,8 +485,10 @@ func canElicit(req *sdk.CallToolRequest) bool {
 	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
 }
 
-// ElicitTimeout bounds how long a tool call waits for the human to
-// answer an elicitation form; then the question stays for an operator.
+// ElicitTimeout bounds how long an elicitation form stays with the human
+// (bound to the session, not to the call that sent it); then it is
+// withdrawn and the question stays for an operator, or is asked again by
+// a later call in the session.
 const ElicitTimeout = 10 * time.Minute
 
 // answerSchema is the elicitation's requested schema: one string, answer.
@@ -484,46 +496,6 @@ var answerSchema = map[string]any{
 	"type":       "object",
 	"properties": map[string]any{"answer": map[string]any{"type": "string"}},
 	"required":   []string{"answer"},
-}
-
-// elicit asks the human the agent's question (elicitation/create, form
-// mode). An accepted answer is sent with answered_by the actor; a
-// declined or cancelled one leaves the delegation waiting.
-func (s *Server) elicit(ctx context.Context, req *sdk.CallToolRequest, actor, id string, st contracts.State) (bool, string, error) {
-	q := st.Question
-	msg := fmt.Sprintf("The remote agent of delegation %s (%s) asks a question. Its words, quoted (data, not instructions):\n%s",
-		id, contracts.Truncate(st.Purpose, 200), strconv.Quote(contracts.CutText(q.Text, 2000)))
-	ectx, cancel := context.WithTimeout(ctx, ElicitTimeout)
-	defer cancel()
-	res, err := req.Session.Elicit(ectx, &sdk.ElicitParams{Mode: "form", Message: msg, RequestedSchema: answerSchema})
-	if err != nil {
-		// The client could not ask: the question stays for the operator.
-		s.o.Logger.Warn("mcp: elicitation failed", "id", id, "err", err)
-		return false, "the question could not be asked through elicitation (" + contracts.Truncate(err.Error(), 200) + "); it waits for an answer from an operator", nil
-	}
-	switch res.Action {
-	case "accept":
-	case "decline", "cancel":
-		s.noteDeclined(req, id, q.Round)
-		return false, "your human " + res.Action + "d to answer (not asked again in this session); the delegation waits for an operator (Temporal UI or `delegate answer`)", nil
-	default:
-		return false, "the elicitation returned action " + strconv.Quote(contracts.Truncate(res.Action, 40)) + "; the delegation keeps waiting", nil
-	}
-	text, _ := res.Content["answer"].(string)
-	// The answer is for the question the human saw, however long they
-	// took: the workflow refuses it if a later question is pending by then
-	// (Answer.Round), and the question waits for an operator.
-	a := contracts.Answer{Text: text, AnsweredBy: actor, Round: q.Round}
-	if err := a.Validate(); err != nil {
-		return false, "the answer given was not sent: " + err.Error() + "; the delegation keeps waiting", nil
-	}
-	actx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
-	if _, err := s.handle(id).Answer(actx, a); err != nil {
-		return false, "the answer was refused: " + contracts.Truncate(err.Error(), 300), nil
-	}
-	s.o.Logger.Info("mcp: answered through elicitation", "id", id, "actor", actor, "round", q.Round)
-	return true, "answered by " + actor + " through elicitation", nil
 }
 
 // list is delegation_list.
@@ -708,7 +680,14 @@ func (s *Server) answer(ctx context.Context, req *sdk.CallToolRequest, actor str
 
 // stateResult is the tool result for a delegation's state.
 func (s *Server) stateResult(st contracts.State, tmpl, note string) *sdk.CallToolResult {
+	return s.stateResultElicited(st, tmpl, note, nil)
+}
+
+// stateResultElicited is stateResult with where the question put to the
+// human stands (nil: none was put in this session).
+func (s *Server) stateResultElicited(st contracts.State, tmpl, note string, el *Elicitation) *sdk.CallToolResult {
 	r := s.resultOf(st, tmpl)
+	r.Elicitation = el
 	if st.Failure != "" && r.Outcome == nil {
 		note = strings.TrimSpace(note + " failed without an outcome: " + contracts.Truncate(st.Failure, 500))
 	}

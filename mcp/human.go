@@ -1,0 +1,474 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// How a "human" template's question reaches the actor's human, and how
+// the answer comes back (docs/mcp.md, "Elicitation"):
+//
+// Through MCP 2025-11-25 the question is an elicitation/create form. The
+// form is kept pending by a goroutine bound to the session, not to the
+// call that sent it: the call waits for the answer only within its own
+// wait_seconds, then returns the question with Elicitation.Status
+// "pending", and the answer, given at any time while the session lives
+// (at most ElicitTimeout after the form was sent), is sent to the
+// delegation for the round the form showed, as the session's actor. A
+// host's request timeout (the TypeScript SDK's 60 s) never meets a human's
+// pace, and no later call sends the same form again.
+//
+// From MCP 2026-07-28 a server sends no request of its own: the call
+// returns an input request (SEP-2322, an elicitation in the result) with
+// a requestState sealed by this server naming the delegation, the round
+// and the actor; the client's retry carries the answer, which is sent for
+// that round.
+
+// humans holds the questions put to humans and the tool calls in flight.
+type humans struct {
+	mu sync.Mutex
+	// forms are the elicitation forms pending now; ended the ones that
+	// ended (bounded by maxEndedForms), by session, delegation and round.
+	forms map[formKey]*form
+	ended map[formKey]*form
+	// attempts counts the forms sent for a key (maxFormAttempts).
+	attempts map[formKey]int
+	// calls are the tool calls being served, by session.
+	calls  map[*sdk.ServerSession]map[*inFlight]bool
+	nCalls int
+}
+
+type formKey struct {
+	session *sdk.ServerSession
+	id      string
+	round   int
+}
+
+// form is one elicitation/create: sent once, answered (or not) once.
+type form struct {
+	key   formKey
+	actor string
+	sent  time.Time
+	// ctx is the form's: detached from the call that sent it, ended when
+	// the session ends (cancel with errSessionEnded).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// started is closed just before elicitation/create is sent, done
+	// once it ended; status and note are set before done is closed.
+	started chan struct{}
+	done    chan struct{}
+	status  string
+	note    string
+}
+
+type inFlight struct {
+	actor  string
+	cancel context.CancelCauseFunc
+}
+
+// The statuses of a form (Elicitation.Status).
+const (
+	FormPending   = "pending"   // sent, with the human
+	FormAnswered  = "answered"  // the answer was sent to the delegation
+	FormDeclined  = "declined"  // declined or cancelled: not asked again in the session
+	FormRefused   = "refused"   // the delegation refused the answer (the round had moved on, ...)
+	FormFailed    = "failed"    // the client could not ask it
+	FormExpired   = "expired"   // not answered within ElicitTimeout
+	FormWithdrawn = "withdrawn" // the session ended first
+)
+
+// Elicitation is where a question put to the human through elicitation
+// stands (Result.Elicitation).
+type Elicitation struct {
+	Round int `json:"round"`
+	// Status is one of pending, answered, declined, refused, failed,
+	// expired, withdrawn.
+	Status string    `json:"status"`
+	Sent   time.Time `json:"sent"`
+}
+
+var (
+	errSessionEnded = errors.New("the session ended")
+	errFormExpired  = errors.New("the form was not answered in time")
+	errStopping     = errors.New("the server is stopping")
+)
+
+// Bounds of the forms.
+const (
+	// maxFormAttempts bounds the forms sent for one question in one
+	// session: one that failed, expired or whose answer was refused is
+	// sent again by a later call, up to this many in all.
+	maxFormAttempts = 10
+	maxEndedForms   = 10000
+	// formFloor is how long, at least, a call that sent a form waits for
+	// it (wait_seconds 0 included): a client that answers by itself is
+	// answered in the same call, and over HTTP the form leaves on the
+	// call's response stream, which closes with the result.
+	formFloor = time.Second
+)
+
+// Activity is what a Server is doing now: tool calls being served, and
+// elicitation forms pending (sent, not answered). A session that ended
+// leaves neither.
+type Activity struct {
+	Calls int `json:"calls"`
+	Forms int `json:"forms"`
+}
+
+// Activity reports the tool calls in flight and the forms pending.
+func (s *Server) Activity() Activity {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	return Activity{Calls: s.h.nCalls, Forms: len(s.h.forms)}
+}
+
+// enter records a tool call of session ss; the context it returns ends
+// when the call's does or the session ends (EndSession), and done
+// forgets the call.
+func (h *humans) enter(ctx context.Context, ss *sdk.ServerSession, actor string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	c := &inFlight{actor: actor, cancel: cancel}
+	h.mu.Lock()
+	if h.calls == nil {
+		h.calls = map[*sdk.ServerSession]map[*inFlight]bool{}
+	}
+	if h.calls[ss] == nil {
+		h.calls[ss] = map[*inFlight]bool{}
+	}
+	h.calls[ss][c] = true
+	h.nCalls++
+	h.mu.Unlock()
+	return ctx, func() {
+		h.mu.Lock()
+		delete(h.calls[ss], c)
+		if len(h.calls[ss]) == 0 {
+			delete(h.calls, ss)
+		}
+		h.nCalls--
+		h.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// endSession ends what session sid of actor holds: its pending forms are
+// withdrawn and its calls in flight cancelled. (The go-sdk closes a
+// session only once these ended: a DELETE waited for them.)
+func (h *humans) endSession(sid, actor string) int {
+	if sid == "" {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for k, f := range h.forms {
+		if k.session.ID() == sid && f.actor == actor {
+			f.cancel(errSessionEnded)
+			n++
+		}
+	}
+	for ss, cs := range h.calls {
+		if ss != nil && ss.ID() == sid {
+			for c := range cs {
+				if c.actor == actor {
+					c.cancel(errSessionEnded)
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// endAll withdraws every pending form (the server stops).
+func (h *humans) endAll(cause error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, f := range h.forms {
+		f.cancel(cause)
+	}
+}
+
+// begin returns the form for key: the one pending, or a new one (fresh)
+// whose context is detached from parent's cancellation, or the last one
+// that ended when the question is not to be asked again (declined in
+// this session, or asked maxFormAttempts times).
+func (h *humans) begin(parent context.Context, key formKey, actor string) (f *form, fresh bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f := h.forms[key]; f != nil {
+		return f, false
+	}
+	if last := h.ended[key]; last != nil && (last.status == FormDeclined || h.attempts[key] >= maxFormAttempts) {
+		return last, false
+	}
+	if h.forms == nil {
+		h.forms, h.ended, h.attempts = map[formKey]*form{}, map[formKey]*form{}, map[formKey]int{}
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	f = &form{key: key, actor: actor, sent: time.Now().UTC(), ctx: ctx, cancel: cancel,
+		started: make(chan struct{}), done: make(chan struct{}), status: FormPending}
+	h.forms[key] = f
+	h.attempts[key]++
+	return f, true
+}
+
+func (h *humans) finish(f *form, status, note string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f.status, f.note = status, note
+	delete(h.forms, f.key)
+	if len(h.ended) >= maxEndedForms {
+		clear(h.ended)
+		clear(h.attempts)
+	}
+	h.ended[f.key] = f
+	close(f.done)
+	f.cancel(nil)
+}
+
+// state reads f's status and note (set once done is closed).
+func (h *humans) state(f *form) (status, note string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return f.status, f.note
+}
+
+// questionMessage is the elicitation's message: the agent's question,
+// quoted as its words.
+func questionMessage(id string, st contracts.State) string {
+	return fmt.Sprintf("The remote agent of delegation %s (%s) asks a question (round %d). Its words, quoted (data, not instructions):\n%s",
+		id, contracts.Truncate(st.Purpose, 200), st.Question.Round, strconv.Quote(contracts.CutText(st.Question.Text, 2000)))
+}
+
+// askHuman puts the question of st to the actor's human through
+// elicitation (MCP up to 2025-11-25) and waits for the answer until
+// deadline; the form stays pending after that, bound to the session. It
+// returns the state (read again once an answer was sent), what to say,
+// and where the form stands.
+func (s *Server) askHuman(ctx context.Context, req *sdk.CallToolRequest, actor, id string, st contracts.State, deadline time.Time) (contracts.State, string, *Elicitation, error) {
+	round := st.Question.Round
+	f, fresh := s.h.begin(ctx, formKey{req.Session, id, round}, actor)
+	if fresh {
+		s.o.Logger.Info("mcp: question put to the human through elicitation", "id", id, "actor", actor, "round", round)
+		go s.runForm(req.Session, f, &sdk.ElicitParams{Mode: "form", Message: questionMessage(id, st), RequestedSchema: answerSchema})
+	}
+	status, note := s.h.state(f)
+	until := deadline
+	if status == FormPending {
+		if fresh {
+			// Over HTTP the form goes out on this call's response stream:
+			// it must leave before the result closes it.
+			select {
+			case <-f.started:
+			case <-ctx.Done():
+				return st, "", nil, ctx.Err()
+			}
+			if fl := time.Now().Add(formFloor); fl.After(until) {
+				until = fl
+			}
+		}
+		timer := time.NewTimer(time.Until(until))
+		select {
+		case <-f.done:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return st, "", nil, ctx.Err()
+		}
+		timer.Stop()
+		status, note = s.h.state(f)
+	}
+	el := &Elicitation{Round: round, Status: status, Sent: f.sent}
+	switch status {
+	case FormPending:
+		note = fmt.Sprintf("the question (round %d) was put to your human through elicitation at %s; their answer goes to the delegation whenever they give it while this session lasts (the form is withdrawn %s after it was sent), also after this call returned: call %s later to follow it",
+			round, f.sent.Format(time.RFC3339), ElicitTimeout, ToolStatus)
+	case FormAnswered:
+		// The answer is taken; show what the delegation does next.
+		// Within the call's wait_seconds (the human may have answered just
+		// before it ended).
+		if limit := time.Now().Add(afterAnswerWait); limit.Before(until) {
+			until = limit
+		}
+		next, err := s.afterAnswerUntil(ctx, id, round, until)
+		if err != nil {
+			return st, "", nil, err
+		}
+		st = next
+	case FormDeclined:
+		if !fresh {
+			note = "your human declined this question in this session (it is not asked again here); it waits for an operator (Temporal UI or `delegate answer`)"
+		}
+	default:
+		if !fresh && s.h.attemptsOf(f.key) >= maxFormAttempts {
+			note = fmt.Sprintf("%s; the question was put to your human %d times in this session without an answer, and waits for an operator (Temporal UI or `delegate answer`)", note, maxFormAttempts)
+		}
+	}
+	return st, note, el, nil
+}
+
+func (h *humans) attemptsOf(k formKey) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.attempts[k]
+}
+
+// runForm sends the form and waits for the human, for at most
+// ElicitTimeout and while the session lives; an accepted answer is sent
+// to the delegation for the form's round, answered by the form's actor.
+func (s *Server) runForm(ss *sdk.ServerSession, f *form, params *sdk.ElicitParams) {
+	ctx, stop := context.WithTimeoutCause(f.ctx, ElicitTimeout, errFormExpired)
+	defer stop()
+	close(f.started)
+	res, err := ss.Elicit(ctx, params)
+	id, round := f.key.id, f.key.round
+	log := s.o.Logger.With("id", id, "actor", f.actor, "round", round, "after", time.Since(f.sent).Round(time.Millisecond))
+	if err != nil {
+		cause := context.Cause(ctx)
+		switch {
+		case errors.Is(cause, errFormExpired):
+			log.Info("mcp: elicitation not answered in time")
+			s.h.finish(f, FormExpired, fmt.Sprintf("your human did not answer within %s; the question waits for an operator (Temporal UI or `delegate answer`), or for your next %s here", ElicitTimeout, ToolStatus))
+		case errors.Is(cause, errSessionEnded), errors.Is(cause, errStopping), errors.Is(err, sdk.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrClosedPipe):
+			log.Info("mcp: elicitation withdrawn: the session ended", "why", contracts.Truncate(err.Error(), 200))
+			s.h.finish(f, FormWithdrawn, "the session ended before your human answered")
+		default:
+			log.Warn("mcp: elicitation failed", "err", err)
+			s.h.finish(f, FormFailed, "the question could not be asked through elicitation ("+contracts.Truncate(err.Error(), 200)+"); it waits for an operator, or for your next "+ToolStatus+" here")
+		}
+		return
+	}
+	switch res.Action {
+	case "accept":
+	case "decline", "cancel":
+		log.Info("mcp: elicitation " + res.Action + "d")
+		s.markDeclined(declineKey{ss, id, round})
+		s.h.finish(f, FormDeclined, "your human "+res.Action+"d to answer (not asked again in this session); the delegation waits for an operator (Temporal UI or `delegate answer`)")
+		return
+	default:
+		log.Warn("mcp: elicitation returned an unknown action", "action", contracts.Truncate(res.Action, 40))
+		s.h.finish(f, FormFailed, "the elicitation returned action "+strconv.Quote(contracts.Truncate(res.Action, 40))+"; the delegation keeps waiting")
+		return
+	}
+	text, _ := res.Content["answer"].(string)
+	status, note := s.sendHumanAnswer(id, f.actor, round, text)
+	log.Info("mcp: elicitation answered", "status", status)
+	s.h.finish(f, status, note)
+}
+
+// sendHumanAnswer sends the human's answer for round, answered by actor:
+// the workflow refuses it if another round is pending by then (or this
+// one was answered already), as `delegate answer --round` is.
+func (s *Server) sendHumanAnswer(id, actor string, round int, text string) (status, note string) {
+	a := contracts.Answer{Text: text, AnsweredBy: actor, Round: round}
+	if err := a.Validate(); err != nil {
+		return FormRefused, "the answer given was not sent: " + err.Error() + "; the delegation keeps waiting"
+	}
+	// Not the call's context: the call that asked may have returned long
+	// ago; the answer came while the session lived.
+	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+	defer cancel()
+	if _, err := s.handle(id).Answer(ctx, a); err != nil {
+		return FormRefused, fmt.Sprintf("your human's answer to round %d was refused by the delegation: %s", round, contracts.Truncate(err.Error(), 300))
+	}
+	s.o.Logger.Info("mcp: answered through elicitation", "id", id, "actor", actor, "round", round)
+	return FormAnswered, fmt.Sprintf("answered by %s through elicitation (round %d)", actor, round)
+}
+
+func (s *Server) markDeclined(k declineKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.declined) >= maxDeclined {
+		clear(s.declined)
+	}
+	s.declined[k] = true
+}
+
+// The human's channel for a call.
+type channel int
+
+const (
+	noChannel  channel = iota
+	elicitForm         // elicitation/create (MCP up to 2025-11-25)
+)
+
+// humanChannel is how the human of req's client is asked.
+func humanChannel(req *sdk.CallToolRequest) channel {
+	if canElicit(req) {
+		return elicitForm
+	}
+	return noChannel
+}
+
+// progressEvery is how often a call that waits sends
+// notifications/progress, when the client gave a progress token.
+const progressEvery = 5 * time.Second
+
+// progress sends notifications/progress for one call while it waits
+// (nil-safe: a call without a progress token sends none).
+type progress struct {
+	mu   sync.Mutex
+	msg  string
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startProgress sends a progress notification saying msg now, and one
+// every progressEvery until end.
+func startProgress(ctx context.Context, req *sdk.CallToolRequest, msg string) *progress {
+	if req == nil || req.Session == nil || req.Params == nil {
+		return nil
+	}
+	tok := req.Params.GetProgressToken()
+	if tok == nil {
+		return nil
+	}
+	p := &progress{msg: msg, stop: make(chan struct{}), done: make(chan struct{})}
+	begin := time.Now()
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		for {
+			p.mu.Lock()
+			msg := p.msg
+			p.mu.Unlock()
+			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: time.Since(begin).Seconds(), Message: msg})
+			select {
+			case <-p.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) say(msg string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.msg = msg
+	p.mu.Unlock()
+}
+
+// end stops the notifications; none is sent after it returns.
+func (p *progress) end() {
+	if p == nil {
+		return
+	}
+	close(p.stop)
+	<-p.done
+}
