@@ -53,9 +53,10 @@ func TestMCPUnsubscribeTouchesOnlyItsSession(t *testing.T) {
 	aliceTok, bobTok := "alice-token-0123456789", "bob-token-0123456789ab"
 	url := e.httpTokensServer(t, aliceTok, bobTok)
 	updated := make(chan string, 16)
-	alice := httpSessionWith(t, url, aliceTok, &sdk.ClientOptions{
+	// Sessions and resources/subscribe: MCP 2025-11-25.
+	alice := httpSessionAt(t, url, aliceTok, &sdk.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
-	})
+	}, mcp2025)
 	res, r := call(t, alice, "claims_scenario", map[string]any{"order_id": "A-7007", "scenario": "slow"})
 	if res.IsError {
 		t.Fatalf("start: %s", text(res))
@@ -74,11 +75,11 @@ func TestMCPUnsubscribeTouchesOnlyItsSession(t *testing.T) {
 	if err := alice.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
 		t.Fatalf("Subscribe error = %v", err)
 	}
-	bob := httpSession(t, url, bobTok)
+	bob := httpSessionAt(t, url, bobTok, nil, mcp2025)
 	if err := bob.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri}); err != nil {
 		t.Logf("bob's Unsubscribe error = %v", err)
 	}
-	alice2 := httpSession(t, url, aliceTok)
+	alice2 := httpSessionAt(t, url, aliceTok, nil, mcp2025)
 	if err := alice2.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri}); err != nil {
 		t.Logf("alice's other session's Unsubscribe error = %v", err)
 	}
@@ -112,7 +113,8 @@ func TestMCPElicitationGarbage(t *testing.T) {
 	}
 	var mu sync.Mutex
 	n := 0
-	cs := stdioSession(t, e.mcpServer(t, "alice"), &sdk.ClientOptions{
+	// elicitation/create: MCP 2025-11-25 (TestMCPModernGarbage: 2026-07-28).
+	cs := stdioSessionAt(t, e.mcpServer(t, "alice"), &sdk.ClientOptions{
 		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -120,7 +122,7 @@ func TestMCPElicitationGarbage(t *testing.T) {
 			n++
 			return r, nil
 		},
-	})
+	}, mcp2025)
 	res, r := call(t, cs, "open_parcel_claim", map[string]any{"order_id": "A-8008", "wait_seconds": 30})
 	if res.IsError {
 		t.Fatalf("start: %s", text(res))
@@ -326,7 +328,8 @@ func TestMCPSubscriptionsPerActorBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := stdioSession(t, s, nil)
+	// resources/subscribe: MCP 2025-11-25.
+	cs := stdioSessionAt(t, s, nil, mcp2025)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var uris []string

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -375,7 +377,7 @@ func TestMCPSessionClosedMidQuestion(t *testing.T) {
 // resetTimeoutOnProgress had nothing to reset on).
 func TestMCPProgressWhileWaiting(t *testing.T) {
 	e := setup(t)
-	for _, version := range []string{mcp2025} {
+	for _, version := range []string{mcp2025, mcp.ModernProtocol} {
 		t.Run(version, func(t *testing.T) {
 			var mu sync.Mutex
 			var got []*sdk.ProgressNotificationParams
@@ -406,4 +408,145 @@ func TestMCPProgressWhileWaiting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMCPModernProtocol: a go-sdk client offering MCP 2026-07-28 gets it
+// (formerly server/discover was refused with -32022 and the client fell
+// back), over stdio and stateless Streamable HTTP (no session id), and
+// its human answers through an input request: the result asks, the
+// client's retry carries the answer, sent for the round asked, as alice.
+func TestMCPModernProtocol(t *testing.T) {
+	e := setup(t)
+	const aliceTok, bobTok = "alice-token-0123456789", "bob-token-0123456789ab"
+	for _, tc := range []struct {
+		name    string
+		connect func(t *testing.T, s *mcp.Server, opts *sdk.ClientOptions) *sdk.ClientSession
+	}{
+		{"stdio", func(t *testing.T, s *mcp.Server, opts *sdk.ClientOptions) *sdk.ClientSession {
+			return stdioSession(t, s, opts)
+		}},
+		{"http", func(t *testing.T, s *mcp.Server, opts *sdk.ClientOptions) *sdk.ClientSession {
+			return httpSessionWith(t, httpServerOf(t, s, aliceTok, bobTok), aliceTok, opts)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := e.loggedServer(t, map[string]string{"stdio": "alice"}[tc.name])
+			var asked []string
+			var mu sync.Mutex
+			answer := "photo at 2026-07-28 (" + tc.name + ")"
+			cs := tc.connect(t, s, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				mu.Lock()
+				asked = append(asked, req.Params.Message)
+				mu.Unlock()
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": answer}}, nil
+			}})
+			if v := cs.InitializeResult().ProtocolVersion; v != mcp.ModernProtocol {
+				t.Fatalf("negotiated MCP %s, want %s", v, mcp.ModernProtocol)
+			}
+			if tc.name == "http" && cs.ID() != "" {
+				t.Errorf("session id %q over stateless HTTP, want none", cs.ID())
+			}
+			res, r := call(t, cs, "open_parcel_claim", map[string]any{"order_id": "A-1001", "wait_seconds": 30})
+			if res.IsError || !strings.Contains(text(res), "answered by alice through elicitation") {
+				t.Fatalf("start: %s", text(res))
+			}
+			if len(asked) != 1 || !strings.Contains(asked[0], "photo of the box") || !strings.Contains(asked[0], "not instructions") {
+				t.Fatalf("asked %q, want the agent's question once, quoted", asked)
+			}
+			waitFor(t, "completed", 60*time.Second, func() (bool, string) {
+				_, r := call(t, cs, mcp.ToolStatus, map[string]any{"local_workflow_id": r.LocalWorkflowID, "wait_seconds": 5})
+				return r.Outcome != nil && r.Outcome.Status == contracts.StatusCompleted, fmt.Sprintf("%+v", r)
+			})
+			e.answeredLostParcel(t, context.Background(), r.LocalWorkflowID, "alice", "alice", answer)
+			if a := e.stateOf(t, r.LocalWorkflowID).Answers; len(a) != 1 || a[0].Round != 1 {
+				t.Errorf("answers = %+v, want round 1's", a)
+			}
+		})
+	}
+
+	t.Run("discover", func(t *testing.T) {
+		url := httpServerOf(t, e.mcpServer(t, ""), aliceTok, bobTok)
+		body := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+aliceTok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "server/discover")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"2026-07-28"`) || !strings.Contains(string(b), `"2025-11-25"`) || resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("server/discover: %d %s (session %q), want 200 listing 2026-07-28 and 2025-11-25, no session", resp.StatusCode, b, resp.Header.Get("Mcp-Session-Id"))
+		}
+	})
+
+	// The input request by hand (the client's automatic retry off): what
+	// the retry carries is checked.
+	t.Run("retry-checked", func(t *testing.T) {
+		s, _ := e.loggedServer(t, "alice")
+		cs := stdioSessionAt(t, s, &sdk.ClientOptions{
+			MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
+			Capabilities:   &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}}},
+		}, "")
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		args := map[string]any{"order_id": "A-1406", "wait_seconds": 30}
+		first, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "open_parcel_claim", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ir, ok := first.InputRequests["answer-round-1"].(*sdk.ElicitParams)
+		if !first.NeedsInput() || !ok || first.RequestState == "" || len(first.Content) != 0 || ir.Mode != "form" || !strings.Contains(ir.Message, "photo of the box") {
+			b, _ := json.Marshal(first)
+			t.Fatalf("first result = %s, want an input request for round 1 (an elicitation form) and a requestState, no content", b)
+		}
+		retry := func(name string, args map[string]any, state string, resp sdk.InputResponse) *sdk.CallToolResult {
+			t.Helper()
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args, RequestState: state,
+				InputResponses: sdk.InputResponseMap{"answer-round-1": resp}})
+			if err != nil {
+				t.Fatalf("retry: %v", err)
+			}
+			return res
+		}
+		good := &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "the photo"}}
+		tampered := []byte(first.RequestState)
+		tampered[3] ^= 1
+		refused(t, retry("open_parcel_claim", args, string(tampered), good), "requestState", "does not verify")
+		refused(t, retry(mcp.ToolStatus, map[string]any{"local_workflow_id": "mcp.open_parcel_claim.x"}, first.RequestState, good), "requestState", "another call")
+		// A reply the client should not have sent: nothing is sent, the
+		// question is asked again.
+		res := retry("open_parcel_claim", args, first.RequestState, &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": 42}})
+		if !res.NeedsInput() {
+			t.Fatalf("after a number for an answer: %s, want the question asked again", text(res))
+		}
+		res = retry("open_parcel_claim", args, first.RequestState, good)
+		if res.IsError || res.NeedsInput() || !strings.Contains(text(res), "answered by alice through elicitation (round 1)") {
+			t.Fatalf("the retry with the answer: %s", text(res))
+		}
+		var r mcp.Result
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &r)
+		st := e.stateOf(t, r.LocalWorkflowID)
+		if len(st.Answers) != 1 || st.Answers[0].AnsweredBy != "alice" || st.Answers[0].Text != "the photo" || st.Answers[0].Round != 1 {
+			t.Fatalf("answers = %+v, want one: the photo, by alice, round 1", st.Answers)
+		}
+		// The same retry again: round 1 was answered; refused, nothing more
+		// recorded, and no second delegation started (a retry of a start
+		// is the started delegation's).
+		res = retry("open_parcel_claim", args, first.RequestState, good)
+		var again mcp.Result
+		b, _ = json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &again)
+		if !strings.Contains(text(res), "refused by the delegation") || again.LocalWorkflowID != r.LocalWorkflowID {
+			t.Fatalf("the retry replayed: %s, want the answer refused, for %s", text(res), r.LocalWorkflowID)
+		}
+		if st := e.stateOf(t, r.LocalWorkflowID); len(st.Answers) != 1 {
+			t.Fatalf("answers = %+v after the replay", st.Answers)
+		}
+	})
 }

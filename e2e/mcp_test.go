@@ -69,11 +69,12 @@ func (e *env) mcpServer(t *testing.T, actor string) *mcp.Server {
 
 // mcp2025 is the MCP version of sessions (initialize, Mcp-Session-Id,
 // elicitation/create, resources/subscribe): a test of what a session
-// does asks for it.
+// does asks for it. A go-sdk client asks for 2026-07-28 otherwise.
 const mcp2025 = "2025-11-25"
 
 // stdioSession connects a go-sdk client to s over in-memory transports
-// (the stdio server's code path: a fixed actor).
+// (the stdio server's code path: a fixed actor), at the go-sdk's latest
+// MCP version (2026-07-28).
 func stdioSession(t *testing.T, s *mcp.Server, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
 	return stdioSessionAt(t, s, opts, "")
@@ -328,7 +329,7 @@ func httpSessionWith(t *testing.T, url, token string, opts *sdk.ClientOptions) *
 }
 
 // httpSessionAt is httpSessionWith with the client asking for MCP version
-// ("": the go-sdk's latest).
+// ("": the go-sdk's latest, 2026-07-28: stateless requests, no session).
 func httpSessionAt(t *testing.T, url, token string, opts *sdk.ClientOptions, version string) *sdk.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -605,11 +606,14 @@ func TestMCPResourceSubscription(t *testing.T) {
 	// subscriber is told of changes from its subscription on).
 	e := setup(t, func(o *options) { o.agent = claimsagent.Config{WorkDelay: 2 * time.Second} })
 	updated := make(chan string, 16)
-	cs := stdioSession(t, e.mcpServer(t, "alice"), &sdk.ClientOptions{
+	// resources/subscribe is MCP 2025-11-25's (at 2026-07-28 the go-sdk
+	// client's Subscribe opens a subscriptions/listen and returns before
+	// the server answers: a refusal is not seen).
+	cs := stdioSessionAt(t, e.mcpServer(t, "alice"), &sdk.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
 			updated <- req.Params.URI
 		},
-	})
+	}, mcp2025)
 	res, r := call(t, cs, "open_parcel_claim_auto", map[string]any{"order_id": "A-6006"})
 	if res.IsError || r.Question != nil {
 		t.Fatalf("start: %s", text(res))
@@ -642,7 +646,7 @@ func TestMCPResourceSubscription(t *testing.T) {
 		t.Fatalf("resource = %+v", got)
 	}
 
-	bob := stdioSession(t, e.mcpServer(t, "bob"), nil)
+	bob := stdioSessionAt(t, e.mcpServer(t, "bob"), nil, mcp2025)
 	if _, err := bob.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri}); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("bob reads alice's delegation: error %v, want not found", err)
 	}

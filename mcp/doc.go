@@ -32,12 +32,15 @@
 // only the delegations it started; another's id is "not found".
 //
 // A "human" template's question is put to the actor's human without a
-// call ever waiting for them (human.go): as an elicitation/create form
-// kept pending by the session, not by the call (the call returns by its
-// wait_seconds; the answer, whenever it comes while the session lives, is
-// sent for the form's round, Elicitation in the Result). A session that
-// ends withdraws its forms and ends its calls (Server.Activity counts
-// both; an HTTP DELETE, sessions.go).
+// call ever waiting for them (human.go): up to MCP 2025-11-25 as an
+// elicitation/create form kept pending by the session, not by the call
+// (the call returns by its wait_seconds; the answer, whenever it comes
+// while the session lives, is sent for the form's round, Elicitation in
+// the Result); at MCP 2026-07-28 as an input request in the result,
+// whose retry carries the answer and a requestState the server sealed.
+// A session that ends withdraws its forms and ends its calls
+// (Server.Activity counts both); over HTTP a 2026-07-28 request is
+// served statelessly (sessions.go).
 //
 // Every delegation tool returns structuredContent Result; the remote
 // agent's words are quoted and marked (Question.Source "remote_agent"),

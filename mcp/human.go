@@ -2,10 +2,16 @@ package mcp
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +51,9 @@ type humans struct {
 	// calls are the tool calls being served, by session.
 	calls  map[*sdk.ServerSession]map[*inFlight]bool
 	nCalls int
+
+	keyOnce sync.Once
+	key     []byte
 }
 
 type formKey struct {
@@ -393,20 +402,164 @@ func (s *Server) markDeclined(k declineKey) {
 	s.declined[k] = true
 }
 
+func (s *Server) isDeclined(k declineKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.declined[k]
+}
+
 // The human's channel for a call.
 type channel int
 
 const (
-	noChannel  channel = iota
-	elicitForm         // elicitation/create (MCP up to 2025-11-25)
+	noChannel     channel = iota
+	elicitForm            // elicitation/create (MCP up to 2025-11-25)
+	inputRequests         // input requests in the result (MCP 2026-07-28)
 )
 
-// humanChannel is how the human of req's client is asked.
+// ModernProtocol is the first MCP version in which a server sends no
+// request of its own (elicitation travels as input requests in results,
+// SEP-2322) and requests carry their own version (server/discover,
+// SEP-2575).
+const ModernProtocol = "2026-07-28"
+
+// humanChannel is how the human of req's client is asked. The version is
+// the session's, as the go-sdk decides whether a result may ask for input
+// (a request of a 2025-11-25 session that names 2026-07-28 in its _meta
+// is still answered as that session's).
 func humanChannel(req *sdk.CallToolRequest) channel {
+	if req == nil || req.Session == nil {
+		return noChannel
+	}
+	if p := req.Session.InitializeParams(); p != nil && p.ProtocolVersion >= ModernProtocol {
+		if c := req.ClientCapabilities(); c != nil && c.Elicitation != nil && (c.Elicitation.Form != nil || c.Elicitation.URL == nil) {
+			return inputRequests
+		}
+		return noChannel
+	}
 	if canElicit(req) {
 		return elicitForm
 	}
 	return noChannel
+}
+
+// requestState is what an input request's requestState says, sealed
+// (HMAC-SHA256 under a key of this server process): the client holds it
+// between the result and its retry, and may not change it.
+type requestState struct {
+	V     int    `json:"v"`
+	Actor string `json:"actor"`
+	Tool  string `json:"tool"`
+	ID    string `json:"id"`
+	Round int    `json:"round"`
+}
+
+// maxRequestState bounds a requestState read (bytes).
+const maxRequestState = 4096
+
+func (h *humans) secret() []byte {
+	h.keyOnce.Do(func() {
+		h.key = make([]byte, 32)
+		if _, err := rand.Read(h.key); err != nil {
+			panic(err)
+		}
+	})
+	return h.key
+}
+
+func (h *humans) seal(rs requestState) string {
+	rs.V = 1
+	b, _ := json.Marshal(rs)
+	mac := hmac.New(sha256.New, h.secret())
+	mac.Write(b)
+	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+func (h *humans) open(s string) (requestState, bool) {
+	var rs requestState
+	if len(s) > maxRequestState {
+		return rs, false
+	}
+	body, sig, ok := strings.Cut(s, ".")
+	if !ok {
+		return rs, false
+	}
+	b, err1 := base64.RawURLEncoding.DecodeString(body)
+	got, err2 := base64.RawURLEncoding.DecodeString(sig)
+	if err1 != nil || err2 != nil {
+		return rs, false
+	}
+	mac := hmac.New(sha256.New, h.secret())
+	mac.Write(b)
+	if !hmac.Equal(mac.Sum(nil), got) {
+		return rs, false
+	}
+	if json.Unmarshal(b, &rs) != nil || rs.V != 1 || rs.Round < 1 || rs.ID == "" {
+		return requestState{}, false
+	}
+	return rs, true
+}
+
+// inputKey is the input request's id for round.
+func inputKey(round int) string { return "answer-round-" + strconv.Itoa(round) }
+
+// inputRequest is the result that asks the human (MCP 2026-07-28): one
+// elicitation input request, and the sealed requestState the client's
+// retry echoes with the answer.
+func (s *Server) inputRequest(req *sdk.CallToolRequest, actor, id string, st contracts.State) *sdk.CallToolResult {
+	round := st.Question.Round
+	s.o.Logger.Info("mcp: question put to the human through an input request", "id", id, "actor", actor, "round", round)
+	return &sdk.CallToolResult{
+		InputRequests: sdk.InputRequestMap{inputKey(round): &sdk.ElicitParams{Mode: "form", Message: questionMessage(id, st), RequestedSchema: answerSchema}},
+		RequestState:  s.h.seal(requestState{Actor: actor, Tool: req.Params.Name, ID: id, Round: round}),
+	}
+}
+
+// resume reads the retry of a call that returned an input request (its
+// requestState and inputResponses) and sends the human's answer, for
+// the round the question was asked in, answered by actor. It returns the
+// delegation's id and what to say, or a refusal. A call with neither
+// returns "", "", nil, nil. argID, when not "", is the call's
+// local_workflow_id, which must be the state's.
+func (s *Server) resume(ctx context.Context, req *sdk.CallToolRequest, actor, argID string) (string, string, *sdk.CallToolResult, error) {
+	p := req.Params
+	if p.RequestState == "" {
+		if len(p.InputResponses) > 0 {
+			return "", "", toolError("inputResponses: given without the requestState of the result that asked: call again without them"), nil
+		}
+		return "", "", nil, nil
+	}
+	rs, ok := s.h.open(p.RequestState)
+	if !ok {
+		return "", "", toolError("requestState: does not verify: it must be the one this server returned, unchanged (a server that restarted since does not know it): call again without it, and the question is asked again"), nil
+	}
+	if rs.Actor != actor || rs.Tool != p.Name || (argID != "" && rs.ID != argID) {
+		return "", "", toolError("requestState: it was returned to another call (tool, delegation or actor): call again without it"), nil
+	}
+	if res, err := s.own(ctx, rs.ID, actor); res != nil || err != nil {
+		return "", "", res, err
+	}
+	resp, _ := p.InputResponses[inputKey(rs.Round)].(*sdk.ElicitResult)
+	if resp == nil {
+		return rs.ID, fmt.Sprintf("no answer came back for the question of round %d", rs.Round), nil, nil
+	}
+	switch resp.Action {
+	case "accept":
+	case "decline", "cancel":
+		s.markDeclined(declineKey{nil, rs.ID, rs.Round})
+		s.o.Logger.Info("mcp: input request "+resp.Action+"d", "id", rs.ID, "actor", actor, "round", rs.Round)
+		return rs.ID, "your human " + resp.Action + "d to answer (not asked again here); the delegation waits for an operator (Temporal UI or `delegate answer`)", nil, nil
+	default:
+		return rs.ID, "the elicitation returned action " + strconv.Quote(contracts.Truncate(resp.Action, 40)) + "; the delegation keeps waiting", nil, nil
+	}
+	text, _ := resp.Content["answer"].(string)
+	status, note := s.sendHumanAnswer(rs.ID, actor, rs.Round, text)
+	if status == FormAnswered {
+		if _, err := s.afterAnswer(ctx, rs.ID, rs.Round); err != nil {
+			return "", "", nil, err
+		}
+	}
+	return rs.ID, note, nil, nil
 }
 
 // progressEvery is how often a call that waits sends

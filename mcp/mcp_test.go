@@ -148,8 +148,16 @@ func TestRender(t *testing.T) {
 }
 
 // session is an in-memory MCP session with a server whose Temporal client
-// is never dialled: the refusals below come before anything is sent.
+// is never dialled: the refusals below come before anything is sent. The
+// client speaks the go-sdk's latest MCP version (2026-07-28).
 func session(t *testing.T, o Options) *sdk.ClientSession {
+	t.Helper()
+	return sessionAt(t, o, "")
+}
+
+// sessionAt is session with the client offering MCP version ("": the
+// go-sdk's latest).
+func sessionAt(t *testing.T, o Options, version string) *sdk.ClientSession {
 	t.Helper()
 	c, err := sdkclient.NewLazyClient(sdkclient.Options{HostPort: "127.0.0.1:1"})
 	if err != nil {
@@ -175,7 +183,7 @@ func session(t *testing.T, o Options) *sdk.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

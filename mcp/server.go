@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode"
@@ -90,10 +91,12 @@ func limited(format string, args ...any) error {
 // they are decoded.
 const MaxArgumentBytes = 64 << 10
 
-// ProtocolVersions are the MCP versions the server speaks: 2025-11-25 and
-// the earlier ones the go-sdk negotiates. (The SDK's 2026-07-28 draft
-// carries elicitation inside results, which this server does not use.)
-var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// ProtocolVersions are the MCP versions the server speaks: 2026-07-28
+// (server/discover and requests that carry their version, over stdio and
+// stateless Streamable HTTP; a human's answer through input requests),
+// 2025-11-25 and the earlier ones the go-sdk negotiates (initialize; a
+// human's answer through elicitation/create).
+var ProtocolVersions = []string{ModernProtocol, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Server is the MCP tool surface of delegate: one tool per template and
 // the fixed tools delegation_status, delegation_list, delegation_cancel
@@ -241,14 +244,19 @@ func (s *Server) MCPServer() *sdk.Server {
 func ptr[T any](v T) *T { return &v }
 
 // refuseControlURIs refuses, as invalid params, a resources/read,
-// resources/subscribe or resources/unsubscribe whose URI holds a control
-// character. The go-sdk's "resource not found" error (v1.8.0) formats the
-// URI with %q, whose "\x00" is not JSON: the response could not be
-// written and the session ended.
+// resources/subscribe, resources/unsubscribe or (MCP 2026-07-28)
+// subscriptions/listen whose URI holds a control character. The go-sdk's
+// "resource not found" error (v1.8.0) formats the URI with %q, whose
+// "\x00" is not JSON: the response could not be written and the session
+// ended.
 func refuseControlURIs(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		var uri string
 		switch r := req.(type) {
+		case *sdk.SubscriptionsListenRequest:
+			if r.Params != nil && r.Params.Notifications != nil {
+				uri = strings.Join(r.Params.Notifications.ResourceSubscriptions, " ")
+			}
 		case *sdk.ReadResourceRequest:
 			if r.Params != nil {
 				uri = r.Params.URI

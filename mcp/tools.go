@@ -117,6 +117,13 @@ func (s *Server) start(ctx context.Context, req *sdk.CallToolRequest, actor stri
 		return refused, nil
 	}
 	delete(args, WaitSecondsParam)
+	// The retry of a start that returned an input request (MCP
+	// 2026-07-28): the delegation was started; the retry answers it.
+	if id, note, refused, err := s.resume(ctx, req, actor, ""); refused != nil || err != nil {
+		return refused, err
+	} else if id != "" {
+		return s.follow(ctx, req, actor, id, t.Name, wait, joinNotes("started", note))
+	}
 	// The arguments against the template's schema (additionalProperties
 	// false), as JSON values.
 	inst := map[string]any{}
@@ -194,6 +201,13 @@ func (s *Server) status(ctx context.Context, req *sdk.CallToolRequest, actor str
 	wait, refused := waitArg(args)
 	if refused != nil {
 		return refused, nil
+	}
+	// The retry of a call that returned an input request (MCP
+	// 2026-07-28) carries the human's answer.
+	if rid, note, refused, err := s.resume(ctx, req, actor, id); refused != nil || err != nil {
+		return refused, err
+	} else if rid != "" {
+		return s.follow(ctx, req, actor, id, templateOf(id), wait, note)
 	}
 	if res, err := s.own(ctx, id, actor); res != nil || err != nil {
 		return res, err
@@ -330,8 +344,9 @@ const MaxWaitingPerActor = 4
 const confirmEvery = time.Second
 
 // follow waits up to wait for the delegation to settle, puts a "human"
-// template's question to the human (elicitation) when the client can ask
-// it, and returns the result. It never waits past wait (a form sent over HTTP:
+// template's question to the human (elicitation up to MCP 2025-11-25,
+// an input request from 2026-07-28) when the client can ask it, and
+// returns the result. It never waits past wait (a form sent over HTTP:
 // at least formFloor), whatever the human does: a form still pending
 // stays with the session, and its answer is sent when it comes.
 func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id, tmpl string, wait time.Duration, verb string) (*sdk.CallToolResult, error) {
@@ -401,6 +416,12 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 		st.Question.State == contracts.TaskStateInputRequired && !answeredRound(st, st.Question.Round) {
 		round := st.Question.Round
 		switch humanChannel(req) {
+		case inputRequests:
+			if s.isDeclined(declineKey{nil, id, round}) {
+				note = joinNotes(note, "your human declined this question (it is not asked again here); it waits for an operator (Temporal UI or `delegate answer`)")
+			} else {
+				return s.inputRequest(req, actor, id, st), nil
+			}
 		case elicitForm:
 			prog.say(fmt.Sprintf("waiting for your human's answer to the question of round %d", round))
 			var said string
