@@ -38,7 +38,8 @@ test:
 # embedded Temporal server and a worker; the TypeScript backend example
 # (examples/typescript: @temporalio/client from npm, type-checked and compiled
 # by tsc) against them; and an MCP client on the official TypeScript SDK
-# driving `delegate mcp` (interop/mcp/); and the Agent Skill skills/delegate
+# driving `delegate mcp` (interop/mcp/; with a human who answers after 70 s,
+# TestInteropMCPSlowHuman, about 4 minutes); and the Agent Skill skills/delegate
 # through the agentskills.io validator skills-ref (interop/skills/). Needs node
 # and npm; DELEGATE_INTEROP=1 makes a missing peer a failure instead of a skip.
 test-interop:
@@ -47,7 +48,7 @@ test-interop:
 	cd interop/skills && npm ci --no-audit --no-fund --loglevel=error && npx --no-install skills-ref validate ../../skills/delegate
 	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
-	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 15m -run 'Interop' ./a2aclient ./e2e
+	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 20m -run 'Interop' ./a2aclient ./e2e
 
 # Each direct dependency that is behind the newest version the module proxy
 # serves (a report, not a gate: a newer version may need a newer Go, or pull

@@ -14,7 +14,8 @@
 //   url         http: the Streamable HTTP endpoint; token: the bearer token
 //   elicitation declare the elicitation capability (form mode); answer: the
 //               text given to every elicitation (accept; elicit_action
-//               "decline" or "cancel" answers so instead)
+//               "decline" or "cancel" answers so instead); answer_after_ms:
+//               the human takes that long to answer each form
 //   timeout_ms  the whole scenario's deadline (default 120000)
 //
 // Scenarios (each exits 0 only when what it saw is what it expects):
@@ -47,6 +48,13 @@
 //            the resource must fail with that text
 //   intrude  (http) join the session session_id (another actor's) with
 //            this token, delegation_list: expects HTTP 403
+//   slow-human  call tool with arguments, then delegation_status
+//            {wait_seconds} until the outcome, every call with the SDK's
+//            default request timeout (60 s, as desktop hosts keep it) and an
+//            onprogress handler; the human (answer_after_ms) answers the
+//            form after the calls that asked returned. Expects no call to
+//            fail or to take longer than its wait_seconds and slack_ms, the
+//            form shown once, and the outcome expect_status
 //   revoke   (http) delegation_list, print {"step":"ready","session":ID}, wait for a line
 //            on stdin (the test removes the token meanwhile), delegation_list
 //            again on the same session: expects HTTP 401
@@ -98,6 +106,13 @@ async function connect() {
         return { action: 'decline' };
       }
       if (p.elicit_action && p.elicit_action !== 'accept') return { action: p.elicit_action };
+      if (p.answer_after_ms) {
+        // A human who takes their time: the answer comes long after the
+        // call that asked (whatever happens to that call meanwhile).
+        const asked = Date.now();
+        await new Promise((r) => setTimeout(r, p.answer_after_ms));
+        emit({ step: 'elicitation-answered', after_ms: Date.now() - asked });
+      }
       return { action: 'accept', content: { answer: p.answer } };
     });
   }
@@ -244,6 +259,40 @@ const scenarios = {
       expect(updates.includes(uri), `no notifications/resources/updated for ${uri} (got ${JSON.stringify(updates)})`);
     }
     emit({ step: 'done', local_workflow_id: id, outcome: sc.outcome });
+  },
+
+  async 'slow-human'(client) {
+    expect(p.elicitation && p.answer_after_ms, 'slow-human: needs elicitation and answer_after_ms');
+    const slack = p.slack_ms ?? 5000;
+    let progress = 0;
+    let calls = 0;
+    let maxTook = 0;
+    // As a host calls: the SDK's default timeout, progress listened to.
+    const timed = async (name, args) => {
+      const waitMs = (args.wait_seconds ?? 0) * 1000;
+      const t0 = Date.now();
+      let seen = 0;
+      const r = await client.callTool({ name, arguments: args }, undefined, { onprogress: () => { progress++; seen++; } });
+      const took = Date.now() - t0;
+      calls++;
+      maxTook = Math.max(maxTook, took);
+      const sc = r.structuredContent ?? {};
+      emit({ step: 'timed-call', tool: name, took_ms: took, progress: seen, isError: r.isError === true, a2a_state: sc.a2a_state ?? null, elicitation: sc.elicitation ?? null, text: textOf(r) });
+      expect(!r.isError, `${name}: tool error: ${textOf(r)}`);
+      expect(took <= waitMs + slack, `${name} with wait_seconds ${args.wait_seconds ?? 0} took ${took} ms (want at most ${waitMs + slack})`);
+      return sc;
+    };
+    const first = await timed(p.tool, p.arguments ?? {});
+    const id = first.local_workflow_id;
+    expect(typeof id === 'string' && id !== '', `${p.tool}: no local_workflow_id`);
+    emit({ step: 'started', local_workflow_id: id, a2a_state: first.a2a_state, elicitation: first.elicitation ?? null });
+    let sc = first;
+    while (sc.outcome == null && Date.now() < deadline) {
+      sc = await timed('delegation_status', { local_workflow_id: id, wait_seconds: p.wait_seconds ?? 20 });
+    }
+    expectOutcome(sc);
+    expect(elicitations.length === 1, `the form was shown ${elicitations.length} times, want once`);
+    emit({ step: 'done', local_workflow_id: id, elicitations: elicitations.length, calls, max_took_ms: maxTook, progress, outcome: sc.outcome });
   },
 
   async start(client) {
