@@ -18,6 +18,7 @@ import (
 	sdkclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/a2adelegate/delegate/contracts"
 )
@@ -327,6 +328,9 @@ type Described struct {
 	// one): the Temporal UI's page of a run is
 	// /namespaces/NS/workflows/ID/RUNID/TAB.
 	RunID string
+	// StartTime is when that run started, CloseTime when it closed (zero
+	// while it runs), UTC.
+	StartTime, CloseTime time.Time
 }
 
 // Running reports whether the run is still running.
@@ -348,7 +352,16 @@ func (h *Handle) Describe(ctx context.Context) (Described, error) {
 		A2AState:     keyword(sa[contracts.SearchAttributeA2AState].GetData()),
 		Starter:      keyword(sa[contracts.SearchAttributeDelegationStarter].GetData()),
 		RunID:        info.GetExecution().GetRunId(),
+		StartTime:    utcOrZero(info.GetStartTime()),
+		CloseTime:    utcOrZero(info.GetCloseTime()),
 	}, nil
+}
+
+func utcOrZero(t *timestamppb.Timestamp) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.AsTime().UTC()
 }
 
 // WorkflowStatus returns the status of the delegation's latest workflow

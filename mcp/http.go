@@ -216,7 +216,7 @@ func (s *Server) HTTPHandler(o HTTPOptions) (http.Handler, error) {
 	// (the go-sdk's names no error).
 	bearer := auth.RequireBearerToken(o.Verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 	return s.checkOrigin(allowed, o.LoopbackOrigins,
-		wwwAuthenticate(MetadataURL(o.ResourceURL), bearer(s.openSession(srv, o.MaxBody, s.byProtocol(srv, h, o.MaxBody))))), nil
+		wwwAuthenticate(MetadataURL(o.ResourceURL), bearer(s.wire(o.MaxBody, s.openSession(srv, o.MaxBody, s.byProtocol(srv, h, o.MaxBody)))))), nil
 }
 
 // checkOrigin refuses, with 403, a request whose Origin header is present

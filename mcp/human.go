@@ -263,12 +263,16 @@ func questionMessage(id string, st contracts.State) string {
 // deadline; the form stays pending after that, bound to the session. It
 // returns the state (read again once an answer was sent), what to say,
 // and where the form stands.
-func (s *Server) askHuman(ctx context.Context, req *sdk.CallToolRequest, actor, id string, st contracts.State, deadline time.Time) (contracts.State, string, *Elicitation, error) {
+//
+// The form goes to session ss, with meta as its _meta (the related task,
+// when asked for an MCP task: tasks.go); over HTTP on the stream of the
+// request ctx serves.
+func (s *Server) askHuman(ctx context.Context, ss *sdk.ServerSession, meta sdk.Meta, actor, id string, st contracts.State, deadline time.Time) (contracts.State, string, *Elicitation, error) {
 	round := st.Question.Round
-	f, fresh := s.h.begin(ctx, formKey{req.Session, id, round}, actor)
+	f, fresh := s.h.begin(ctx, formKey{ss, id, round}, actor)
 	if fresh {
 		s.o.Logger.Info("mcp: question put to the human through elicitation", "id", id, "actor", actor, "round", round)
-		go s.runForm(req.Session, f, &sdk.ElicitParams{Mode: "form", Message: questionMessage(id, st), RequestedSchema: answerSchema})
+		go s.runForm(ss, f, &sdk.ElicitParams{Meta: meta, Mode: "form", Message: questionMessage(id, st), RequestedSchema: answerSchema})
 	}
 	status, note := s.h.state(f)
 	until := deadline
@@ -437,7 +441,7 @@ func humanChannel(req *sdk.CallToolRequest) channel {
 		}
 		return noChannel
 	}
-	if canElicit(req) {
+	if canElicit(req.Session) {
 		return elicitForm
 	}
 	return noChannel
@@ -575,14 +579,11 @@ type progress struct {
 	done chan struct{}
 }
 
-// startProgress sends a progress notification saying msg now, and one
-// every progressEvery until end.
-func startProgress(ctx context.Context, req *sdk.CallToolRequest, msg string) *progress {
-	if req == nil || req.Session == nil || req.Params == nil {
-		return nil
-	}
-	tok := req.Params.GetProgressToken()
-	if tok == nil {
+// startProgress sends to session ss a progress notification for token
+// tok (the request's _meta.progressToken; nil: none is sent) saying msg
+// now, and one every progressEvery until end.
+func startProgress(ctx context.Context, ss *sdk.ServerSession, tok any, msg string) *progress {
+	if ss == nil || tok == nil {
 		return nil
 	}
 	p := &progress{msg: msg, stop: make(chan struct{}), done: make(chan struct{})}
@@ -595,7 +596,7 @@ func startProgress(ctx context.Context, req *sdk.CallToolRequest, msg string) *p
 			p.mu.Lock()
 			msg := p.msg
 			p.mu.Unlock()
-			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: time.Since(begin).Seconds(), Message: msg})
+			_ = ss.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: time.Since(begin).Seconds(), Message: msg})
 			select {
 			case <-p.stop:
 				return

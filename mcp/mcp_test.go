@@ -200,16 +200,6 @@ func callTool(t *testing.T, cs *sdk.ClientSession, name string, args any) *sdk.C
 	return res
 }
 
-func resultText(res *sdk.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
 // TestArgumentsRefused: what a template fixes cannot be named by the
 // model; unknown arguments, wrong values and oversize arguments are tool
 // errors naming the argument and the rule.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -185,7 +187,8 @@ func (s *Server) MCPServer() *sdk.Server {
 		Logger:                    s.sdkLogger(),
 	})
 	w.srv = srv
-	srv.AddReceivingMiddleware(definedCodes, refuseControlURIs, w.listResources)
+	srv.AddReceivingMiddleware(definedCodes, refuseControlURIs, w.listResources, s.tasks)
+	s.addTasks(srv)
 	srv.AddResourceTemplate(&sdk.ResourceTemplate{
 		URITemplate: ResourceScheme + "{id}", Name: "delegation", Title: "A delegation of yours", MIMEType: "application/json",
 		Description: "delegation://LOCAL_WORKFLOW_ID: the delegation's state as delegation_status returns it (structuredContent); subscribe to be told when its a2a_state, question or outcome changes.",
@@ -476,12 +479,24 @@ func roundArg(args map[string]json.RawMessage) (int, *sdk.CallToolResult) {
 // ctx ends or the client closes its end. Frames over maxLine bytes end the
 // session (the go-sdk's bound).
 func (s *Server) ServeStdio(ctx context.Context, maxLine int) error {
+	return s.ServeIO(ctx, os.Stdin, os.Stdout, maxLine)
+}
+
+// ServeIO serves the MCP protocol's stdio transport (newline-delimited
+// JSON-RPC) over r and w, as ServeStdio does over standard input and
+// output: r is read through liftingReader (wire.go), w is never closed.
+func (s *Server) ServeIO(ctx context.Context, r io.Reader, w io.Writer, maxLine int) error {
 	// A pending form would hold the session's close (the go-sdk waits for
 	// its outgoing requests): withdraw them when ctx ends.
 	stop := context.AfterFunc(ctx, func() { s.h.endAll(errStopping) })
 	defer stop()
-	return s.MCPServer().Run(ctx, &sdk.StdioTransport{MaxLineLength: maxLine})
+	return s.MCPServer().Run(ctx, &sdk.IOTransport{Reader: liftingReader(r, maxLine), Writer: nopCloser{w}, MaxLineLength: maxLine})
 }
+
+// nopCloser is standard output, never closed by the session's end.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // ErrNoStarterAttribute is returned by CheckSearchAttribute when the
 // namespace lacks the search attribute DelegationStarter.

@@ -157,6 +157,11 @@ func (s *Server) start(ctx context.Context, req *sdk.CallToolRequest, actor stri
 		return nil, fmt.Errorf("starting %s: %w", d.LocalWorkflowID, err)
 	}
 	s.o.Logger.Info("mcp: delegation started", "id", d.LocalWorkflowID, "template", t.Name, "actor", actor)
+	if asTask(ctx) {
+		// A task-augmented call returns at once (tasks.go): the task is
+		// followed with tasks/get and tasks/result.
+		return s.result(Result{LocalWorkflowID: d.LocalWorkflowID, A2AState: string(contracts.PhaseResolving), Template: t.Name}, "started as an MCP task"), nil
+	}
 	return s.follow(ctx, req, actor, d.LocalWorkflowID, t.Name, wait, "started")
 }
 
@@ -353,7 +358,7 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 	deadline := time.Now().Add(wait)
 	var prog *progress
 	if wait > 0 {
-		prog = startProgress(ctx, req, "reading delegation "+id)
+		prog = startProgress(ctx, req.Session, req.Params.GetProgressToken(), "reading delegation "+id)
 		defer prog.end()
 	}
 	st, err := s.state(ctx, id)
@@ -425,7 +430,7 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 		case elicitForm:
 			prog.say(fmt.Sprintf("waiting for your human's answer to the question of round %d", round))
 			var said string
-			if st, said, el, err = s.askHuman(ctx, req, actor, id, st, deadline); err != nil {
+			if st, said, el, err = s.askHuman(ctx, req.Session, nil, actor, id, st, deadline); err != nil {
 				return nil, err
 			}
 			note = joinNotes(note, said)
@@ -498,11 +503,12 @@ func (s *Server) afterAnswerUntil(ctx context.Context, id string, round int, dea
 	}
 }
 
-func canElicit(req *sdk.CallToolRequest) bool {
-	if req == nil || req.Session == nil {
+// canElicit reports whether session ss's client declared elicitation.
+func canElicit(ss *sdk.ServerSession) bool {
+	if ss == nil {
 		return false
 	}
-	p := req.Session.InitializeParams()
+	p := ss.InitializeParams()
 	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
 }
 

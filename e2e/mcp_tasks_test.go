@@ -1,0 +1,379 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/mcp"
+)
+
+// rawMCP is a JSON-RPC client of `delegate mcp`'s stdio transport written
+// by hand (newline-delimited messages), so that the test sends what the
+// go-sdk's client cannot: params.task, tasks/*. It answers the server's
+// elicitation/create with elicit and records each one's _meta.
+type rawMCP struct {
+	t      *testing.T
+	w      io.Writer
+	r      *bufio.Reader
+	next   int
+	elicit func(params json.RawMessage) any
+	metas  []json.RawMessage
+}
+
+type rpcError struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
+
+// serveRaw serves s over pipes (mcp.Server.ServeIO, the stdio code path)
+// and returns a raw client of it.
+func serveRaw(t *testing.T, s *mcp.Server) *rawMCP {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.ServeIO(ctx, inR, outW, 1<<20)
+		_ = outW.Close()
+	}()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		cancel()
+		<-done
+	})
+	return &rawMCP{t: t, w: inW, r: bufio.NewReader(outR)}
+}
+
+func (c *rawMCP) send(v any) {
+	c.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := c.w.Write(append(b, '\n')); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// call sends method with params and reads until its response, answering
+// the server's requests meanwhile. Result or error.
+func (c *rawMCP) call(method string, params any) (json.RawMessage, *rpcError) {
+	c.t.Helper()
+	c.next++
+	id := c.next
+	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	lines := make(chan []byte)
+	go func() {
+		for {
+			line, err := c.r.ReadBytes('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- line
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.Unmarshal(line, &m) == nil && string(m.ID) == fmt.Sprint(id) {
+				close(lines)
+				return
+			}
+		}
+	}()
+	timeout := time.After(3 * time.Minute)
+	for {
+		var line []byte
+		var ok bool
+		select {
+		case line, ok = <-lines:
+		case <-timeout:
+			c.t.Fatalf("%s: no response in 3 minutes", method)
+		}
+		if !ok {
+			c.t.Fatalf("%s: the server closed its output", method)
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Result json.RawMessage `json:"result"`
+			Error  *rpcError       `json:"error"`
+		}
+		if err := json.Unmarshal(line, &m); err != nil {
+			c.t.Fatalf("%s: a line that is not JSON: %q", method, line)
+		}
+		switch {
+		case m.Method == "elicitation/create" && len(m.ID) > 0:
+			var p struct {
+				Meta json.RawMessage `json:"_meta"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			c.metas = append(c.metas, p.Meta)
+			c.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": c.elicit(m.Params)})
+		case m.Method != "":
+			// A notification (progress, ...), or a request this client
+			// does not serve.
+			if len(m.ID) > 0 {
+				c.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "not here"}})
+			}
+		case string(m.ID) == fmt.Sprint(id):
+			return m.Result, m.Error
+		}
+	}
+}
+
+// must is call that fails the test on an error.
+func (c *rawMCP) must(method string, params any, into any) {
+	c.t.Helper()
+	res, rerr := c.call(method, params)
+	if rerr != nil {
+		c.t.Fatalf("%s: error %v", method, rerr)
+	}
+	if into != nil {
+		if err := json.Unmarshal(res, into); err != nil {
+			c.t.Fatalf("%s: %s: %v", method, res, err)
+		}
+	}
+}
+
+// refusedWith asserts method fails with code, its message holding want.
+func (c *rawMCP) refusedWith(method string, params any, code int64, want string) {
+	c.t.Helper()
+	res, rerr := c.call(method, params)
+	if rerr == nil {
+		c.t.Fatalf("%s: result %s, want error %d", method, res, code)
+	}
+	if rerr.Code != code || !strings.Contains(rerr.Message, want) {
+		c.t.Fatalf("%s: error %v, want %d saying %q", method, rerr, code, want)
+	}
+}
+
+func (c *rawMCP) initialize(version string) json.RawMessage {
+	c.t.Helper()
+	res, rerr := c.call("initialize", map[string]any{"protocolVersion": version, "capabilities": map[string]any{"elicitation": map[string]any{}},
+		"clientInfo": map[string]any{"name": "raw", "version": "1"}})
+	if rerr != nil {
+		c.t.Fatalf("initialize: %v", rerr)
+	}
+	c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	return res
+}
+
+// untilTask polls tasks/get until the task's status is want.
+func (c *rawMCP) untilTask(id, want string) mcp.Task {
+	c.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	var task mcp.Task
+	for time.Now().Before(deadline) {
+		c.must("tasks/get", map[string]any{"taskId": id}, &task)
+		if task.Status == want {
+			return task
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.t.Fatalf("task %s: status %s (%s), want %s", id, task.Status, task.StatusMessage, want)
+	return task
+}
+
+// TestMCPTasks: a task-augmented tools/call of a template tool over the
+// stdio transport (MCP 2025-11-25 tasks): the capability and each tool's
+// taskSupport are declared; the call returns a task bound to the
+// delegation; tasks/get follows it to input_required; tasks/result puts
+// the question to the human through elicitation related to the task,
+// sends the answer as the actor and returns the tool result once the
+// delegation completed; tasks/list lists it; an ended task is not
+// cancelled; a slow one is, with the remote task; another actor, a fixed
+// tool and bad arguments are refused; a 2025-06-18 session gets no tasks.
+// (Before: params.task was dropped and tasks/* were unknown methods.)
+func TestMCPTasks(t *testing.T) {
+	e := setup(t)
+	alice := serveRaw(t, e.mcpServer(t, "alice"))
+	alice.elicit = func(json.RawMessage) any {
+		return map[string]any{"action": "accept", "content": map[string]any{"answer": "photo attached: box.jpg"}}
+	}
+	var init struct {
+		Capabilities struct {
+			Tasks map[string]json.RawMessage `json:"tasks"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(alice.initialize("2025-11-25"), &init); err != nil {
+		t.Fatal(err)
+	}
+	if string(init.Capabilities.Tasks["requests"]) != `{"tools":{"call":{}}}` || init.Capabilities.Tasks["list"] == nil || init.Capabilities.Tasks["cancel"] == nil {
+		t.Fatalf("capabilities.tasks = %v", init.Capabilities.Tasks)
+	}
+	var tools struct {
+		Tools []struct {
+			Name      string          `json:"name"`
+			Execution json.RawMessage `json:"execution"`
+		} `json:"tools"`
+	}
+	alice.must("tools/list", map[string]any{}, &tools)
+	for _, tool := range tools.Tools {
+		template := !strings.HasPrefix(tool.Name, "delegation_")
+		if got := string(tool.Execution); (template && got != `{"taskSupport":"optional"}`) || (!template && got != "") {
+			t.Errorf("tool %s: execution %s", tool.Name, got)
+		}
+	}
+	alice.refusedWith("tools/call", map[string]any{"name": mcp.ToolStatus, "arguments": map[string]any{"local_workflow_id": "x"}, "task": map[string]any{}},
+		-32601, "method not found") // the go-sdk writes every -32601's message
+	alice.refusedWith("tools/call", map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-1", "scenario": "nope"}, "task": map[string]any{}},
+		-32602, `argument "scenario"`)
+	alice.refusedWith("tools/call", map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-1", "scenario": "instant"}, "task": "soon"},
+		-32602, "task: must be an object")
+
+	var created struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+		Task mcp.Task                   `json:"task"`
+	}
+	alice.must("tools/call", map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-1001", "scenario": "lost-parcel"}, "task": map[string]any{"ttl": 60000}}, &created)
+	id := created.Task.TaskID
+	if !strings.HasPrefix(id, mcp.IDPrefix+"claims_scenario.") || created.Task.Status != mcp.TaskWorking || created.Task.PollInterval != mcp.TaskPollInterval || created.Meta["io.modelcontextprotocol/model-immediate-response"] == nil {
+		t.Fatalf("created %+v", created)
+	}
+	if got := e.starterOf(t, id); got != "alice" {
+		t.Fatalf("DelegationStarter = %q", got)
+	}
+	asked := alice.untilTask(id, mcp.TaskInputRequired)
+	if !strings.Contains(asked.StatusMessage, "round 1") || asked.CreatedAt == "" || asked.LastUpdatedAt < asked.CreatedAt {
+		t.Fatalf("input_required task %+v", asked)
+	}
+	var list struct {
+		Tasks []mcp.Task `json:"tasks"`
+	}
+	alice.must("tasks/list", map[string]any{}, &list)
+	if len(list.Tasks) != 1 || list.Tasks[0].TaskID != id || list.Tasks[0].Status != mcp.TaskInputRequired {
+		t.Fatalf("tasks/list = %+v", list.Tasks)
+	}
+
+	var payload struct {
+		Meta              map[string]json.RawMessage `json:"_meta"`
+		IsError           bool                       `json:"isError"`
+		StructuredContent mcp.Result                 `json:"structuredContent"`
+	}
+	alice.must("tasks/result", map[string]any{"taskId": id}, &payload)
+	related := `{"taskId":"` + id + `"}`
+	if payload.IsError || payload.StructuredContent.Outcome == nil || payload.StructuredContent.Outcome.Status != contracts.StatusCompleted || string(payload.Meta["io.modelcontextprotocol/related-task"]) != related {
+		t.Fatalf("tasks/result = %+v", payload)
+	}
+	if len(alice.metas) != 1 || !strings.Contains(string(alice.metas[0]), related) {
+		t.Fatalf("elicitations' _meta %s, want one related to the task", alice.metas)
+	}
+	st := e.stateOf(t, id)
+	if len(st.Answers) != 1 || st.Answers[0].AnsweredBy != "alice" || st.Answers[0].Round != 1 {
+		t.Fatalf("answers %+v", st.Answers)
+	}
+	alice.untilTask(id, mcp.TaskCompleted)
+	alice.refusedWith("tasks/cancel", map[string]any{"taskId": id}, -32602, "terminal status completed")
+
+	// A slow delegation, cancelled: the task is cancelled at once, the
+	// delegation ends canceled with its remote task, and tasks/result
+	// returns that outcome as an error result.
+	alice.must("tools/call", map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-2", "scenario": "slow"}, "task": map[string]any{}}, &created)
+	slow := created.Task.TaskID
+	alice.untilTask(slow, mcp.TaskWorking)
+	var cancelled mcp.Task
+	alice.must("tasks/cancel", map[string]any{"taskId": slow}, &cancelled)
+	if cancelled.Status != mcp.TaskCancelled {
+		t.Fatalf("tasks/cancel = %+v", cancelled)
+	}
+	alice.untilTask(slow, mcp.TaskCancelled)
+	alice.must("tasks/result", map[string]any{"taskId": slow}, &payload)
+	if !payload.IsError || payload.StructuredContent.Outcome == nil || payload.StructuredContent.Outcome.Status != contracts.StatusCanceled {
+		t.Fatalf("tasks/result of the cancelled task = %+v", payload)
+	}
+	if st := e.stateOf(t, slow); !strings.Contains(st.CancelReason, "alice through MCP tasks/cancel") {
+		t.Fatalf("cancel reason %q", st.CancelReason)
+	}
+
+	// Another actor's task is one that does not exist.
+	bob := serveRaw(t, e.mcpServer(t, "bob"))
+	bob.initialize("2025-11-25")
+	bob.refusedWith("tasks/get", map[string]any{"taskId": id}, -32602, "Task not found")
+	bob.refusedWith("tasks/result", map[string]any{"taskId": id}, -32602, "Task not found")
+	bob.refusedWith("tasks/cancel", map[string]any{"taskId": slow}, -32602, "Task not found")
+	bob.refusedWith("tasks/get", map[string]any{}, -32602, "taskId: required")
+	bob.refusedWith("tasks/list", map[string]any{"cursor": "!!"}, -32602, "cursor")
+	var none struct {
+		Tasks []mcp.Task `json:"tasks"`
+	}
+	bob.must("tasks/list", nil, &none)
+	if len(none.Tasks) != 0 {
+		t.Fatalf("bob lists %+v", none.Tasks)
+	}
+
+	// A session of an earlier version declares no tasks: a task-augmented
+	// call is served as a plain one, tasks/* are not served.
+	old := serveRaw(t, e.mcpServer(t, "carol"))
+	if caps := old.initialize("2025-06-18"); bytes.Contains(caps, []byte(`"tasks"`)) {
+		t.Fatalf("2025-06-18 initialize declares tasks: %s", caps)
+	}
+	var plain struct {
+		StructuredContent mcp.Result `json:"structuredContent"`
+	}
+	old.must("tools/call", map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-3", "scenario": "instant", "wait_seconds": 10}, "task": map[string]any{}}, &plain)
+	if plain.StructuredContent.Outcome == nil || plain.StructuredContent.Outcome.Status != contracts.StatusCompleted {
+		t.Fatalf("plain call = %+v", plain)
+	}
+	old.refusedWith("tasks/get", map[string]any{"taskId": plain.StructuredContent.LocalWorkflowID}, -32601, "method not found")
+}
+
+// TestMCPUnknownMethodOverHTTP: a request of a method the server does not
+// serve gets the JSON-RPC error -32601 (before: HTTP 400, text/plain "JSON
+// RPC not handled"); such a notification is accepted and ignored.
+func TestMCPUnknownMethodOverHTTP(t *testing.T) {
+	e := setup(t)
+	const aliceTok = "alice-token-0123456789"
+	url := httpServerOf(t, e.mcpServer(t, ""), aliceTok, "bob-token-0123456789ab")
+	post := func(sid, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+aliceTok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		return resp
+	}
+	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %s", resp.Status)
+	}
+	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, m := range []string{"tasks/update", "acme/search"} {
+		resp := post(sid, `{"jsonrpc":"2.0","id":"q","method":"`+m+`","params":{}}`)
+		body, _ := io.ReadAll(resp.Body)
+		var got struct {
+			ID    string   `json:"id"`
+			Error rpcError `json:"error"`
+		}
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &got) != nil ||
+			got.ID != "q" || got.Error.Code != -32601 || !strings.Contains(got.Error.Message, m) {
+			t.Errorf("%s: %s %s %s", m, resp.Status, resp.Header.Get("Content-Type"), body)
+		}
+	}
+	if resp := post(sid, `{"jsonrpc":"2.0","method":"notifications/acme"}`); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("unknown notification: %s", resp.Status)
+	}
+}

@@ -1,0 +1,654 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/a2adelegate/delegate/client"
+	"github.com/a2adelegate/delegate/contracts"
+)
+
+// MCP tasks (MCP 2025-11-25, "Tasks", SEP-1686): a task-augmented
+// tools/call of a template tool starts the delegation and returns at once
+// a task bound to it. The task's id is the delegation's local_workflow_id,
+// and its state is the delegation's, read from Temporal: nothing is kept
+// in this process, so a task outlives the session and the server, and any
+// session of the same actor follows it.
+//
+//   - tasks/get is the task: working, input_required (the remote agent
+//     asks, and the template's answer comes from the requestor: its human
+//     through tasks/result, or its model through delegation_answer),
+//     completed (Outcome completed), failed (any other Outcome), cancelled
+//     (a cancel was requested, or the Outcome is canceled).
+//   - tasks/result blocks until the task ends and returns the tool result
+//     delegation_status would (isError unless completed); meanwhile it puts
+//     a "human" template's question to the session's human through
+//     elicitation/create, related to the task.
+//   - tasks/cancel cancels the delegation (the remote task with it).
+//   - tasks/list lists the actor's delegations, newest first, in pages.
+//
+// go-sdk v1.8.0 implements none of it (go-sdk#626: its
+// ServerCapabilities has no tasks, its Tool no execution, its
+// CallToolParams no task). This file is the one seam that adds it: the
+// receiving middleware tasks (capability, execution.taskSupport, the
+// task-augmented call), the custom methods tasks/*, and liftTask, which
+// moves a tools/call's params.task into _meta where the middleware reads
+// it (the go-sdk drops a member it does not know before any middleware
+// runs); every transport the server serves applies liftTask (Connect, the
+// HTTP handler).
+//
+// MCP 2026-07-28 replaced this flow with the tasks extension
+// (io.modelcontextprotocol/tasks, SEP-2663, not wire-compatible): a
+// request of that version is served without tasks (params.task ignored,
+// no tasks capability declared), as the extension prescribes for the
+// legacy capability.
+
+// TasksProtocol is the MCP version whose tasks utility the server
+// implements: a session of this version gets the tasks capability.
+const TasksProtocol = "2025-11-25"
+
+// The tasks/* methods.
+const (
+	MethodTasksGet    = "tasks/get"
+	MethodTasksResult = "tasks/result"
+	MethodTasksCancel = "tasks/cancel"
+	MethodTasksList   = "tasks/list"
+)
+
+// Task statuses (MCP 2025-11-25, Tasks, "Task Status").
+const (
+	TaskWorking       = "working"
+	TaskInputRequired = "input_required"
+	TaskCompleted     = "completed"
+	TaskFailed        = "failed"
+	TaskCancelled     = "cancelled"
+)
+
+// Keys of _meta.
+const (
+	// relatedTaskKey associates a message with a task.
+	relatedTaskKey = "io.modelcontextprotocol/related-task"
+	// immediateResponseKey is the text a host may hand its model at once
+	// for a task-augmented tools/call.
+	immediateResponseKey = "io.modelcontextprotocol/model-immediate-response"
+	// taskMetaKey is where liftTask puts a tools/call's params.task. A
+	// client that sets it itself asks for a task as params.task does.
+	taskMetaKey = "io.github.a2adelegate/task"
+)
+
+// Bounds and cadences of tasks.
+const (
+	// TaskPollInterval is the pollInterval the server suggests (ms).
+	TaskPollInterval = 2000
+	// taskPageSize is how many tasks one tasks/list page holds.
+	taskPageSize = 20
+	// taskReadEvery is how often, at most, a blocked tasks/result reads
+	// the delegation's state with Query "state" when nothing changed on
+	// the server in between (it reads the workflow's status every
+	// pollEvery).
+	taskReadEvery = 5 * time.Second
+)
+
+// Task is an MCP task (MCP 2025-11-25, Tasks, "Task"): one delegation.
+type Task struct {
+	// TaskID is the delegation's local_workflow_id.
+	TaskID string `json:"taskId"`
+	// Status is working, input_required, completed, failed or cancelled.
+	Status string `json:"status"`
+	// StatusMessage says, in this server's words (never the remote
+	// agent's), why the task is in Status and what answers it.
+	StatusMessage string `json:"statusMessage,omitempty"`
+	// CreatedAt is when the delegation started; LastUpdatedAt its last
+	// change (RFC 3339, UTC).
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	// TTL is always null: a task lives as long as its delegation is kept
+	// by Temporal (until the deadline, then the namespace's retention),
+	// whatever ttl the request asked for.
+	TTL *int64 `json:"ttl"`
+	// PollInterval is the suggested time between tasks/get (ms); absent
+	// once the task ended.
+	PollInterval int64 `json:"pollInterval,omitempty"`
+}
+
+// taskIDParams are the params of tasks/get, tasks/result, tasks/cancel.
+type taskIDParams struct {
+	sdk.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+// listTasksParams are the params of tasks/list.
+type listTasksParams struct {
+	sdk.ParamsBase
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// taskResult is the result of tasks/get and tasks/cancel: the task.
+type taskResult struct {
+	sdk.ResultBase
+	Task
+}
+
+// createTaskResult is a task-augmented tools/call's result.
+type createTaskResult struct {
+	sdk.ResultBase
+	Task Task `json:"task"`
+}
+
+// listTasksResult is the result of tasks/list.
+type listTasksResult struct {
+	sdk.ResultBase
+	Tasks      []Task `json:"tasks"`
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// taskCallKey marks the context of a task-augmented tools/call.
+type taskCallKey struct{}
+
+// asTask reports whether ctx serves a task-augmented tools/call.
+func asTask(ctx context.Context) bool { return ctx.Value(taskCallKey{}) != nil }
+
+// actorKey carries the request's actor to the tasks/* handlers (the
+// go-sdk hands a custom method's handler no RequestExtra).
+type actorKey struct{}
+
+// tasksSession reports whether req comes from a session of TasksProtocol.
+func tasksSession(req sdk.Request) bool {
+	ss, ok := req.GetSession().(*sdk.ServerSession)
+	if !ok || ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion == TasksProtocol
+}
+
+// invalidParams is a JSON-RPC -32602 error.
+func invalidParams(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// taskNotFound is the one error for a task id that names no delegation of
+// the actor's (MCP 2025-11-25, Tasks, "Protocol Errors").
+func taskNotFound(id string) error {
+	return invalidParams("Failed to retrieve task: Task not found: no delegation of yours has taskId %s", strconv.Quote(contracts.Truncate(id, 200)))
+}
+
+// addTasks registers the tasks/* methods and the middleware on srv.
+func (s *Server) addTasks(srv *sdk.Server) {
+	must := func(err error) {
+		if err != nil {
+			panic(err) // a go-sdk that made a tasks method standard: tasks.go must change
+		}
+	}
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksGet, func(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (*taskResult, error) {
+		return s.taskGet(ctx, actorOf(ctx), orEmpty(p))
+	}))
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksResult, func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*sdk.CallToolResult, error) {
+		return s.taskPayload(ctx, ss, actorOf(ctx), orEmpty(p))
+	}))
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksCancel, func(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (*taskResult, error) {
+		return s.taskCancel(ctx, actorOf(ctx), orEmpty(p))
+	}))
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksList, func(ctx context.Context, _ *sdk.ServerSession, p *listTasksParams) (*listTasksResult, error) {
+		return s.taskList(ctx, actorOf(ctx), orEmpty(p))
+	}))
+}
+
+// orEmpty is p, or its zero value for a request without params (or
+// params null).
+func orEmpty[T any](p *T) *T {
+	if p == nil {
+		return new(T)
+	}
+	return p
+}
+
+func actorOf(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(string)
+	return a
+}
+
+// tasks is the receiving middleware of MCP tasks (see the top of this
+// file): the actor of a tasks/* request, checked and rate limited as a
+// tool call's; the tasks capability in a TasksProtocol initialize result;
+// execution.taskSupport "optional" on each template tool; and a
+// task-augmented tools/call, which a template tool answers with a task
+// and any other tool refuses with -32601 (its taskSupport is forbidden).
+func (s *Server) tasks(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		switch method {
+		case MethodTasksGet, MethodTasksResult, MethodTasksCancel, MethodTasksList:
+			actor := s.o.Actor
+			if actor == "" {
+				if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
+					actor = ex.TokenInfo.UserID
+				}
+			}
+			if actor == "" {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "no authenticated actor"}
+			}
+			if !tasksSession(req) {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+					Message: fmt.Sprintf("%s: tasks are served to sessions of MCP %s (this session negotiated another version)", method, TasksProtocol)}
+			}
+			if !s.limiter(actor).Allow() {
+				s.o.Logger.Warn("mcp: rate limited", "actor", actor, "method", method)
+				return nil, limited("rate limit: %s makes more than %g requests a second (burst %d); wait and call again", actor, float64(s.o.Rate), s.o.Burst)
+			}
+			return next(context.WithValue(ctx, actorKey{}, actor), method, req)
+		case "initialize":
+			res, err := next(ctx, method, req)
+			if ir, ok := res.(*sdk.InitializeResult); ok && err == nil && ir.ProtocolVersion == TasksProtocol {
+				return &withTasksCapability{ir}, nil
+			}
+			return res, err
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*sdk.ListToolsResult); ok && err == nil && tasksSession(req) {
+				return &withTaskSupport{lr, s.templates}, nil
+			}
+			return res, err
+		case "tools/call":
+			r, ok := req.(*sdk.CallToolRequest)
+			if !ok || r.Params == nil || r.Params.Meta == nil {
+				return next(ctx, method, req)
+			}
+			task, asked := r.Params.Meta[taskMetaKey]
+			if !asked {
+				return next(ctx, method, req)
+			}
+			delete(r.Params.Meta, taskMetaKey)
+			if !tasksSession(req) {
+				// No tasks capability declared to this session: the call is
+				// served as a plain one (MCP 2025-11-25, Tasks, "Task
+				// Support and Handling"; SEP-2663 for 2026-07-28).
+				return next(ctx, method, req)
+			}
+			if _, ok := task.(map[string]any); !ok {
+				return nil, invalidParams("task: must be an object ({} or {\"ttl\": MILLISECONDS}), not %s", contracts.Truncate(fmt.Sprint(task), 40))
+			}
+			return s.startTask(ctx, method, r, next)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// startTask serves a task-augmented tools/call: the template tool starts
+// the delegation (every check of a plain call) and the result is the
+// task. A refused call is a -32602 error naming the argument and the
+// rule: no task was created.
+func (s *Server) startTask(ctx context.Context, method string, r *sdk.CallToolRequest, next sdk.MethodHandler) (sdk.Result, error) {
+	name := r.Params.Name
+	if s.templates[name] == nil {
+		// go-sdk v1.8.0 writes its own message for every -32601 ("method
+		// not found: \"tools/call\""): the log says why.
+		s.o.Logger.Info("mcp: refused: a task-augmented call of a tool that does not run as a task", "tool", contracts.Truncate(name, 100))
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: fmt.Sprintf("tool %q does not run as a task (its execution.taskSupport is forbidden): call it without task; only template tools run as tasks", contracts.Truncate(name, 100))}
+	}
+	res, err := next(context.WithValue(ctx, taskCallKey{}, true), method, r)
+	if err != nil {
+		return nil, err
+	}
+	cr, _ := res.(*sdk.CallToolResult)
+	if cr == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tools/call returned no tool result"}
+	}
+	out, _ := cr.StructuredContent.(Result)
+	if cr.IsError || out.LocalWorkflowID == "" {
+		return nil, invalidParams("no task was created: %s", contracts.Truncate(resultText(cr), 1000))
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	t := Task{TaskID: out.LocalWorkflowID, Status: TaskWorking, StatusMessage: "the delegation started: follow it with tasks/get, its result with tasks/result",
+		CreatedAt: now, LastUpdatedAt: now, PollInterval: TaskPollInterval}
+	return &createTaskResult{
+		ResultBase: sdk.ResultBase{Meta: sdk.Meta{immediateResponseKey: fmt.Sprintf(
+			"Delegation %s started as a task (template %s); its result comes when the remote agent is done. Its id is a delegation id: delegation_status reads it too.", t.TaskID, name)}},
+		Task: t,
+	}, nil
+}
+
+// resultText is the text content of a tool result.
+func resultText(res *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// withTasksCapability is an initialize result with the tasks capability
+// (MCP 2025-11-25, Tasks, "Server Capabilities"), which the go-sdk's
+// ServerCapabilities cannot carry.
+type withTasksCapability struct{ *sdk.InitializeResult }
+
+func (w *withTasksCapability) MarshalJSON() ([]byte, error) {
+	return patchJSON(w.InitializeResult, func(m map[string]json.RawMessage) error {
+		var caps map[string]json.RawMessage
+		if err := json.Unmarshal(m["capabilities"], &caps); err != nil || caps == nil {
+			caps = map[string]json.RawMessage{}
+		}
+		caps["tasks"] = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
+		b, err := json.Marshal(caps)
+		m["capabilities"] = b
+		return err
+	})
+}
+
+// withTaskSupport is a tools/list result whose template tools declare
+// execution.taskSupport "optional" (MCP 2025-11-25, Tasks, "Tool-Level
+// Negotiation"), which the go-sdk's Tool cannot carry; the fixed tools
+// declare none (forbidden).
+type withTaskSupport struct {
+	*sdk.ListToolsResult
+	templates map[string]*template
+}
+
+func (w *withTaskSupport) MarshalJSON() ([]byte, error) {
+	return patchJSON(w.ListToolsResult, func(m map[string]json.RawMessage) error {
+		var tools []map[string]json.RawMessage
+		if err := json.Unmarshal(m["tools"], &tools); err != nil {
+			return err
+		}
+		for _, t := range tools {
+			var name string
+			if json.Unmarshal(t["name"], &name) == nil && w.templates[name] != nil {
+				t["execution"] = json.RawMessage(`{"taskSupport":"optional"}`)
+			}
+		}
+		b, err := json.Marshal(tools)
+		m["tools"] = b
+		return err
+	})
+}
+
+// patchJSON marshals v, lets patch change its members, and marshals
+// the result again (each member's text kept as it was).
+func patchJSON(v any, patch func(map[string]json.RawMessage) error) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if err := patch(m); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// ownTask reads task id of actor: the task, the delegation's state, and
+// whether its workflow still runs. A delegation of another actor reads as
+// one that does not exist (-32602).
+func (s *Server) ownTask(ctx context.Context, actor, id string) (Task, contracts.State, bool, error) {
+	if id == "" {
+		return Task{}, contracts.State{}, false, invalidParams("taskId: required: the task's id (a delegation's local_workflow_id)")
+	}
+	if !contracts.ValidWorkflowID(id) {
+		return Task{}, contracts.State{}, false, taskNotFound(id)
+	}
+	d, err := s.handle(id).Describe(ctx)
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return Task{}, contracts.State{}, false, taskNotFound(id)
+		}
+		return Task{}, contracts.State{}, false, err
+	}
+	if d.WorkflowType != contracts.WorkflowType || d.Starter != actor {
+		return Task{}, contracts.State{}, false, taskNotFound(id)
+	}
+	st, err := s.state(ctx, id)
+	if err != nil {
+		return Task{}, contracts.State{}, false, err
+	}
+	return s.taskOf(id, d, st), st, d.Running(), nil
+}
+
+// taskOf is delegation id as a task, from its description and state.
+func (s *Server) taskOf(id string, d client.Described, st contracts.State) Task {
+	created := st.StartedAt
+	if created.IsZero() {
+		created = d.StartTime
+	}
+	updated := created
+	later := func(t time.Time) {
+		if t.After(updated) {
+			updated = t
+		}
+	}
+	if n := len(st.Transitions); n > 0 {
+		later(st.Transitions[n-1].At)
+	}
+	if st.Question != nil {
+		later(st.Question.Since)
+	}
+	if n := len(st.Answers); n > 0 {
+		later(st.Answers[n-1].At)
+	}
+	later(d.CloseTime)
+	t := Task{TaskID: id, CreatedAt: created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: updated.UTC().Format(time.RFC3339Nano)}
+	t.Status, t.StatusMessage = s.taskStatus(id, d, st)
+	if !terminalTask(t.Status) {
+		t.PollInterval = TaskPollInterval
+	}
+	return t
+}
+
+// terminalTask reports whether a task status is terminal.
+func terminalTask(status string) bool {
+	return status == TaskCompleted || status == TaskFailed || status == TaskCancelled
+}
+
+// taskStatus maps a delegation onto a task status and says why. A cancel
+// once requested keeps the task cancelled, whatever the delegation does
+// next (MCP 2025-11-25, Tasks, "Task Cancellation").
+func (s *Server) taskStatus(id string, d client.Described, st contracts.State) (string, string) {
+	if o := st.Outcome; o != nil {
+		switch {
+		case o.Status == contracts.StatusCanceled || o.Status == contracts.StatusCancelUnconfirmed:
+			return TaskCancelled, fmt.Sprintf("the delegation was canceled (outcome %s)", o.Status)
+		case st.CancelReason != "":
+			return TaskCancelled, fmt.Sprintf("a cancel was requested; the delegation then ended %s (tasks/result has its outcome)", o.Status)
+		case o.Status == contracts.StatusCompleted:
+			return TaskCompleted, fmt.Sprintf("outcome completed: %d output(s) passed the contract", len(o.Outputs))
+		}
+		msg := "outcome " + string(o.Status)
+		if o.Error != nil {
+			msg += " [" + string(o.Error.Category) + "]"
+		}
+		return TaskFailed, msg + " (tasks/result has it)"
+	}
+	if st.Failure != "" || (!d.Running() && d.Status != "canceled") {
+		return TaskFailed, "the delegation's workflow ended " + d.Status + " without an outcome"
+	}
+	if st.CancelReason != "" || d.Status == "canceled" {
+		return TaskCancelled, "a cancel was requested: the remote task is being canceled"
+	}
+	if q := st.Question; q != nil && !answeredRound(st, q.Round) {
+		if q.State != contracts.TaskStateInputRequired {
+			return TaskWorking, fmt.Sprintf("the remote agent asks for authentication (round %d): only an operator answers it", q.Round)
+		}
+		t, _ := s.served(id, st)
+		switch {
+		case t == nil:
+			return TaskWorking, fmt.Sprintf("the remote agent asks (round %d); an operator answers it (Temporal UI or `delegate answer`)", q.Round)
+		case t.Answer == AnswerModel:
+			return TaskInputRequired, fmt.Sprintf("the remote agent asks (round %d): answer with %s (its question: %s)", q.Round, ToolAnswer, ToolStatus)
+		}
+		return TaskInputRequired, fmt.Sprintf("the remote agent asks (round %d): tasks/result puts its question to your human (elicitation)", q.Round)
+	}
+	if st.Unknown != nil {
+		return TaskWorking, "a send's outcome is unknown: an operator resolves it"
+	}
+	return TaskWorking, "a2a_state " + st.A2AState
+}
+
+// taskGet is tasks/get.
+func (s *Server) taskGet(ctx context.Context, actor string, p *taskIDParams) (*taskResult, error) {
+	t, _, _, err := s.ownTask(ctx, actor, p.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	return &taskResult{Task: t}, nil
+}
+
+// taskCancel is tasks/cancel: the delegation is canceled (its remote task
+// with it) and the task is cancelled from then on. An ended task is
+// refused with -32602.
+func (s *Server) taskCancel(ctx context.Context, actor string, p *taskIDParams) (*taskResult, error) {
+	t, _, running, err := s.ownTask(ctx, actor, p.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if terminalTask(t.Status) || !running {
+		return nil, invalidParams("Cannot cancel task %s: it is already in terminal status %s", p.TaskID, t.Status)
+	}
+	if err := s.handle(p.TaskID).Cancel(ctx, "by "+actor+" through MCP tasks/cancel"); err != nil && !errors.Is(err, client.ErrReasonNotRecorded) {
+		return nil, err
+	}
+	s.o.Logger.Info("mcp: task cancelled", "id", p.TaskID, "actor", actor)
+	t.Status, t.StatusMessage, t.PollInterval = TaskCancelled, "cancelled by request: the remote task is being canceled", 0
+	t.LastUpdatedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	return &taskResult{Task: t}, nil
+}
+
+// taskPayload is tasks/result: it blocks until the task ends (the
+// delegation's workflow too), then returns the tool result
+// delegation_status would, related to the task, isError unless the task
+// completed. While it waits, a "human" template's question is put to the
+// session's human through elicitation/create (related to the task; its
+// answer is sent for the round it showed, whenever it comes while the
+// session lives), and notifications/progress go out when the request
+// gave a progress token. At most MaxWaitingPerActor calls of an actor
+// wait at once (tools that wait included).
+func (s *Server) taskPayload(ctx context.Context, ss *sdk.ServerSession, actor string, p *taskIDParams) (*sdk.CallToolResult, error) {
+	id := p.TaskID
+	t, st, running, err := s.ownTask(ctx, actor, id)
+	if err != nil {
+		return nil, err
+	}
+	related := sdk.Meta{relatedTaskKey: map[string]any{"taskId": id}}
+	if running {
+		release, ok := s.startWaiting(actor)
+		if !ok {
+			return nil, limited("%s: %d calls of yours already wait at once (the most there can be); poll with tasks/get and call tasks/result again later", MethodTasksResult, MaxWaitingPerActor)
+		}
+		defer release()
+		var tok any
+		if p.Meta != nil {
+			tok = p.Meta["progressToken"]
+		}
+		prog := startProgress(ctx, ss, tok, "following delegation "+id)
+		defer prog.end()
+		ctx, done := s.h.enter(ctx, ss, actor)
+		defer done()
+		for running {
+			prog.say(t.StatusMessage)
+			wait := time.Now().Add(taskReadEvery)
+			if t.Status == TaskInputRequired && st.Question != nil && canElicit(ss) {
+				if tmpl, _ := s.served(id, st); tmpl != nil && tmpl.Answer == AnswerHuman && !s.isDeclined(declineKey{ss, id, st.Question.Round}) {
+					// The form stays with the session; this waits for it
+					// at most until wait, then reads the state again.
+					if _, _, _, err := s.askHuman(ctx, ss, related, actor, id, st, wait); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if err := s.untilChange(ctx, id, wait); err != nil {
+				return nil, err
+			}
+			if t, st, running, err = s.ownTask(ctx, actor, id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res := s.stateResult(st, templateOf(id), "the task "+t.Status)
+	res.IsError = t.Status != TaskCompleted
+	res.Meta = related
+	return res, nil
+}
+
+// untilChange waits until deadline, or until the delegation's workflow
+// ends or its A2AState changes (DescribeWorkflowExecution every
+// pollEvery: no worker involved).
+func (s *Server) untilChange(ctx context.Context, id string, deadline time.Time) error {
+	first, err := s.handle(id).Describe(ctx)
+	if err != nil {
+		return nil // the caller reads it again, and says why
+	}
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollEvery):
+		}
+		d, err := s.handle(id).Describe(ctx)
+		if err != nil || d.Status != first.Status || d.A2AState != first.A2AState {
+			return nil
+		}
+	}
+	return nil
+}
+
+// taskList is tasks/list: the actor's delegations, newest first, at most
+// taskPageSize a page. The cursor is the visibility store's page token
+// (ListWorkflowExecutions), whose query this server writes (the actor's
+// delegations only): a cursor it did not give is refused with -32602.
+func (s *Server) taskList(ctx context.Context, actor string, p *listTasksParams) (*listTasksResult, error) {
+	var token []byte
+	if p.Cursor != "" {
+		var err error
+		if token, err = base64.RawURLEncoding.DecodeString(p.Cursor); err != nil || len(token) == 0 {
+			return nil, invalidParams("cursor: not one this server gave (a nextCursor of tasks/list, unchanged)")
+		}
+	}
+	query, err := client.ListQuery(client.ListOptions{Starter: actor})
+	if err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	resp, err := s.o.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Namespace: s.o.Namespace, PageSize: taskPageSize, Query: query, NextPageToken: token})
+	if err != nil {
+		var inv *serviceerror.InvalidArgument
+		if p.Cursor != "" && errors.As(err, &inv) {
+			return nil, invalidParams("cursor: not one this server gave (a nextCursor of tasks/list, unchanged): %s", contracts.Truncate(inv.Error(), 200))
+		}
+		return nil, err
+	}
+	out := &listTasksResult{Tasks: []Task{}}
+	for _, ex := range resp.GetExecutions() {
+		id := ex.GetExecution().GetWorkflowId()
+		if !contracts.ValidWorkflowID(id) {
+			continue // not a local_workflow_id: no task is
+		}
+		t, _, _, err := s.ownTask(ctx, actor, id)
+		if err != nil {
+			var je *jsonrpc.Error
+			if errors.As(err, &je) {
+				continue // gone since it was listed
+			}
+			return nil, err
+		}
+		out.Tasks = append(out.Tasks, t)
+	}
+	if len(resp.GetNextPageToken()) > 0 {
+		out.NextCursor = base64.RawURLEncoding.EncodeToString(resp.GetNextPageToken())
+	}
+	return out, nil
+}
