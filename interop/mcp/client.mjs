@@ -55,6 +55,15 @@
 //            form after the calls that asked returned. Expects no call to
 //            fail or to take longer than its wait_seconds and slack_ms, the
 //            form shown once, and the outcome expect_status
+//   tasks    with the SDK's experimental tasks client (MCP 2025-11-25
+//            tasks): expects the tasks capability and tool's
+//            execution.taskSupport "optional" (the fixed tools none);
+//            callToolStream of tool with arguments as a task: a task
+//            created, its status input_required, the question put through
+//            elicitation related to the task (answered answer) while
+//            tasks/result waits, the result with outcome expect_status;
+//            then a second task cancelled while it waits (cancelTask:
+//            cancelled), and listTasks listing both with those statuses
 //   revoke   (http) delegation_list, print {"step":"ready","session":ID}, wait for a line
 //            on stdin (the test removes the token meanwhile), delegation_list
 //            again on the same session: expects HTTP 401
@@ -66,7 +75,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ElicitRequestSchema, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createInterface } from 'node:readline';
 
 const scenario = process.argv[2];
@@ -293,6 +302,71 @@ const scenarios = {
     expectOutcome(sc);
     expect(elicitations.length === 1, `the form was shown ${elicitations.length} times, want once`);
     emit({ step: 'done', local_workflow_id: id, elicitations: elicitations.length, calls, max_took_ms: maxTook, progress, outcome: sc.outcome });
+  },
+
+  async tasks(client) {
+    expect(p.elicitation, 'tasks: needs elicitation');
+    const caps = client.getServerCapabilities();
+    expect(caps?.tasks?.requests?.tools?.call && caps.tasks.list && caps.tasks.cancel, `capabilities.tasks = ${JSON.stringify(caps?.tasks)}`);
+    const { tools } = await client.listTools();
+    for (const t of tools) {
+      const want = t.name.startsWith('delegation_') ? undefined : 'optional';
+      expect(t.execution?.taskSupport === want, `tool ${t.name}: execution = ${JSON.stringify(t.execution)}, want taskSupport ${want}`);
+    }
+    const tasks = client.experimental.tasks;
+    // The first: followed to its end as a host that works in tasks does.
+    let id = null;
+    const statuses = [];
+    let result = null;
+    for await (const m of tasks.callToolStream({ name: p.tool, arguments: p.arguments ?? {} }, CallToolResultSchema, { task: { ttl: 600000 } })) {
+      if (m.type === 'taskCreated') {
+        id = m.task.taskId;
+        emit({ step: 'task-created', task: m.task });
+      } else if (m.type === 'taskStatus') {
+        statuses.push(m.task.status);
+        emit({ step: 'task-status', task: m.task });
+      } else if (m.type === 'result') {
+        result = m.result;
+        emit({ step: 'task-result', isError: result.isError === true, meta: result._meta ?? null, structuredContent: result.structuredContent ?? null });
+      } else if (m.type === 'error') {
+        throw new Unexpected(`callToolStream: ${m.error}`);
+      }
+    }
+    expect(id && id.startsWith(`mcp.${p.tool}.`), `task id ${JSON.stringify(id)}, want a delegation of ${p.tool}`);
+    expect(statuses.includes('input_required'), `statuses ${JSON.stringify(statuses)}: never input_required`);
+    expect(result && !result.isError, `result: ${JSON.stringify(result)}`);
+    expectOutcome(result.structuredContent ?? {});
+    expect(result._meta?.['io.modelcontextprotocol/related-task']?.taskId === id, `result _meta = ${JSON.stringify(result._meta)}`);
+    expect(elicitations.length === 1, `elicitations = ${elicitations.length}, want 1`);
+    expect(elicitations[0]._meta?.['io.modelcontextprotocol/related-task']?.taskId === id, `elicitation _meta = ${JSON.stringify(elicitations[0]._meta)}`);
+    const done = await tasks.getTask(id);
+    expect(done.status === 'completed', `getTask after the result: ${JSON.stringify(done)}`);
+    // The second: cancelled while it waits for input.
+    let second = null;
+    for await (const m of tasks.callToolStream({ name: p.tool, arguments: p.arguments ?? {} }, CallToolResultSchema, { task: {} })) {
+      if (m.type === 'taskCreated') {
+        second = m.task.taskId;
+        break;
+      }
+      if (m.type === 'error') throw new Unexpected(`callToolStream: ${m.error}`);
+    }
+    let waiting;
+    while (Date.now() < deadline) {
+      waiting = await tasks.getTask(second);
+      if (waiting.status === 'input_required') break;
+      await new Promise((r) => setTimeout(r, waiting.pollInterval ?? 1000));
+    }
+    expect(waiting?.status === 'input_required', `second task: ${JSON.stringify(waiting)}`);
+    const cancelled = await tasks.cancelTask(second);
+    emit({ step: 'task-cancelled', task: cancelled });
+    expect(cancelled.status === 'cancelled', `cancelTask: ${JSON.stringify(cancelled)}`);
+    const after = await tasks.getTask(second);
+    expect(after.status === 'cancelled', `getTask after cancelTask: ${JSON.stringify(after)}`);
+    const listed = await tasks.listTasks();
+    emit({ step: 'tasks-listed', tasks: listed.tasks });
+    const byId = Object.fromEntries(listed.tasks.map((t) => [t.taskId, t.status]));
+    expect(byId[id] === 'completed' && byId[second] === 'cancelled', `listTasks: ${JSON.stringify(byId)}`);
+    emit({ step: 'done', task: id, cancelled: second, statuses });
   },
 
   async start(client) {
