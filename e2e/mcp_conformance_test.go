@@ -123,6 +123,9 @@ func failing(checks []conformanceCheck) []conformanceCheck {
 	return f
 }
 
+// ansi is a color escape (the suite's output has them).
+var ansi = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
 // resultDir is a folder the suite writes per scenario (-o):
 // server-SCENARIO-TIMESTAMP.
 var resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
@@ -223,6 +226,7 @@ func TestInteropMCPConformance(t *testing.T) {
 		"--expected-failures", filepath.Join(dir, "expected-failures.yaml"), "-o", results)
 	cmd.Dir = tmp
 	out, err := cmd.CombinedOutput()
+	out = ansi.ReplaceAll(out, nil)
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("conformance suite: %v\n%s", err, tail(string(out), 4000))
