@@ -39,12 +39,16 @@ test:
 # (examples/typescript: @temporalio/client from npm, type-checked and compiled
 # by tsc) against them; and an MCP client on the official TypeScript SDK
 # driving `delegate mcp` (interop/mcp/; with a human who answers after 70 s,
-# TestInteropMCPSlowHuman, about 4 minutes); and the Agent Skill skills/delegate
-# through the agentskills.io validator skills-ref (interop/skills/). Needs node
-# and npm; DELEGATE_INTEROP=1 makes a missing peer a failure instead of a skip.
+# TestInteropMCPSlowHuman, about 4 minutes); the official MCP conformance suite
+# against `delegate mcp` over HTTP (interop/conformance/, on the Node 22 the npm
+# package node ships; TestInteropMCPConformance, with expected-failures.yaml);
+# and the Agent Skill skills/delegate through the agentskills.io validator
+# skills-ref (interop/skills/). Needs node and npm; DELEGATE_INTEROP=1 makes a
+# missing peer a failure instead of a skip.
 test-interop:
 	cd interop && npm ci --no-audit --no-fund --loglevel=error
 	cd interop/mcp && npm ci --no-audit --no-fund --loglevel=error
+	cd interop/conformance && npm ci --no-audit --no-fund --loglevel=error
 	cd interop/skills && npm ci --no-audit --no-fund --loglevel=error && npx --no-install skills-ref validate ../../skills/delegate
 	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
