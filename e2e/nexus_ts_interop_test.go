@@ -262,3 +262,63 @@ func TestInteropNexusTypeScriptCaller(t *testing.T) {
 		}
 	})
 }
+
+// The TypeScript caller docs/backends.md shows ("From a TypeScript
+// workflow") is examples/typescript-nexus's: each line of its block is a
+// line of src/service.ts or src/workflows.ts, and the names service.ts
+// declares are nexusop's.
+func TestNexusDocQuotesTypeScriptCaller(t *testing.T) {
+	read := func(p string) string {
+		t.Helper()
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	service := read(filepath.Join(tsNexusExampleDir, "src", "service.ts"))
+	workflows := read(filepath.Join(tsNexusExampleDir, "src", "workflows.ts"))
+	for _, want := range []string{
+		"export const ENDPOINT = '" + nexusop.Endpoint + "';",
+		"nexus.service('" + nexusop.Service + "', {",
+		"nexus.operation<Delegation, Outcome>({ name: '" + nexusop.Operation + "' })",
+	} {
+		if !strings.Contains(service, want) {
+			t.Errorf("examples/typescript-nexus/src/service.ts lacks %q (nexusop's names)", want)
+		}
+	}
+	for _, want := range []string{"export async function " + tsCallerType + "(", "export async function " + tsCallerRefusalType + "("} {
+		if !strings.Contains(workflows, want) {
+			t.Errorf("examples/typescript-nexus/src/workflows.ts lacks %q (the workflow types the e2e test starts)", want)
+		}
+	}
+	if !strings.Contains(read(filepath.Join(tsNexusExampleDir, "src", "worker.ts")), "export const TASK_QUEUE = '"+tsCallerQueue+"';") {
+		t.Errorf("examples/typescript-nexus/src/worker.ts: its task queue is not %s", tsCallerQueue)
+	}
+
+	_, body, ok := strings.Cut(read("../docs/backends.md"), "\n#### From a TypeScript workflow\n")
+	if !ok {
+		t.Fatal("docs/backends.md has no section \"From a TypeScript workflow\"")
+	}
+	_, block, ok := strings.Cut(body, "\n```ts\n")
+	block, _, ok2 := strings.Cut(block, "\n```\n")
+	if !ok || !ok2 {
+		t.Fatal("docs/backends.md, From a TypeScript workflow: no ts block")
+	}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(service+"\n"+workflows, "\n") {
+		lines[strings.TrimSpace(l)] = true
+	}
+	n := 0
+	for _, l := range strings.Split(block, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			n++
+			if !lines[l] {
+				t.Errorf("docs/backends.md, From a TypeScript workflow: %q is not a line of examples/typescript-nexus/src/service.ts or workflows.ts", l)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("docs/backends.md, From a TypeScript workflow: its block has %d lines, want the service and the caller", n)
+	}
+}

@@ -20,7 +20,7 @@ export interface Delegation {
   purpose: string;
   message: { text?: string; data?: unknown };
   allowed_outputs: string[];
-  deadline: string; // RFC 3339; a relative deadline_in is refused: resolve it before the call
+  deadline: string; // RFC 3339, absolute: nothing on the Nexus path resolves a relative deadline_in
   write_authority: 'none';
   [optional: string]: unknown; // output_schemas, resource_scope, ... (docs/contracts.md)
 }
