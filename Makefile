@@ -37,7 +37,10 @@ test:
 # SDK 1.x (A2A 1.0) and 0.3.x (A2A 0.3) from npm (interop/), through the
 # embedded Temporal server and a worker; the TypeScript backend example
 # (examples/typescript: @temporalio/client from npm, type-checked and compiled
-# by tsc) against them; and an MCP client on the official TypeScript SDK
+# by tsc) against them; a TypeScript workflow that delegates through the
+# Nexus endpoint delegate (examples/typescript-nexus: @temporalio/workflow
+# and @temporalio/worker from npm, compiled by tsc; its worker runs in
+# namespace callers); and an MCP client on the official TypeScript SDK
 # driving `delegate mcp` (interop/mcp/; with a human who answers after 70 s,
 # TestInteropMCPSlowHuman, about 4 minutes); the official MCP conformance suite
 # against `delegate mcp` over HTTP (interop/conformance/, on the Node 22 the npm
@@ -51,6 +54,7 @@ test-interop:
 	cd interop/conformance && npm ci --no-audit --no-fund --loglevel=error
 	cd interop/skills && npm ci --no-audit --no-fund --loglevel=error && npx --no-install skills-ref validate ../../skills/delegate
 	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
+	cd examples/typescript-nexus && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 5m ./internal/interop
 	DELEGATE_INTEROP=1 $(GO) test -count=1 -timeout 20m -run 'Interop' ./a2aclient ./e2e
 

@@ -23,36 +23,49 @@ const tsExampleDir = "../examples/typescript"
 
 // requireTypeScriptExample compiles the TypeScript example with its own
 // tsc (type-checked against @temporalio/client's types) and returns its
-// directory and node's path. Without node or the example's node_modules
-// (make test-interop runs npm ci there) it skips, unless DELEGATE_INTEROP=1,
-// which makes that a failure.
+// directory and node's path (requireCompiledExample).
 func requireTypeScriptExample(t *testing.T) (dir, node string) {
 	t.Helper()
+	return requireCompiledExample(t, tsExampleDir, "@temporalio/client")
+}
+
+// requireCompiledExample compiles the TypeScript example in rel (a
+// directory of the repository, from e2e) with its own tsc and returns its
+// absolute directory and node's path. Without node, the example's tsc or
+// one of its packages pkgs (make test-interop runs npm ci there) it skips,
+// unless DELEGATE_INTEROP=1, which makes that a failure.
+func requireCompiledExample(t *testing.T, rel string, pkgs ...string) (dir, node string) {
+	t.Helper()
+	name := strings.TrimPrefix(rel, "../")
 	unavailable := func(format string, args ...any) {
 		t.Helper()
 		if os.Getenv("DELEGATE_INTEROP") == "1" {
-			t.Fatalf("TypeScript example unavailable: "+format, args...)
+			t.Fatalf("TypeScript example %s unavailable: "+format, append([]any{name}, args...)...)
 		}
-		testutil.SkipGroup(t, testutil.GroupInterop, fmt.Sprintf("TypeScript example unavailable (make test-interop installs it): "+format, args...))
+		testutil.SkipGroup(t, testutil.GroupInterop, fmt.Sprintf("TypeScript example %s unavailable (make test-interop installs it): "+format, append([]any{name}, args...)...))
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
 		unavailable("%v", err)
 	}
-	dir, err = filepath.Abs(tsExampleDir)
+	dir, err = filepath.Abs(rel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tsc := filepath.Join(dir, "node_modules", "typescript", "bin", "tsc")
-	for _, p := range []string{tsc, filepath.Join(dir, "node_modules", "@temporalio", "client", "package.json")} {
+	need := []string{tsc}
+	for _, p := range pkgs {
+		need = append(need, filepath.Join(dir, "node_modules", filepath.FromSlash(p), "package.json"))
+	}
+	for _, p := range need {
 		if _, err := os.Stat(p); err != nil {
-			unavailable("%v (run npm ci in examples/typescript)", err)
+			unavailable("%v (run npm ci in %s)", err, name)
 		}
 	}
 	cmd := exec.Command(node, tsc, "-p", ".")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("tsc -p examples/typescript: %v\n%s", err, out)
+		t.Fatalf("tsc -p %s: %v\n%s", name, err, out)
 	}
 	return dir, node
 }

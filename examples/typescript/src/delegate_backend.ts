@@ -7,7 +7,7 @@
 // The public names and shapes are in docs/backends.md; the contract's fields
 // in docs/contracts.md. `make test-interop` compiles this file with tsc and
 // runs it against a real Temporal server, a delegate worker and the claims
-// agent (e2e/backend_ts_interop_test.go):
+// agent (e2e/backend_interop_test.go):
 //
 //   cd examples/typescript && npm ci && npx tsc -p .
 //   TEMPORAL_ADDRESS=127.0.0.1:7233 node dist/delegate_backend.js \
