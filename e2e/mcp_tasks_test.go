@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/mcp"
 )
@@ -361,7 +362,7 @@ func TestMCPUnknownMethodOverHTTP(t *testing.T) {
 		t.Fatalf("initialize: %s", resp.Status)
 	}
 	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	for _, m := range []string{"tasks/update", "acme/search"} {
+	for _, m := range []string{"tasks/subscribe", "acme/search"} {
 		resp := post(sid, `{"jsonrpc":"2.0","id":"q","method":"`+m+`","params":{}}`)
 		body, _ := io.ReadAll(resp.Body)
 		var got struct {
@@ -375,5 +376,197 @@ func TestMCPUnknownMethodOverHTTP(t *testing.T) {
 	}
 	if resp := post(sid, `{"jsonrpc":"2.0","method":"notifications/acme"}`); resp.StatusCode != http.StatusAccepted {
 		t.Errorf("unknown notification: %s", resp.Status)
+	}
+}
+
+// modern is params of an MCP 2026-07-28 request: its version and the
+// client's capabilities (form elicitation, and the tasks extension unless
+// noTasks) in _meta.
+func modern(params map[string]any, noTasks bool) map[string]any {
+	caps := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	if !noTasks {
+		caps["extensions"] = map[string]any{mcp.TasksExtension: map[string]any{}}
+	}
+	out := map[string]any{"_meta": map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    mcp.ModernProtocol,
+		"io.modelcontextprotocol/clientCapabilities": caps,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
+	}}
+	for k, v := range params {
+		out[k] = v
+	}
+	return out
+}
+
+// extTask is a task of the tasks extension as tasks/get returns it.
+type extTask struct {
+	ResultType               string                     `json:"resultType"`
+	TaskID                   string                     `json:"taskId"`
+	Status                   string                     `json:"status"`
+	StatusMessage            string                     `json:"statusMessage"`
+	TTLSeconds               *int64                     `json:"ttlSeconds"`
+	PollIntervalMilliseconds int64                      `json:"pollIntervalMilliseconds"`
+	InputRequests            map[string]json.RawMessage `json:"inputRequests"`
+	Result                   *struct {
+		IsError           bool       `json:"isError"`
+		StructuredContent mcp.Result `json:"structuredContent"`
+	} `json:"result"`
+}
+
+// untilExt polls tasks/get (the extension's) until the status is want.
+func (c *rawMCP) untilExt(id, want string) extTask {
+	c.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	var task extTask
+	for time.Now().Before(deadline) {
+		task = extTask{}
+		c.must("tasks/get", modern(map[string]any{"taskId": id}, false), &task)
+		if task.Status == want {
+			return task
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.t.Fatalf("task %s: status %s (%s), want %s", id, task.Status, task.StatusMessage, want)
+	return task
+}
+
+// TestMCPTasksExtension: MCP 2026-07-28's tasks extension
+// (io.modelcontextprotocol/tasks, SEP-2663) over the stdio transport:
+// server/discover declares it; a template tool called by a client that
+// declares it returns a task (resultType "task"), params.task or not;
+// tasks/get shows the human's question as an input request, tasks/update
+// answers it as the actor, tasks/get then has the tool result; tasks/cancel
+// cancels a second; the utility's tasks/result and tasks/list do not
+// exist; a client without the extension gets the plain result; another
+// actor's task is not found, and its update is acknowledged and ignored.
+func TestMCPTasksExtension(t *testing.T) {
+	e := setup(t)
+	alice := serveRaw(t, e.mcpServer(t, "alice"))
+	var disc struct {
+		Capabilities struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+			Tasks      json.RawMessage            `json:"tasks"`
+		} `json:"capabilities"`
+	}
+	alice.must("server/discover", modern(nil, false), &disc)
+	if string(disc.Capabilities.Extensions[mcp.TasksExtension]) != "{}" || disc.Capabilities.Tasks != nil {
+		t.Fatalf("server/discover capabilities: extensions %v, tasks %s", disc.Capabilities.Extensions, disc.Capabilities.Tasks)
+	}
+	var created extTask
+	alice.must("tools/call", modern(map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-1001", "scenario": "lost-parcel"}}, false), &created)
+	id := created.TaskID
+	if created.ResultType != "task" || created.Status != mcp.TaskWorking || !strings.HasPrefix(id, mcp.IDPrefix+"claims_scenario.") || created.PollIntervalMilliseconds != mcp.TaskPollInterval {
+		t.Fatalf("tools/call = %+v", created)
+	}
+	asked := alice.untilExt(id, mcp.TaskInputRequired)
+	key := "answer-round-1.1"
+	if asked.ResultType != "complete" || asked.InputRequests[key] == nil || !bytes.Contains(asked.InputRequests[key], []byte(`"elicitation/create"`)) {
+		t.Fatalf("input_required task %+v", asked)
+	}
+	// Not the pending key: acknowledged and ignored.
+	alice.must("tasks/update", modern(map[string]any{"taskId": id, "inputResponses": map[string]any{"answer-round-9.1": map[string]any{"action": "accept", "content": map[string]any{"answer": "no"}}}}, false), nil)
+	if st := e.stateOf(t, id); len(st.Answers) != 0 {
+		t.Fatalf("an answer to another key was sent: %+v", st.Answers)
+	}
+	bob := serveRaw(t, e.mcpServer(t, "bob"))
+	bob.refusedWith("tasks/get", modern(map[string]any{"taskId": id}, false), -32602, "Task not found")
+	bob.must("tasks/update", modern(map[string]any{"taskId": id, "inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"answer": "bob's"}}}}, false), nil)
+	bob.must("tasks/cancel", modern(map[string]any{"taskId": id}, false), nil)
+	if st := e.stateOf(t, id); len(st.Answers) != 0 || st.CancelReason != "" {
+		t.Fatalf("bob acted on alice's task: answers %+v, cancel %q", st.Answers, st.CancelReason)
+	}
+
+	alice.must("tasks/update", modern(map[string]any{"taskId": id, "inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"answer": "photo attached: box.jpg"}}}}, false), nil)
+	done := alice.untilExt(id, mcp.TaskCompleted)
+	if done.Result == nil || done.Result.IsError || done.Result.StructuredContent.Outcome == nil || done.Result.StructuredContent.Outcome.Status != contracts.StatusCompleted {
+		t.Fatalf("completed task %+v", done)
+	}
+	e.answeredLostParcel(t, context.Background(), id, "alice", "alice", "photo attached: box.jpg")
+	alice.refusedWith("tasks/result", modern(map[string]any{"taskId": id}, false), -32601, "method not found")
+	alice.refusedWith("tasks/list", modern(nil, false), -32601, "method not found")
+
+	// Cancelled: the ack, then the task cancelled and the delegation with it.
+	var slow extTask
+	alice.must("tools/call", modern(map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-2", "scenario": "slow"}, "task": map[string]any{}}, false), &slow)
+	alice.must("tasks/cancel", modern(map[string]any{"taskId": slow.TaskID}, false), nil)
+	alice.untilExt(slow.TaskID, mcp.TaskCancelled)
+	if out, err := dclient.Get(e.c, slow.TaskID).Outcome(context.Background()); err != nil || out.Status != contracts.StatusCanceled {
+		t.Fatalf("the cancelled task's outcome %s (%v)", out.Status, err)
+	}
+
+	// Without the extension: the plain result.
+	var plain struct {
+		ResultType        string     `json:"resultType"`
+		StructuredContent mcp.Result `json:"structuredContent"`
+	}
+	alice.must("tools/call", modern(map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-3", "scenario": "instant", "wait_seconds": 10}, "task": map[string]any{}}, true), &plain)
+	if plain.ResultType != "complete" || plain.StructuredContent.Outcome == nil || plain.StructuredContent.Outcome.Status != contracts.StatusCompleted {
+		t.Fatalf("plain call = %+v", plain)
+	}
+}
+
+// TestMCPTasksExtensionOverHTTP: the tasks extension over stateless
+// Streamable HTTP (each request stands alone, MCP-Protocol-Version
+// 2026-07-28): a template tool's call returns a task, tasks/get follows it
+// to its end with the actor of each request's token.
+func TestMCPTasksExtensionOverHTTP(t *testing.T) {
+	e := setup(t)
+	const aliceTok, bobTok = "alice-token-0123456789", "bob-token-0123456789ab"
+	url := httpServerOf(t, e.mcpServer(t, ""), aliceTok, bobTok)
+	n := 0
+	rpc := func(token, method, name string, params map[string]any) (json.RawMessage, *rpcError) {
+		t.Helper()
+		n++
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": n, "method": method, "params": params})
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", mcp.ModernProtocol)
+		req.Header.Set("Mcp-Method", method)
+		if name != "" {
+			req.Header.Set("Mcp-Name", name)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			for _, line := range strings.Split(string(raw), "\n") {
+				if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":`) {
+					raw = []byte(d)
+				}
+			}
+		}
+		var m struct {
+			Result json.RawMessage `json:"result"`
+			Error  *rpcError       `json:"error"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("%s: %s %s", method, resp.Status, raw)
+		}
+		return m.Result, m.Error
+	}
+	res, rerr := rpc(aliceTok, "tools/call", "claims_scenario", modern(map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-7", "scenario": "instant"}}, false))
+	var created extTask
+	if rerr != nil || json.Unmarshal(res, &created) != nil || created.ResultType != "task" || created.TaskID == "" {
+		t.Fatalf("tools/call: %s %v", res, rerr)
+	}
+	var task extTask
+	waitFor(t, "the task completes", time.Minute, func() (bool, string) {
+		res, rerr := rpc(aliceTok, "tasks/get", created.TaskID, modern(map[string]any{"taskId": created.TaskID}, false))
+		task = extTask{}
+		if rerr != nil || json.Unmarshal(res, &task) != nil {
+			t.Fatalf("tasks/get: %s %v", res, rerr)
+		}
+		return task.Status == mcp.TaskCompleted, task.Status
+	})
+	if task.Result == nil || task.Result.StructuredContent.Outcome == nil || task.Result.StructuredContent.Outcome.Status != contracts.StatusCompleted {
+		t.Fatalf("completed task %+v", task)
+	}
+	if _, rerr := rpc(bobTok, "tasks/get", created.TaskID, modern(map[string]any{"taskId": created.TaskID}, false)); rerr == nil || rerr.Code != -32602 {
+		t.Fatalf("bob's tasks/get of alice's task: %v", rerr)
 	}
 }

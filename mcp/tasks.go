@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,8 @@ const (
 	MethodTasksResult = "tasks/result"
 	MethodTasksCancel = "tasks/cancel"
 	MethodTasksList   = "tasks/list"
+	// MethodTasksUpdate is the 2026-07-28 extension's (SEP-2663).
+	MethodTasksUpdate = "tasks/update"
 )
 
 // Task statuses (MCP 2025-11-25, Tasks, "Task Status").
@@ -184,24 +187,36 @@ func taskNotFound(id string) error {
 	return invalidParams("Failed to retrieve task: Task not found: no delegation of yours has taskId %s", strconv.Quote(contracts.Truncate(id, 200)))
 }
 
-// addTasks registers the tasks/* methods and the middleware on srv.
+// addTasks registers the tasks/* methods and the middleware on srv. Each
+// is served by the era the request's session speaks (the tasks
+// middleware puts it in the context): the 2025-11-25 utility, or the
+// 2026-07-28 extension (tasks_ext.go).
 func (s *Server) addTasks(srv *sdk.Server) {
 	must := func(err error) {
 		if err != nil {
 			panic(err) // a go-sdk that made a tasks method standard: tasks.go must change
 		}
 	}
-	must(sdk.AddReceivingCustomMethod(srv, MethodTasksGet, func(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (*taskResult, error) {
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksGet, func(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
+		if eraOf(ctx) == eraExtension {
+			return s.extGet(ctx, actorOf(ctx), orEmpty(p))
+		}
 		return s.taskGet(ctx, actorOf(ctx), orEmpty(p))
 	}))
-	must(sdk.AddReceivingCustomMethod(srv, MethodTasksResult, func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (*sdk.CallToolResult, error) {
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksResult, func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
 		return s.taskPayload(ctx, ss, actorOf(ctx), orEmpty(p))
 	}))
-	must(sdk.AddReceivingCustomMethod(srv, MethodTasksCancel, func(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (*taskResult, error) {
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksCancel, func(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
+		if eraOf(ctx) == eraExtension {
+			return s.extCancel(ctx, actorOf(ctx), orEmpty(p))
+		}
 		return s.taskCancel(ctx, actorOf(ctx), orEmpty(p))
 	}))
-	must(sdk.AddReceivingCustomMethod(srv, MethodTasksList, func(ctx context.Context, _ *sdk.ServerSession, p *listTasksParams) (*listTasksResult, error) {
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksList, func(ctx context.Context, _ *sdk.ServerSession, p *listTasksParams) (sdk.Result, error) {
 		return s.taskList(ctx, actorOf(ctx), orEmpty(p))
+	}))
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksUpdate, func(ctx context.Context, _ *sdk.ServerSession, p *updateTaskParams) (sdk.Result, error) {
+		return s.extUpdate(ctx, actorOf(ctx), orEmpty(p))
 	}))
 }
 
@@ -219,16 +234,60 @@ func actorOf(ctx context.Context) string {
 	return a
 }
 
+// The eras of MCP tasks a request may be served in.
+type era int
+
+const (
+	eraNone      era = iota
+	eraUtility       // MCP 2025-11-25, the tasks utility (this file)
+	eraExtension     // MCP 2026-07-28, the tasks extension (tasks_ext.go)
+)
+
+// eraKey carries a tasks/* request's era to its handler.
+type eraKey struct{}
+
+func eraOf(ctx context.Context) era {
+	e, _ := ctx.Value(eraKey{}).(era)
+	return e
+}
+
+// eraOfRequest is the era of req's session: its negotiated version (the
+// first request's, at 2026-07-28).
+func eraOfRequest(req sdk.Request) era {
+	ss, ok := req.GetSession().(*sdk.ServerSession)
+	if !ok || ss == nil {
+		return eraNone
+	}
+	p := ss.InitializeParams()
+	switch {
+	case p == nil:
+		return eraNone
+	case p.ProtocolVersion >= ModernProtocol:
+		return eraExtension
+	case p.ProtocolVersion == TasksProtocol:
+		return eraUtility
+	}
+	return eraNone
+}
+
+// methodsOf are the tasks/* methods each era serves.
+var methodsOf = map[era][]string{
+	eraUtility:   {MethodTasksGet, MethodTasksResult, MethodTasksCancel, MethodTasksList},
+	eraExtension: {MethodTasksGet, MethodTasksUpdate, MethodTasksCancel},
+}
+
 // tasks is the receiving middleware of MCP tasks (see the top of this
-// file): the actor of a tasks/* request, checked and rate limited as a
-// tool call's; the tasks capability in a TasksProtocol initialize result;
-// execution.taskSupport "optional" on each template tool; and a
-// task-augmented tools/call, which a template tool answers with a task
-// and any other tool refuses with -32601 (its taskSupport is forbidden).
+// file): the actor and era of a tasks/* request, checked and rate limited
+// as a tool call's (a method its era does not have is -32601); the tasks
+// capability in a TasksProtocol initialize result, the extension in a
+// server/discover result; execution.taskSupport "optional" on each
+// template tool; and a task-augmented tools/call, which a template tool
+// answers with a task and any other tool refuses with -32601 (its
+// taskSupport is forbidden).
 func (s *Server) tasks(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		switch method {
-		case MethodTasksGet, MethodTasksResult, MethodTasksCancel, MethodTasksList:
+		case MethodTasksGet, MethodTasksResult, MethodTasksCancel, MethodTasksList, MethodTasksUpdate:
 			actor := s.o.Actor
 			if actor == "" {
 				if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil {
@@ -238,85 +297,109 @@ func (s *Server) tasks(next sdk.MethodHandler) sdk.MethodHandler {
 			if actor == "" {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "no authenticated actor"}
 			}
-			if !tasksSession(req) {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
-					Message: fmt.Sprintf("%s: tasks are served to sessions of MCP %s (this session negotiated another version)", method, TasksProtocol)}
+			e := eraOfRequest(req)
+			if !slices.Contains(methodsOf[e], method) {
+				// go-sdk v1.8.0 writes its own message for every -32601.
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: method + ": not a method of this session's MCP version's tasks"}
 			}
 			if !s.limiter(actor).Allow() {
 				s.o.Logger.Warn("mcp: rate limited", "actor", actor, "method", method)
 				return nil, limited("rate limit: %s makes more than %g requests a second (burst %d); wait and call again", actor, float64(s.o.Rate), s.o.Burst)
 			}
-			return next(context.WithValue(ctx, actorKey{}, actor), method, req)
+			return next(context.WithValue(context.WithValue(ctx, actorKey{}, actor), eraKey{}, e), method, req)
 		case "initialize":
 			res, err := next(ctx, method, req)
 			if ir, ok := res.(*sdk.InitializeResult); ok && err == nil && ir.ProtocolVersion == TasksProtocol {
 				return &withTasksCapability{ir}, nil
 			}
 			return res, err
+		case "server/discover":
+			res, err := next(ctx, method, req)
+			if dr, ok := res.(*sdk.DiscoverResult); ok && err == nil {
+				return &withTasksExtension{dr}, nil
+			}
+			return res, err
 		case "tools/list":
 			res, err := next(ctx, method, req)
-			if lr, ok := res.(*sdk.ListToolsResult); ok && err == nil && tasksSession(req) {
+			if lr, ok := res.(*sdk.ListToolsResult); ok && err == nil && eraOfRequest(req) != eraNone {
 				return &withTaskSupport{lr, s.templates}, nil
 			}
 			return res, err
 		case "tools/call":
 			r, ok := req.(*sdk.CallToolRequest)
-			if !ok || r.Params == nil || r.Params.Meta == nil {
+			if !ok || r.Params == nil {
 				return next(ctx, method, req)
 			}
 			task, asked := r.Params.Meta[taskMetaKey]
-			if !asked {
-				return next(ctx, method, req)
-			}
 			delete(r.Params.Meta, taskMetaKey)
-			if !tasksSession(req) {
-				// No tasks capability declared to this session: the call is
-				// served as a plain one (MCP 2025-11-25, Tasks, "Task
-				// Support and Handling"; SEP-2663 for 2026-07-28).
-				return next(ctx, method, req)
+			switch eraOfRequest(req) {
+			case eraUtility:
+				if !asked {
+					return next(ctx, method, req)
+				}
+				if _, ok := task.(map[string]any); !ok {
+					return nil, invalidParams("task: must be an object ({} or {\"ttl\": MILLISECONDS}), not %s", contracts.Truncate(fmt.Sprint(task), 40))
+				}
+				t, err := s.startTask(ctx, method, r, next)
+				if err != nil {
+					return nil, err
+				}
+				return &createTaskResult{
+					ResultBase: sdk.ResultBase{Meta: sdk.Meta{immediateResponseKey: fmt.Sprintf(
+						"Delegation %s started as a task (template %s); its result comes when the remote agent is done. Its id is a delegation id: delegation_status reads it too.", t.TaskID, r.Params.Name)}},
+					Task: t,
+				}, nil
+			case eraExtension:
+				// The server decides (SEP-2663): every template tool runs as
+				// a task for a client that declared the extension on the
+				// request; params.task is ignored. A retry that carries an
+				// input request's answer is the plain call's.
+				if s.templates[r.Params.Name] == nil || r.Params.RequestState != "" || !declaresTasks(r.ClientCapabilities()) {
+					return next(ctx, method, req)
+				}
+				t, err := s.startTask(ctx, method, r, next)
+				if err != nil {
+					return nil, err
+				}
+				return &extCreateTaskResult{ResultType: "task", extTask: extTaskOf(t)}, nil
 			}
-			if _, ok := task.(map[string]any); !ok {
-				return nil, invalidParams("task: must be an object ({} or {\"ttl\": MILLISECONDS}), not %s", contracts.Truncate(fmt.Sprint(task), 40))
-			}
-			return s.startTask(ctx, method, r, next)
+			// No tasks in this session's version: the call is served as a
+			// plain one (MCP 2025-11-25, Tasks, "Task Support and
+			// Handling").
+			return next(ctx, method, req)
 		}
 		return next(ctx, method, req)
 	}
 }
 
 // startTask serves a task-augmented tools/call: the template tool starts
-// the delegation (every check of a plain call) and the result is the
-// task. A refused call is a -32602 error naming the argument and the
+// the delegation (every check of a plain call) and returns its task,
+// working. A refused call is a -32602 error naming the argument and the
 // rule: no task was created.
-func (s *Server) startTask(ctx context.Context, method string, r *sdk.CallToolRequest, next sdk.MethodHandler) (sdk.Result, error) {
+func (s *Server) startTask(ctx context.Context, method string, r *sdk.CallToolRequest, next sdk.MethodHandler) (Task, error) {
 	name := r.Params.Name
 	if s.templates[name] == nil {
 		// go-sdk v1.8.0 writes its own message for every -32601 ("method
 		// not found: \"tools/call\""): the log says why.
 		s.o.Logger.Info("mcp: refused: a task-augmented call of a tool that does not run as a task", "tool", contracts.Truncate(name, 100))
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		return Task{}, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: fmt.Sprintf("tool %q does not run as a task (its execution.taskSupport is forbidden): call it without task; only template tools run as tasks", contracts.Truncate(name, 100))}
 	}
 	res, err := next(context.WithValue(ctx, taskCallKey{}, true), method, r)
 	if err != nil {
-		return nil, err
+		return Task{}, err
 	}
 	cr, _ := res.(*sdk.CallToolResult)
 	if cr == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tools/call returned no tool result"}
+		return Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tools/call returned no tool result"}
 	}
 	out, _ := cr.StructuredContent.(Result)
 	if cr.IsError || out.LocalWorkflowID == "" {
-		return nil, invalidParams("no task was created: %s", contracts.Truncate(resultText(cr), 1000))
+		return Task{}, invalidParams("no task was created: %s", contracts.Truncate(resultText(cr), 1000))
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	t := Task{TaskID: out.LocalWorkflowID, Status: TaskWorking, StatusMessage: "the delegation started: follow it with tasks/get, its result with tasks/result",
-		CreatedAt: now, LastUpdatedAt: now, PollInterval: TaskPollInterval}
-	return &createTaskResult{
-		ResultBase: sdk.ResultBase{Meta: sdk.Meta{immediateResponseKey: fmt.Sprintf(
-			"Delegation %s started as a task (template %s); its result comes when the remote agent is done. Its id is a delegation id: delegation_status reads it too.", t.TaskID, name)}},
-		Task: t,
-	}, nil
+	return Task{TaskID: out.LocalWorkflowID, Status: TaskWorking, StatusMessage: "the delegation started: follow it with tasks/get",
+		CreatedAt: now, LastUpdatedAt: now, PollInterval: TaskPollInterval}, nil
 }
 
 // resultText is the text content of a tool result.

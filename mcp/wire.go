@@ -32,7 +32,7 @@ var standardMethods = []string{
 // served reports whether method is one the server answers.
 func servedMethod(method string) bool {
 	switch method {
-	case MethodTasksGet, MethodTasksResult, MethodTasksCancel, MethodTasksList:
+	case MethodTasksGet, MethodTasksResult, MethodTasksCancel, MethodTasksList, MethodTasksUpdate:
 		return true
 	}
 	for _, m := range standardMethods {

@@ -21,7 +21,7 @@ func TestStandardMethodsAreTheSDKs(t *testing.T) {
 			t.Errorf("%s: the go-sdk does not serve it: standardMethods is stale", m)
 		}
 	}
-	for _, m := range []string{MethodTasksGet, MethodTasksResult, MethodTasksCancel, MethodTasksList} {
+	for _, m := range []string{MethodTasksGet, MethodTasksResult, MethodTasksCancel, MethodTasksList, MethodTasksUpdate} {
 		if err := sdk.AddReceivingCustomMethod(srv, m, h); err != nil {
 			t.Errorf("%s: the go-sdk serves it now (%v): tasks.go must change", m, err)
 		}
@@ -29,7 +29,7 @@ func TestStandardMethodsAreTheSDKs(t *testing.T) {
 			t.Errorf("servedMethod(%s) = false", m)
 		}
 	}
-	if servedMethod("tasks/update") || servedMethod("acme/search") {
+	if servedMethod("tasks/subscribe") || servedMethod("acme/search") {
 		t.Error("servedMethod takes a method nobody serves")
 	}
 }
