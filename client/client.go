@@ -126,10 +126,10 @@ func (h *Handle) State(ctx context.Context) (contracts.State, error) {
 }
 
 // Outcome waits for the delegation to end and returns its Outcome (the
-// workflow's result, following continue-as-new).
+// workflow's result, following continue-as-new; Await).
 func (h *Handle) Outcome(ctx context.Context) (contracts.Outcome, error) {
 	var out contracts.Outcome
-	err := h.Run().Get(ctx, &out)
+	err := Await(ctx, h.c, h.Run(), &out)
 	return out, err
 }
 

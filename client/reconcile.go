@@ -78,6 +78,6 @@ func SweepOrphans(ctx context.Context, c sdkclient.Client, in contracts.Reconcil
 		return id, contracts.ReconcileReport{}, fmt.Errorf("starting the orphan sweep: %w", err)
 	}
 	var report contracts.ReconcileReport
-	err = run.Get(ctx, &report)
+	err = Await(ctx, c, run, &report)
 	return id, report, err
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,6 +74,9 @@ type Stats struct {
 	P95ms          float64 `json:"p95_ms"`
 	P99ms          float64 `json:"p99_ms"`
 	Errors         int     `json:"errors"`
+	// Slowest are the slowest operations (at most 5), with their
+	// workflows' events.
+	Slowest []SlowOp `json:"slowest,omitempty"`
 }
 
 // Pair is a measurement at concurrency 1 and at C.
@@ -264,47 +268,50 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 		return nil, err
 	}
 	defer rc.Close()
-	raw := func(ctx context.Context) error { return rawExchange(ctx, rc) }
+	raw := func(ctx context.Context) (string, error) { return "", rawExchange(ctx, rc) }
 	var ended atomic.Int64 // workflows of this run seen to end
-	trivial := func(ctx context.Context) error {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: contracts.TaskQueue, ID: fmt.Sprintf("bench-trivial-%d", seq.Add(1))}, "BenchTrivial")
+	trivial := func(ctx context.Context) (string, error) {
+		id := fmt.Sprintf("bench-trivial-%d", seq.Add(1))
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: contracts.TaskQueue, ID: id}, "BenchTrivial")
 		if err != nil {
-			return err
+			return id, err
 		}
-		err = run.Get(ctx, nil)
+		// Both kinds wait for their result as package client does
+		// (dclient.Await: the server can miss a close notification).
+		err = dclient.Await(ctx, c, run, nil)
 		if ctx.Err() == nil {
 			ended.Add(1)
 		}
-		return err
+		return id, err
 	}
-	delegate := func(ctx context.Context) error {
+	delegate := func(ctx context.Context) (string, error) {
 		d := contract(fmt.Sprintf("bench-delegate-%d", seq.Add(1)), base, "instant")
 		run, err := startRun(ctx, c, d)
 		if err != nil {
-			return err
+			return d.LocalWorkflowID, err
 		}
 		var out contracts.Outcome
-		err = run.Get(ctx, &out)
+		err = dclient.Await(ctx, c, run, &out)
 		if ctx.Err() == nil {
 			ended.Add(1)
 		}
 		if err != nil {
-			return err
+			return d.LocalWorkflowID, err
 		}
 		if out.Status != contracts.StatusCompleted {
-			return fmt.Errorf("status %s", out.Status)
+			return d.LocalWorkflowID, fmt.Errorf("status %s", out.Status)
 		}
-		return nil
+		return d.LocalWorkflowID, nil
 	}
 	// Warm up each path once.
-	for _, f := range []func(context.Context) error{raw, trivial, delegate} {
-		if err := f(ctx); err != nil {
+	for _, f := range []func(context.Context) (string, error){raw, trivial, delegate} {
+		if _, err := f(ctx); err != nil {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	for _, m := range []struct {
 		name string
-		f    func(context.Context) error
+		f    func(context.Context) (string, error)
 		out  *Pair
 	}{{"raw", raw, &res.Raw}, {"trivial", trivial, &res.Trivial}, {"delegate", delegate, &res.Delegate}} {
 		if m.name != "raw" {
@@ -312,11 +319,13 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 		}
 		say("%s, latency: %d at concurrency 1", m.name, cfg.Latency)
 		m.out.C1 = measure(ctx, m.f, cfg.Latency, 1)
+		slowEvents(ctx, c, m.out.C1.Slowest)
 		if m.name != "raw" {
 			quiesce(ctx, c, ended.Load(), say)
 		}
 		say("%s, throughput: %d at concurrency %d", m.name, cfg.N, cfg.Concurrency)
 		m.out.CN = measure(ctx, m.f, cfg.N, cfg.Concurrency)
+		slowEvents(ctx, c, m.out.CN.Slowest)
 		if err := ctx.Err(); err != nil {
 			return nil, err // interrupted: every operation from here would fail
 		}
@@ -406,8 +415,10 @@ func quiesce(ctx context.Context, c client.Client, ended int64, say func(string,
 	}
 }
 
-// measure runs n operations with the given concurrency.
-func measure(ctx context.Context, f func(context.Context) error, n, concurrency int) Stats {
+// measure runs n operations with the given concurrency; f returns the
+// workflow id of its operation ("" for none).
+func measure(ctx context.Context, f func(context.Context) (string, error), n, concurrency int) Stats {
+	ops := make([]SlowOp, n)
 	lat := make([]time.Duration, n)
 	var errs atomic.Int64
 	var next atomic.Int64
@@ -421,22 +432,75 @@ func measure(ctx context.Context, f func(context.Context) error, n, concurrency 
 					return
 				}
 				t0 := time.Now()
-				if err := f(ctx); err != nil {
+				id, err := f(ctx)
+				if err != nil {
 					errs.Add(1)
 				}
 				lat[i] = time.Since(t0)
+				ops[i] = SlowOp{ID: id, Ms: round2(float64(lat[i].Microseconds()) / 1000), Started: t0, Ended: t0.Add(lat[i])}
 			}
 		})
 	}
 	wg.Wait()
 	total := time.Since(start)
+	slices.SortFunc(ops, func(a, b SlowOp) int { return cmp.Compare(b.Ms, a.Ms) })
 	slices.Sort(lat)
 	pct := func(p float64) float64 {
 		i := int(p*float64(n)+0.5) - 1
 		i = max(0, min(i, n-1))
 		return round2(float64(lat[i].Microseconds()) / 1000)
 	}
-	return Stats{Ops: n, ThroughputPerS: round2(float64(n) / total.Seconds()), P50ms: pct(0.50), P95ms: pct(0.95), P99ms: pct(0.99), Errors: int(errs.Load())}
+	return Stats{Ops: n, ThroughputPerS: round2(float64(n) / total.Seconds()), P50ms: pct(0.50), P95ms: pct(0.95), P99ms: pct(0.99), Errors: int(errs.Load()),
+		Slowest: ops[:min(slowestKept, n)]}
+}
+
+// slowestKept is how many of a measurement's slowest operations its Stats
+// keep (Stats.Slowest).
+const slowestKept = 5
+
+// SlowOp is one of a measurement's slowest operations: its workflow ("":
+// the raw exchange), how long it took, and where its time went.
+type SlowOp struct {
+	ID string  `json:"workflow_id,omitempty"`
+	Ms float64 `json:"ms"`
+	// Events are its workflow's history events, each at its time after
+	// the operation started (ms); ResultAfterMs is when the caller had the
+	// result, after the last event.
+	Events        []SlowEvent `json:"events,omitempty"`
+	ResultAfterMs float64     `json:"result_after_last_event_ms,omitempty"`
+
+	Started, Ended time.Time `json:"-"`
+}
+
+// SlowEvent is one history event of a SlowOp.
+type SlowEvent struct {
+	Type    string  `json:"type"`
+	AfterMs float64 `json:"after_ms"`
+}
+
+// slowEvents fills each slow operation's Events from its workflow's
+// history (a read failure leaves them empty).
+func slowEvents(ctx context.Context, c client.Client, ops []SlowOp) {
+	for i := range ops {
+		op := &ops[i]
+		if op.ID == "" {
+			continue
+		}
+		it := c.GetWorkflowHistory(ctx, op.ID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		var last time.Time
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				break
+			}
+			at := ev.GetEventTime().AsTime()
+			last = at
+			op.Events = append(op.Events, SlowEvent{Type: strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_"), AfterMs: round2(float64(at.Sub(op.Started).Microseconds()) / 1000)})
+		}
+		if !last.IsZero() {
+			op.ResultAfterMs = round2(float64(op.Ended.Sub(last).Microseconds()) / 1000)
+		}
+	}
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
