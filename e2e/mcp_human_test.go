@@ -447,7 +447,7 @@ func TestMCPModernProtocol(t *testing.T) {
 				t.Errorf("session id %q over stateless HTTP, want none", cs.ID())
 			}
 			res, r := call(t, cs, "open_parcel_claim", map[string]any{"order_id": "A-1001", "wait_seconds": 30})
-			if res.IsError || !strings.Contains(text(res), "answered by alice through elicitation") {
+			if res.IsError || !strings.Contains(text(res), "answered by alice through an input request") {
 				t.Fatalf("start: %s", text(res))
 			}
 			if len(asked) != 1 || !strings.Contains(asked[0], "photo of the box") || !strings.Contains(asked[0], "not instructions") {
@@ -525,7 +525,7 @@ func TestMCPModernProtocol(t *testing.T) {
 			t.Fatalf("after a number for an answer: %s, want the question asked again", text(res))
 		}
 		res = retry("open_parcel_claim", args, first.RequestState, good)
-		if res.IsError || res.NeedsInput() || !strings.Contains(text(res), "answered by alice through elicitation (round 1)") {
+		if res.IsError || res.NeedsInput() || !strings.Contains(text(res), "answered by alice through an input request (round 1)") {
 			t.Fatalf("the retry with the answer: %s", text(res))
 		}
 		var r mcp.Result

@@ -164,7 +164,12 @@ func (c *rawMCP) refusedWith(method string, params any, code int64, want string)
 
 func (c *rawMCP) initialize(version string) json.RawMessage {
 	c.t.Helper()
-	res, rerr := c.call("initialize", map[string]any{"protocolVersion": version, "capabilities": map[string]any{"elicitation": map[string]any{}},
+	return c.initializeWith(version, map[string]any{"elicitation": map[string]any{}})
+}
+
+func (c *rawMCP) initializeWith(version string, caps map[string]any) json.RawMessage {
+	c.t.Helper()
+	res, rerr := c.call("initialize", map[string]any{"protocolVersion": version, "capabilities": caps,
 		"clientInfo": map[string]any{"name": "raw", "version": "1"}})
 	if rerr != nil {
 		c.t.Fatalf("initialize: %v", rerr)
@@ -249,8 +254,8 @@ func TestMCPTasks(t *testing.T) {
 		t.Fatalf("DelegationStarter = %q", got)
 	}
 	asked := alice.untilTask(id, mcp.TaskInputRequired)
-	if !strings.Contains(asked.StatusMessage, "round 1") || asked.CreatedAt == "" || asked.LastUpdatedAt < asked.CreatedAt {
-		t.Fatalf("input_required task %+v", asked)
+	if !strings.Contains(asked.StatusMessage, "round 1") || asked.CreatedAt != created.Task.CreatedAt || asked.LastUpdatedAt < asked.CreatedAt {
+		t.Fatalf("input_required task %+v (created %s)", asked, created.Task.CreatedAt)
 	}
 	var list struct {
 		Tasks []mcp.Task `json:"tasks"`
@@ -291,7 +296,9 @@ func TestMCPTasks(t *testing.T) {
 	if cancelled.Status != mcp.TaskCancelled {
 		t.Fatalf("tasks/cancel = %+v", cancelled)
 	}
-	alice.untilTask(slow, mcp.TaskCancelled)
+	if later := alice.untilTask(slow, mcp.TaskCancelled); later.LastUpdatedAt < cancelled.LastUpdatedAt {
+		t.Fatalf("lastUpdatedAt went back: %s after %s", later.LastUpdatedAt, cancelled.LastUpdatedAt)
+	}
 	alice.must("tasks/result", map[string]any{"taskId": slow}, &payload)
 	if !payload.IsError || payload.StructuredContent.Outcome == nil || payload.StructuredContent.Outcome.Status != contracts.StatusCanceled {
 		t.Fatalf("tasks/result of the cancelled task = %+v", payload)
@@ -299,6 +306,25 @@ func TestMCPTasks(t *testing.T) {
 	if st := e.stateOf(t, slow); !strings.Contains(st.CancelReason, "alice through MCP tasks/cancel") {
 		t.Fatalf("cancel reason %q", st.CancelReason)
 	}
+
+	// A question nobody this session reaches can answer through a form
+	// leaves the task working, saying who answers: a model template's
+	// (the model, with delegation_answer), and a human template's for a
+	// client without elicitation (an operator).
+	alice.must("tools/call", map[string]any{"name": "claims_scenario_model", "arguments": map[string]any{"order_id": "A-4", "scenario": "lost-parcel"}, "task": map[string]any{}}, &created)
+	waitFor(t, "the model template's question", time.Minute, func() (bool, string) {
+		var task mcp.Task
+		alice.must("tasks/get", map[string]any{"taskId": created.Task.TaskID}, &task)
+		return task.Status == mcp.TaskWorking && strings.Contains(task.StatusMessage, mcp.ToolAnswer), task.Status + " " + task.StatusMessage
+	})
+	mute := serveRaw(t, e.mcpServer(t, "alice"))
+	mute.initializeWith("2025-11-25", map[string]any{})
+	mute.must("tools/call", map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-5", "scenario": "lost-parcel"}, "task": map[string]any{}}, &created)
+	waitFor(t, "the question for a client without elicitation", time.Minute, func() (bool, string) {
+		var task mcp.Task
+		mute.must("tasks/get", map[string]any{"taskId": created.Task.TaskID}, &task)
+		return task.Status == mcp.TaskWorking && strings.Contains(task.StatusMessage, "an operator answers it"), task.Status + " " + task.StatusMessage
+	})
 
 	// Another actor's task is one that does not exist.
 	bob := serveRaw(t, e.mcpServer(t, "bob"))
@@ -308,6 +334,28 @@ func TestMCPTasks(t *testing.T) {
 	bob.refusedWith("tasks/cancel", map[string]any{"taskId": slow}, -32602, "Task not found")
 	bob.refusedWith("tasks/get", map[string]any{}, -32602, "taskId: required")
 	bob.refusedWith("tasks/list", map[string]any{"cursor": "!!"}, -32602, "cursor")
+	// A cursor the server did not seal (before: handed to the visibility
+	// store, which took 10 s to fail, or paged from a forged position).
+	bob.refusedWith("tasks/list", map[string]any{"cursor": "eyJDbG9zZVRpbWUiOiJub3BlIn0.AAAA"}, -32602, "cursor")
+
+	// A client that asks initialize for a version the server does not
+	// speak in sessions is served by the version negotiated (2025-11-25):
+	// the utility's tasks, not the 2026-07-28 extension's.
+	eager := serveRaw(t, e.mcpServer(t, "erin"))
+	var negotiated struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(eager.initialize(mcp.ModernProtocol), &negotiated); err != nil || negotiated.ProtocolVersion != "2025-11-25" {
+		t.Fatalf("initialize at %s negotiated %q (%v)", mcp.ModernProtocol, negotiated.ProtocolVersion, err)
+	}
+	var legacy struct {
+		Task mcp.Task `json:"task"`
+	}
+	eager.must("tools/call", map[string]any{"name": "claims_scenario", "arguments": map[string]any{"order_id": "A-6", "scenario": "instant"}, "task": map[string]any{}}, &legacy)
+	if legacy.Task.TaskID == "" {
+		t.Fatalf("a task-augmented call of a 2025-11-25 session did not get the utility's CreateTaskResult")
+	}
+	eager.must("tasks/list", map[string]any{}, nil)
 	var none struct {
 		Tasks []mcp.Task `json:"tasks"`
 	}
@@ -332,51 +380,179 @@ func TestMCPTasks(t *testing.T) {
 	old.refusedWith("tasks/get", map[string]any{"taskId": plain.StructuredContent.LocalWorkflowID}, -32601, "method not found")
 }
 
-// TestMCPUnknownMethodOverHTTP: a request of a method the server does not
-// serve gets the JSON-RPC error -32601 (before: HTTP 400, text/plain "JSON
-// RPC not handled"); such a notification is accepted and ignored.
-func TestMCPUnknownMethodOverHTTP(t *testing.T) {
-	e := setup(t)
-	const aliceTok = "alice-token-0123456789"
-	url := httpServerOf(t, e.mcpServer(t, ""), aliceTok, "bob-token-0123456789ab")
-	post := func(sid, body string) *http.Response {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+aliceTok)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = resp.Body.Close() })
-		return resp
+// rawHTTP is a client of `delegate mcp`'s Streamable HTTP endpoint
+// written by hand, for what the SDKs do not send.
+type rawHTTP struct {
+	t     *testing.T
+	url   string
+	token string
+}
+
+// post sends body in session sid ("": none) at MCP version (for the
+// MCP-Protocol-Version header; "": none), with ctx.
+func (c rawHTTP) post(ctx context.Context, sid, version, body string) *http.Response {
+	c.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
 	}
-	resp := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if version != "" {
+		req.Header.Set("Mcp-Protocol-Version", version)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
+}
+
+// session opens a session at version and returns its id.
+func (c rawHTTP) session(version string) string {
+	c.t.Helper()
+	resp := c.post(context.Background(), "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
 	sid := resp.Header.Get("Mcp-Session-Id")
 	if resp.StatusCode != http.StatusOK || sid == "" {
-		t.Fatalf("initialize: %s", resp.Status)
+		c.t.Fatalf("initialize: %s", resp.Status)
 	}
-	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	for _, m := range []string{"tasks/subscribe", "acme/search"} {
-		resp := post(sid, `{"jsonrpc":"2.0","id":"q","method":"`+m+`","params":{}}`)
-		body, _ := io.ReadAll(resp.Body)
+	c.post(context.Background(), sid, version, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return sid
+}
+
+// jsonBody reads resp's body: a JSON response, or the last data event of
+// an event stream.
+func jsonBody(t *testing.T, resp *http.Response) []byte {
+	t.Helper()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok && strings.Contains(d, `"id":`) {
+				raw = []byte(d)
+			}
+		}
+	}
+	return raw
+}
+
+// TestMCPWireOverHTTP: what the server answers before the go-sdk reads a
+// request. A request of a method it does not serve gets the JSON-RPC error
+// -32601 (before: HTTP 400, text/plain "JSON RPC not handled"); such a
+// notification is accepted and ignored, in every version (before: 400 at
+// 2026-07-28); a batch (MCP 2025-03-26) that holds one is refused whole,
+// each request answered (before: judged by its first element: a tools/call
+// after an unknown notification was dropped unanswered); a tasks/* request
+// whose taskId is not a string is refused in a few words (before: the
+// go-sdk quoted the whole params back, five times their size).
+func TestMCPWireOverHTTP(t *testing.T) {
+	e := setup(t)
+	c := rawHTTP{t: t, token: "alice-token-0123456789", url: httpServerOf(t, e.mcpServer(t, ""), "alice-token-0123456789", "bob-token-0123456789ab")}
+	ctx := context.Background()
+	sid := c.session("2025-11-25")
+	rpcErr := func(resp *http.Response) (string, rpcError) {
+		t.Helper()
 		var got struct {
-			ID    string   `json:"id"`
+			ID    any      `json:"id"`
 			Error rpcError `json:"error"`
 		}
-		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &got) != nil ||
-			got.ID != "q" || got.Error.Code != -32601 || !strings.Contains(got.Error.Message, m) {
-			t.Errorf("%s: %s %s %s", m, resp.Status, resp.Header.Get("Content-Type"), body)
+		body := jsonBody(t, resp)
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &got) != nil {
+			t.Fatalf("%s %s %s", resp.Status, resp.Header.Get("Content-Type"), body)
+		}
+		return fmt.Sprint(got.ID), got.Error
+	}
+	for _, m := range []string{"tasks/subscribe", "acme/search"} {
+		id, e := rpcErr(c.post(ctx, sid, "2025-11-25", `{"jsonrpc":"2.0","id":"q","method":"`+m+`","params":{}}`))
+		if id != "q" || e.Code != -32601 || !strings.Contains(e.Message, m) {
+			t.Errorf("%s: id %s error %+v", m, id, e)
 		}
 	}
-	if resp := post(sid, `{"jsonrpc":"2.0","method":"notifications/acme"}`); resp.StatusCode != http.StatusAccepted {
-		t.Errorf("unknown notification: %s", resp.Status)
+	for _, v := range []string{"2025-11-25", mcp.ModernProtocol} {
+		if resp := c.post(ctx, sid, v, `{"jsonrpc":"2.0","method":"notifications/acme"}`); resp.StatusCode != http.StatusAccepted {
+			t.Errorf("unknown notification at %s: %s", v, resp.Status)
+		}
 	}
+	huge := strings.Repeat("\u00ff", 100000)
+	id, perr := rpcErr(c.post(ctx, sid, "2025-11-25", `{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"taskId":["`+huge+`"]}}`))
+	if id != "5" || perr.Code != -32602 || perr.Message != "tasks/get: taskId: must be a string" {
+		t.Errorf("non-string taskId: id %s, error %d %.200s", id, perr.Code, perr.Message)
+	}
+
+	old := c.session("2025-03-26")
+	resp := c.post(ctx, old, "2025-03-26", `[{"jsonrpc":"2.0","method":"notifications/acme"},{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"acme/x"}]`)
+	var answers []struct {
+		ID    int      `json:"id"`
+		Error rpcError `json:"error"`
+	}
+	body := jsonBody(t, resp)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &answers) != nil || len(answers) != 2 ||
+		answers[0].ID != 7 || answers[0].Error.Code != -32600 || answers[1].ID != 8 || answers[1].Error.Code != -32601 {
+		t.Errorf("batch with an unknown method: %s %s", resp.Status, body)
+	}
+}
+
+// TestMCPCallEndsWithItsHTTPRequest: a tasks/result that waits for a
+// delegation ends when its HTTP request does (the client went away
+// without notifications/cancelled), and frees its waiting slot. Before,
+// the go-sdk ran it on after the POST was gone: four such calls held the
+// actor's four slots until their delegations ended.
+func TestMCPCallEndsWithItsHTTPRequest(t *testing.T) {
+	e := setup(t)
+	s := e.mcpServer(t, "")
+	c := rawHTTP{t: t, token: "alice-token-0123456789", url: httpServerOf(t, s, "alice-token-0123456789", "bob-token-0123456789ab")}
+	sid := c.session("2025-11-25")
+	var created struct {
+		Task mcp.Task `json:"task"`
+	}
+	body := jsonBody(t, c.post(context.Background(), sid, "2025-11-25", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"claims_scenario","arguments":{"order_id":"A-1","scenario":"slow"},"task":{}}}`))
+	var env struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(body, &env) != nil || json.Unmarshal(env.Result, &created) != nil || created.Task.TaskID == "" {
+		t.Fatalf("tools/call: %s", body)
+	}
+	// Each POST waits for its answer (no event comes before it) in its
+	// own goroutine; the client goes away by cancelling it.
+	goPost := func(ctx context.Context, id int) {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tasks/result","params":{"taskId":%q}}`, id, created.Task.TaskID)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		go func() {
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		}()
+	}
+	// More calls than the actor may have waiting, one after another: each
+	// ends when its request does, and its slot is free for the next.
+	for i := range mcp.MaxWaitingPerActor + 1 {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		goPost(ctx, 10+i)
+		waitFor(t, "the call to wait", 30*time.Second, func() (bool, string) {
+			a := s.Activity()
+			return a.Calls == 1, fmt.Sprint(a)
+		})
+		cancel() // the client goes away
+		waitFor(t, "the call whose request ended to end", time.Minute, func() (bool, string) {
+			a := s.Activity()
+			return a.Calls == 0, fmt.Sprint(a)
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	goPost(ctx, 99)
+	waitFor(t, "a call to wait after them", 30*time.Second, func() (bool, string) {
+		a := s.Activity()
+		return a.Calls == 1, fmt.Sprint(a)
+	})
 }
 
 // modern is params of an MCP 2026-07-28 request: its version and the
@@ -476,6 +652,15 @@ func TestMCPTasksExtension(t *testing.T) {
 		t.Fatalf("bob acted on alice's task: answers %+v, cancel %q", st.Answers, st.CancelReason)
 	}
 
+	// An empty answer is refused before it reaches the delegation: tasks/get
+	// says so, under a new key (before: acknowledged, dropped, and asked
+	// again under the same key).
+	alice.must("tasks/update", modern(map[string]any{"taskId": id, "inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"answer": ""}}}}, false), nil)
+	again := alice.untilExt(id, mcp.TaskInputRequired)
+	key = "answer-round-1.2"
+	if again.InputRequests[key] == nil || !strings.Contains(again.StatusMessage, "your last answer was refused") {
+		t.Fatalf("after a refused answer: %+v", again)
+	}
 	alice.must("tasks/update", modern(map[string]any{"taskId": id, "inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"answer": "photo attached: box.jpg"}}}}, false), nil)
 	done := alice.untilExt(id, mcp.TaskCompleted)
 	if done.Result == nil || done.Result.IsError || done.Result.StructuredContent.Outcome == nil || done.Result.StructuredContent.Outcome.Status != contracts.StatusCompleted {

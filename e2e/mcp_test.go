@@ -401,7 +401,7 @@ func TestMCPHTTPOwnershipAndRevocation(t *testing.T) {
 		},
 	})
 	res, r := call(t, ah, "open_parcel_claim", map[string]any{"order_id": "A-4005", "wait_seconds": 30})
-	if res.IsError || !strings.Contains(text(res), "answered by alice through elicitation") {
+	if res.IsError || !strings.Contains(text(res), "answered by alice through an input request") {
 		t.Fatalf("start over HTTP: %s", text(res))
 	}
 	if st := e.stateOf(t, r.LocalWorkflowID); len(st.Answers) != 1 || st.Answers[0].AnsweredBy != "alice" || st.Answers[0].Text != "photo over HTTP" {

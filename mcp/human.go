@@ -373,15 +373,16 @@ func (s *Server) runForm(ss *sdk.ServerSession, f *form, params *sdk.ElicitParam
 		return
 	}
 	text, _ := res.Content["answer"].(string)
-	status, note := s.sendHumanAnswer(id, f.actor, round, text)
+	status, note := s.sendHumanAnswer(id, f.actor, round, text, "elicitation")
 	log.Info("mcp: elicitation answered", "status", status)
 	s.h.finish(f, status, note)
 }
 
 // sendHumanAnswer sends the human's answer for round, answered by actor:
 // the workflow refuses it if another round is pending by then (or this
-// one was answered already), as `delegate answer --round` is.
-func (s *Server) sendHumanAnswer(id, actor string, round int, text string) (status, note string) {
+// one was answered already), as `delegate answer --round` is. via is how
+// it came ("elicitation", "an input request"), for the log and the note.
+func (s *Server) sendHumanAnswer(id, actor string, round int, text, via string) (status, note string) {
 	a := contracts.Answer{Text: text, AnsweredBy: actor, Round: round}
 	if err := a.Validate(); err != nil {
 		return FormRefused, "the answer given was not sent: " + err.Error() + "; the delegation keeps waiting"
@@ -393,8 +394,8 @@ func (s *Server) sendHumanAnswer(id, actor string, round int, text string) (stat
 	if _, err := s.handle(id).Answer(ctx, a); err != nil {
 		return FormRefused, fmt.Sprintf("your human's answer to round %d was refused by the delegation: %s", round, contracts.Truncate(err.Error(), 300))
 	}
-	s.o.Logger.Info("mcp: answered through elicitation", "id", id, "actor", actor, "round", round)
-	return FormAnswered, fmt.Sprintf("answered by %s through elicitation (round %d)", actor, round)
+	s.o.Logger.Info("mcp: answered through "+via, "id", id, "actor", actor, "round", round)
+	return FormAnswered, fmt.Sprintf("answered by %s through %s (round %d)", actor, via, round)
 }
 
 func (s *Server) markDeclined(k declineKey) {
@@ -431,11 +432,11 @@ const ModernProtocol = "2026-07-28"
 // the session's, as the go-sdk decides whether a result may ask for input
 // (a request of a 2025-11-25 session that names 2026-07-28 in its _meta
 // is still answered as that session's).
-func humanChannel(req *sdk.CallToolRequest) channel {
+func (s *Server) humanChannel(req *sdk.CallToolRequest) channel {
 	if req == nil || req.Session == nil {
 		return noChannel
 	}
-	if p := req.Session.InitializeParams(); p != nil && p.ProtocolVersion >= ModernProtocol {
+	if s.versionOf(req.Session) >= ModernProtocol {
 		if c := req.ClientCapabilities(); c != nil && c.Elicitation != nil && (c.Elicitation.Form != nil || c.Elicitation.URL == nil) {
 			return inputRequests
 		}
@@ -473,35 +474,44 @@ func (h *humans) secret() []byte {
 
 func (h *humans) seal(rs requestState) string {
 	rs.V = 1
-	b, _ := json.Marshal(rs)
+	return h.sealJSON(rs)
+}
+
+func (h *humans) open(s string) (requestState, bool) {
+	var rs requestState
+	if !h.openJSON(s, &rs) || rs.V != 1 || rs.Round < 1 || rs.ID == "" {
+		return requestState{}, false
+	}
+	return rs, true
+}
+
+// sealJSON is v as JSON, base64url, with its HMAC-SHA256 under the
+// server's key: a client may hold it and give it back, not change it.
+func (h *humans) sealJSON(v any) string {
+	b, _ := json.Marshal(v)
 	mac := hmac.New(sha256.New, h.secret())
 	mac.Write(b)
 	return base64.RawURLEncoding.EncodeToString(b) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-func (h *humans) open(s string) (requestState, bool) {
-	var rs requestState
+// openJSON verifies s (sealJSON's, at most maxRequestState bytes) and
+// decodes it into v.
+func (h *humans) openJSON(s string, v any) bool {
 	if len(s) > maxRequestState {
-		return rs, false
+		return false
 	}
 	body, sig, ok := strings.Cut(s, ".")
 	if !ok {
-		return rs, false
+		return false
 	}
 	b, err1 := base64.RawURLEncoding.DecodeString(body)
 	got, err2 := base64.RawURLEncoding.DecodeString(sig)
 	if err1 != nil || err2 != nil {
-		return rs, false
+		return false
 	}
 	mac := hmac.New(sha256.New, h.secret())
 	mac.Write(b)
-	if !hmac.Equal(mac.Sum(nil), got) {
-		return rs, false
-	}
-	if json.Unmarshal(b, &rs) != nil || rs.V != 1 || rs.Round < 1 || rs.ID == "" {
-		return requestState{}, false
-	}
-	return rs, true
+	return hmac.Equal(mac.Sum(nil), got) && json.Unmarshal(b, v) == nil
 }
 
 // inputKey is the input request's id for round.
@@ -557,7 +567,7 @@ func (s *Server) resume(ctx context.Context, req *sdk.CallToolRequest, actor, ar
 		return rs.ID, "the elicitation returned action " + strconv.Quote(contracts.Truncate(resp.Action, 40)) + "; the delegation keeps waiting", nil, nil
 	}
 	text, _ := resp.Content["answer"].(string)
-	status, note := s.sendHumanAnswer(rs.ID, actor, rs.Round, text)
+	status, note := s.sendHumanAnswer(rs.ID, actor, rs.Round, text, "an input request")
 	if status == FormAnswered {
 		if _, err := s.afterAnswer(ctx, rs.ID, rs.Round); err != nil {
 			return "", "", nil, err

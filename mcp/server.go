@@ -122,6 +122,12 @@ type Server struct {
 	// h holds the questions put to humans and the calls in flight
 	// (human.go).
 	h humans
+	// refused counts the answers tasks/update carried that were refused
+	// before the delegation saw them (tasks_ext.go; cleared when full).
+	refused map[declineKey]refusal
+	// negotiated holds the MCP version each open session's initialize
+	// negotiated (*sdk.ServerSession → string; versionOf).
+	negotiated sync.Map
 }
 
 type declineKey struct {
@@ -163,7 +169,7 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, templates: ts, limiters: map[string]*rate.Limiter{}, declined: map[declineKey]bool{}, waiting: map[string]int{}, sessions: map[string]int{}}
+	s := &Server{o: o, templates: ts, limiters: map[string]*rate.Limiter{}, declined: map[declineKey]bool{}, refused: map[declineKey]refusal{}, waiting: map[string]int{}, sessions: map[string]int{}}
 	for _, t := range o.Templates {
 		s.order = append(s.order, t.Name)
 	}

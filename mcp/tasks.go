@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,6 +95,9 @@ const (
 	TaskPollInterval = 2000
 	// taskPageSize is how many tasks one tasks/list page holds.
 	taskPageSize = 20
+	// taskListCost is what one tasks/list is charged against the actor's
+	// rate (Options.Rate): a page reads up to taskPageSize delegations.
+	taskListCost = 5
 	// taskReadEvery is how often, at most, a blocked tasks/result reads
 	// the delegation's state with Query "state" when nothing changed on
 	// the server in between (it reads the workflow's status every
@@ -166,16 +168,6 @@ func asTask(ctx context.Context) bool { return ctx.Value(taskCallKey{}) != nil }
 // go-sdk hands a custom method's handler no RequestExtra).
 type actorKey struct{}
 
-// tasksSession reports whether req comes from a session of TasksProtocol.
-func tasksSession(req sdk.Request) bool {
-	ss, ok := req.GetSession().(*sdk.ServerSession)
-	if !ok || ss == nil {
-		return false
-	}
-	p := ss.InitializeParams()
-	return p != nil && p.ProtocolVersion == TasksProtocol
-}
-
 // invalidParams is a JSON-RPC -32602 error.
 func invalidParams(format string, args ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
@@ -197,23 +189,23 @@ func (s *Server) addTasks(srv *sdk.Server) {
 			panic(err) // a go-sdk that made a tasks method standard: tasks.go must change
 		}
 	}
-	must(sdk.AddReceivingCustomMethod(srv, MethodTasksGet, func(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksGet, func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
 		if eraOf(ctx) == eraExtension {
 			return s.extGet(ctx, actorOf(ctx), orEmpty(p))
 		}
-		return s.taskGet(ctx, actorOf(ctx), orEmpty(p))
+		return s.taskGet(ctx, ss, actorOf(ctx), orEmpty(p))
 	}))
 	must(sdk.AddReceivingCustomMethod(srv, MethodTasksResult, func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
 		return s.taskPayload(ctx, ss, actorOf(ctx), orEmpty(p))
 	}))
-	must(sdk.AddReceivingCustomMethod(srv, MethodTasksCancel, func(ctx context.Context, _ *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksCancel, func(ctx context.Context, ss *sdk.ServerSession, p *taskIDParams) (sdk.Result, error) {
 		if eraOf(ctx) == eraExtension {
 			return s.extCancel(ctx, actorOf(ctx), orEmpty(p))
 		}
-		return s.taskCancel(ctx, actorOf(ctx), orEmpty(p))
+		return s.taskCancel(ctx, ss, actorOf(ctx), orEmpty(p))
 	}))
-	must(sdk.AddReceivingCustomMethod(srv, MethodTasksList, func(ctx context.Context, _ *sdk.ServerSession, p *listTasksParams) (sdk.Result, error) {
-		return s.taskList(ctx, actorOf(ctx), orEmpty(p))
+	must(sdk.AddReceivingCustomMethod(srv, MethodTasksList, func(ctx context.Context, ss *sdk.ServerSession, p *listTasksParams) (sdk.Result, error) {
+		return s.taskList(ctx, ss, actorOf(ctx), orEmpty(p))
 	}))
 	must(sdk.AddReceivingCustomMethod(srv, MethodTasksUpdate, func(ctx context.Context, _ *sdk.ServerSession, p *updateTaskParams) (sdk.Result, error) {
 		return s.extUpdate(ctx, actorOf(ctx), orEmpty(p))
@@ -251,20 +243,30 @@ func eraOf(ctx context.Context) era {
 	return e
 }
 
-// eraOfRequest is the era of req's session: its negotiated version (the
-// first request's, at 2026-07-28).
-func eraOfRequest(req sdk.Request) era {
-	ss, ok := req.GetSession().(*sdk.ServerSession)
-	if !ok || ss == nil {
-		return eraNone
+// versionOf is the MCP version session ss speaks: the one its initialize
+// negotiated (recorded by the tasks middleware: the go-sdk keeps only the
+// version the client asked for, which may be one it does not speak), or,
+// at MCP 2026-07-28 (no initialize), its requests' own.
+func (s *Server) versionOf(ss *sdk.ServerSession) string {
+	if ss == nil {
+		return ""
 	}
-	p := ss.InitializeParams()
-	switch {
-	case p == nil:
-		return eraNone
-	case p.ProtocolVersion >= ModernProtocol:
+	if v, ok := s.negotiated.Load(ss); ok {
+		return v.(string)
+	}
+	if p := ss.InitializeParams(); p != nil {
+		return p.ProtocolVersion
+	}
+	return ""
+}
+
+// eraOfRequest is the era of req's session (versionOf).
+func (s *Server) eraOfRequest(req sdk.Request) era {
+	ss, _ := req.GetSession().(*sdk.ServerSession)
+	switch v := s.versionOf(ss); {
+	case v >= ModernProtocol:
 		return eraExtension
-	case p.ProtocolVersion == TasksProtocol:
+	case v == TasksProtocol:
 		return eraUtility
 	}
 	return eraNone
@@ -297,19 +299,41 @@ func (s *Server) tasks(next sdk.MethodHandler) sdk.MethodHandler {
 			if actor == "" {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "no authenticated actor"}
 			}
-			e := eraOfRequest(req)
+			e := s.eraOfRequest(req)
 			if !slices.Contains(methodsOf[e], method) {
 				// go-sdk v1.8.0 writes its own message for every -32601.
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: method + ": not a method of this session's MCP version's tasks"}
 			}
-			if !s.limiter(actor).Allow() {
+			cost := 1
+			if method == MethodTasksList {
+				cost = taskListCost
+			}
+			if !s.limiter(actor).AllowN(time.Now(), cost) {
 				s.o.Logger.Warn("mcp: rate limited", "actor", actor, "method", method)
 				return nil, limited("rate limit: %s makes more than %g requests a second (burst %d); wait and call again", actor, float64(s.o.Rate), s.o.Burst)
 			}
-			return next(context.WithValue(context.WithValue(ctx, actorKey{}, actor), eraKey{}, e), method, req)
+			res, err := next(context.WithValue(context.WithValue(ctx, actorKey{}, actor), eraKey{}, e), method, req)
+			var je *jsonrpc.Error
+			if err != nil && !errors.As(err, &je) && ctx.Err() == nil {
+				// Not a refusal: Temporal (or the worker) failed.
+				s.o.Logger.Error("mcp: tasks request failed", "method", method, "actor", actor, "err", err)
+			}
+			return res, err
 		case "initialize":
 			res, err := next(ctx, method, req)
-			if ir, ok := res.(*sdk.InitializeResult); ok && err == nil && ir.ProtocolVersion == TasksProtocol {
+			ir, ok := res.(*sdk.InitializeResult)
+			if !ok || err != nil {
+				return res, err
+			}
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && ss != nil {
+				if _, dup := s.negotiated.LoadOrStore(ss, ir.ProtocolVersion); !dup {
+					go func() {
+						_ = ss.Wait()
+						s.negotiated.Delete(ss)
+					}()
+				}
+			}
+			if ir.ProtocolVersion == TasksProtocol {
 				return &withTasksCapability{ir}, nil
 			}
 			return res, err
@@ -321,7 +345,7 @@ func (s *Server) tasks(next sdk.MethodHandler) sdk.MethodHandler {
 			return res, err
 		case "tools/list":
 			res, err := next(ctx, method, req)
-			if lr, ok := res.(*sdk.ListToolsResult); ok && err == nil && eraOfRequest(req) != eraNone {
+			if lr, ok := res.(*sdk.ListToolsResult); ok && err == nil && s.eraOfRequest(req) != eraNone {
 				return &withTaskSupport{lr, s.templates}, nil
 			}
 			return res, err
@@ -332,13 +356,13 @@ func (s *Server) tasks(next sdk.MethodHandler) sdk.MethodHandler {
 			}
 			task, asked := r.Params.Meta[taskMetaKey]
 			delete(r.Params.Meta, taskMetaKey)
-			switch eraOfRequest(req) {
+			switch s.eraOfRequest(req) {
 			case eraUtility:
 				if !asked {
 					return next(ctx, method, req)
 				}
-				if _, ok := task.(map[string]any); !ok {
-					return nil, invalidParams("task: must be an object ({} or {\"ttl\": MILLISECONDS}), not %s", contracts.Truncate(fmt.Sprint(task), 40))
+				if why := taskParamProblem(task); why != "" {
+					return nil, invalidParams("%s", why)
 				}
 				t, err := s.startTask(ctx, method, r, next)
 				if err != nil {
@@ -372,6 +396,27 @@ func (s *Server) tasks(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
+// taskParamProblem says what is wrong with a tools/call's task parameter
+// ("" for nothing): an object whose ttl, when given, is a number of
+// milliseconds, 0 or more.
+func taskParamProblem(task any) string {
+	m, ok := task.(map[string]any)
+	if !ok {
+		return fmt.Sprintf("task: must be an object ({} or {\"ttl\": MILLISECONDS}), not %s", contracts.Truncate(fmt.Sprint(task), 40))
+	}
+	if ttl, ok := m["ttl"]; ok {
+		n, ok := ttl.(float64)
+		if num, isNum := ttl.(json.Number); isNum {
+			f, err := num.Float64()
+			n, ok = f, err == nil
+		}
+		if !ok || n < 0 {
+			return fmt.Sprintf("task.ttl: must be a number of milliseconds, 0 or more, not %s", contracts.Truncate(fmt.Sprint(ttl), 40))
+		}
+	}
+	return ""
+}
+
 // startTask serves a task-augmented tools/call: the template tool starts
 // the delegation (every check of a plain call) and returns its task,
 // working. A refused call is a -32602 error naming the argument and the
@@ -397,9 +442,14 @@ func (s *Server) startTask(ctx context.Context, method string, r *sdk.CallToolRe
 	if cr.IsError || out.LocalWorkflowID == "" {
 		return Task{}, invalidParams("no task was created: %s", contracts.Truncate(resultText(cr), 1000))
 	}
-	now := time.Now().UTC().Format(time.RFC3339Nano)
+	// createdAt is the start event's time, as tasks/get says it.
+	created := time.Now()
+	if d, err := s.handle(out.LocalWorkflowID).Describe(ctx); err == nil && !d.StartTime.IsZero() {
+		created = d.StartTime
+	}
+	at := created.UTC().Format(time.RFC3339Nano)
 	return Task{TaskID: out.LocalWorkflowID, Status: TaskWorking, StatusMessage: "the delegation started: follow it with tasks/get",
-		CreatedAt: now, LastUpdatedAt: now, PollInterval: TaskPollInterval}, nil
+		CreatedAt: at, LastUpdatedAt: at, PollInterval: TaskPollInterval}, nil
 }
 
 // resultText is the text content of a tool result.
@@ -475,10 +525,23 @@ func patchJSON(v any, patch func(map[string]json.RawMessage) error) ([]byte, err
 	return json.Marshal(m)
 }
 
-// ownTask reads task id of actor: the task, the delegation's state, and
-// whether its workflow still runs. A delegation of another actor reads as
-// one that does not exist (-32602).
-func (s *Server) ownTask(ctx context.Context, actor, id string) (Task, contracts.State, bool, error) {
+// requester is who asks about a task: whether its client puts a form to
+// its human (forms), and its session (a 2025-11-25 session's human
+// declines questions for that session).
+type requester struct {
+	session *sdk.ServerSession
+	forms   bool
+}
+
+// sessionRequester is the requester of a 2025-11-25 session.
+func sessionRequester(ss *sdk.ServerSession) requester { return requester{ss, canElicit(ss)} }
+
+// ownTask reads task id of actor, as who sees it: the task, the
+// delegation's state, and whether its workflow still runs. A delegation
+// of another actor reads as one that does not exist (-32602). A running
+// delegation whose state no worker reads now is a working task that says
+// so.
+func (s *Server) ownTask(ctx context.Context, actor, id string, who requester) (Task, contracts.State, bool, error) {
 	if id == "" {
 		return Task{}, contracts.State{}, false, invalidParams("taskId: required: the task's id (a delegation's local_workflow_id)")
 	}
@@ -496,18 +559,39 @@ func (s *Server) ownTask(ctx context.Context, actor, id string) (Task, contracts
 	if d.WorkflowType != contracts.WorkflowType || d.Starter != actor {
 		return Task{}, contracts.State{}, false, taskNotFound(id)
 	}
-	st, err := s.state(ctx, id)
-	if err != nil {
-		return Task{}, contracts.State{}, false, err
+	// An ended delegation's state is its Outcome: read from its history,
+	// not by a Query (which replays it on a worker).
+	var st contracts.State
+	if d.Running() {
+		st, err = s.state(ctx, id)
+	} else {
+		st, err = s.endedState(ctx, id, d.Status)
 	}
-	return s.taskOf(id, d, st), st, d.Running(), nil
+	unread := ""
+	if err != nil {
+		if !d.Running() || ctx.Err() != nil {
+			return Task{}, contracts.State{}, false, err
+		}
+		st = contracts.State{LocalWorkflowID: id, A2AState: contracts.CurrentA2AState(d.A2AState)}
+		unread = "; its state is not readable now (" + contracts.Truncate(err.Error(), 300) + ")"
+	}
+	t := s.taskOf(ctx, id, d, st, who)
+	t.StatusMessage += unread
+	return t, st, d.Running(), nil
 }
 
-// taskOf is delegation id as a task, from its description and state.
-func (s *Server) taskOf(id string, d client.Described, st contracts.State) Task {
-	created := st.StartedAt
-	if created.IsZero() {
-		created = d.StartTime
+// taskOf is delegation id as a task for who, from its description and
+// state. createdAt is its first run's start (the start event's time, as
+// a task-augmented call returned it); lastUpdatedAt its last transition,
+// question, answer or end.
+func (s *Server) taskOf(ctx context.Context, id string, d client.Described, st contracts.State, who requester) Task {
+	created := d.StartTime
+	if d.FirstRunID != "" && d.FirstRunID != d.RunID {
+		if first, err := s.o.Client.DescribeWorkflowExecution(ctx, id, d.FirstRunID); err == nil && first.GetWorkflowExecutionInfo().GetStartTime() != nil {
+			created = first.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+		} else if !st.StartedAt.IsZero() {
+			created = st.StartedAt
+		}
 	}
 	updated := created
 	later := func(t time.Time) {
@@ -526,7 +610,7 @@ func (s *Server) taskOf(id string, d client.Described, st contracts.State) Task 
 	}
 	later(d.CloseTime)
 	t := Task{TaskID: id, CreatedAt: created.UTC().Format(time.RFC3339Nano), LastUpdatedAt: updated.UTC().Format(time.RFC3339Nano)}
-	t.Status, t.StatusMessage = s.taskStatus(id, d, st)
+	t.Status, t.StatusMessage = s.taskStatus(id, d, st, who)
 	if !terminalTask(t.Status) {
 		t.PollInterval = TaskPollInterval
 	}
@@ -540,14 +624,18 @@ func terminalTask(status string) bool {
 
 // taskStatus maps a delegation onto a task status and says why. A cancel
 // once requested keeps the task cancelled, whatever the delegation does
-// next (MCP 2025-11-25, Tasks, "Task Cancellation").
-func (s *Server) taskStatus(id string, d client.Described, st contracts.State) (string, string) {
+// next (MCP 2025-11-25, Tasks, "Task Cancellation"). A question is
+// input_required only when who can answer it: a "human" template's, put
+// to who's human through a form (tasks/result's elicitation, or the
+// extension's input request) and not declined; any other waits for
+// someone else, and the task is working, saying who.
+func (s *Server) taskStatus(id string, d client.Described, st contracts.State, who requester) (string, string) {
 	if o := st.Outcome; o != nil {
 		switch {
 		case o.Status == contracts.StatusCanceled || o.Status == contracts.StatusCancelUnconfirmed:
 			return TaskCancelled, fmt.Sprintf("the delegation was canceled (outcome %s)", o.Status)
 		case st.CancelReason != "":
-			return TaskCancelled, fmt.Sprintf("a cancel was requested; the delegation then ended %s (tasks/result has its outcome)", o.Status)
+			return TaskCancelled, fmt.Sprintf("a cancel was requested; the delegation then ended %s (its result has the outcome)", o.Status)
 		case o.Status == contracts.StatusCompleted:
 			return TaskCompleted, fmt.Sprintf("outcome completed: %d output(s) passed the contract", len(o.Outputs))
 		}
@@ -555,7 +643,7 @@ func (s *Server) taskStatus(id string, d client.Described, st contracts.State) (
 		if o.Error != nil {
 			msg += " [" + string(o.Error.Category) + "]"
 		}
-		return TaskFailed, msg + " (tasks/result has it)"
+		return TaskFailed, msg + " (the task's result has the outcome and why)"
 	}
 	if st.Failure != "" || (!d.Running() && d.Status != "canceled") {
 		return TaskFailed, "the delegation's workflow ended " + d.Status + " without an outcome"
@@ -564,17 +652,22 @@ func (s *Server) taskStatus(id string, d client.Described, st contracts.State) (
 		return TaskCancelled, "a cancel was requested: the remote task is being canceled"
 	}
 	if q := st.Question; q != nil && !answeredRound(st, q.Round) {
+		operator := " (Temporal UI or `delegate answer`)"
 		if q.State != contracts.TaskStateInputRequired {
-			return TaskWorking, fmt.Sprintf("the remote agent asks for authentication (round %d): only an operator answers it", q.Round)
+			return TaskWorking, fmt.Sprintf("the remote agent asks for authentication (round %d): only an operator answers it%s", q.Round, operator)
 		}
 		t, _ := s.served(id, st)
 		switch {
 		case t == nil:
-			return TaskWorking, fmt.Sprintf("the remote agent asks (round %d); an operator answers it (Temporal UI or `delegate answer`)", q.Round)
+			return TaskWorking, fmt.Sprintf("the remote agent asks (round %d); an operator answers it%s", q.Round, operator)
 		case t.Answer == AnswerModel:
-			return TaskInputRequired, fmt.Sprintf("the remote agent asks (round %d): answer with %s (its question: %s)", q.Round, ToolAnswer, ToolStatus)
+			return TaskWorking, fmt.Sprintf("the remote agent asks (round %d): the model answers it with %s (the question: %s)", q.Round, ToolAnswer, ToolStatus)
+		case s.isDeclined(declineKey{nil, id, q.Round}) || (who.session != nil && s.isDeclined(declineKey{who.session, id, q.Round})):
+			return TaskWorking, fmt.Sprintf("the remote agent asks (round %d); your human declined it (it is not asked again here): an operator answers it%s", q.Round, operator)
+		case !who.forms:
+			return TaskWorking, fmt.Sprintf("the remote agent asks (round %d); this client takes no form elicitation, so its human cannot be asked: an operator answers it%s", q.Round, operator)
 		}
-		return TaskInputRequired, fmt.Sprintf("the remote agent asks (round %d): tasks/result puts its question to your human (elicitation)", q.Round)
+		return TaskInputRequired, fmt.Sprintf("the remote agent asks (round %d): your human answers it through a form (elicitation)", q.Round)
 	}
 	if st.Unknown != nil {
 		return TaskWorking, "a send's outcome is unknown: an operator resolves it"
@@ -583,8 +676,8 @@ func (s *Server) taskStatus(id string, d client.Described, st contracts.State) (
 }
 
 // taskGet is tasks/get.
-func (s *Server) taskGet(ctx context.Context, actor string, p *taskIDParams) (*taskResult, error) {
-	t, _, _, err := s.ownTask(ctx, actor, p.TaskID)
+func (s *Server) taskGet(ctx context.Context, ss *sdk.ServerSession, actor string, p *taskIDParams) (*taskResult, error) {
+	t, _, _, err := s.ownTask(ctx, actor, p.TaskID, sessionRequester(ss))
 	if err != nil {
 		return nil, err
 	}
@@ -594,8 +687,8 @@ func (s *Server) taskGet(ctx context.Context, actor string, p *taskIDParams) (*t
 // taskCancel is tasks/cancel: the delegation is canceled (its remote task
 // with it) and the task is cancelled from then on. An ended task is
 // refused with -32602.
-func (s *Server) taskCancel(ctx context.Context, actor string, p *taskIDParams) (*taskResult, error) {
-	t, _, running, err := s.ownTask(ctx, actor, p.TaskID)
+func (s *Server) taskCancel(ctx context.Context, ss *sdk.ServerSession, actor string, p *taskIDParams) (*taskResult, error) {
+	t, _, running, err := s.ownTask(ctx, actor, p.TaskID, sessionRequester(ss))
 	if err != nil {
 		return nil, err
 	}
@@ -607,7 +700,6 @@ func (s *Server) taskCancel(ctx context.Context, actor string, p *taskIDParams) 
 	}
 	s.o.Logger.Info("mcp: task cancelled", "id", p.TaskID, "actor", actor)
 	t.Status, t.StatusMessage, t.PollInterval = TaskCancelled, "cancelled by request: the remote task is being canceled", 0
-	t.LastUpdatedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	return &taskResult{Task: t}, nil
 }
 
@@ -622,7 +714,8 @@ func (s *Server) taskCancel(ctx context.Context, actor string, p *taskIDParams) 
 // wait at once (tools that wait included).
 func (s *Server) taskPayload(ctx context.Context, ss *sdk.ServerSession, actor string, p *taskIDParams) (*sdk.CallToolResult, error) {
 	id := p.TaskID
-	t, st, running, err := s.ownTask(ctx, actor, id)
+	who := sessionRequester(ss)
+	t, st, running, err := s.ownTask(ctx, actor, id, who)
 	if err != nil {
 		return nil, err
 	}
@@ -644,19 +737,17 @@ func (s *Server) taskPayload(ctx context.Context, ss *sdk.ServerSession, actor s
 		for running {
 			prog.say(t.StatusMessage)
 			wait := time.Now().Add(taskReadEvery)
-			if t.Status == TaskInputRequired && st.Question != nil && canElicit(ss) {
-				if tmpl, _ := s.served(id, st); tmpl != nil && tmpl.Answer == AnswerHuman && !s.isDeclined(declineKey{ss, id, st.Question.Round}) {
-					// The form stays with the session; this waits for it
-					// at most until wait, then reads the state again.
-					if _, _, _, err := s.askHuman(ctx, ss, related, actor, id, st, wait); err != nil {
-						return nil, err
-					}
+			if t.Status == TaskInputRequired && st.Question != nil {
+				// The form stays with the session; this waits for it at
+				// most until wait, then reads the state again.
+				if _, _, _, err := s.askHuman(ctx, ss, related, actor, id, st, wait); err != nil {
+					return nil, err
 				}
 			}
 			if err := s.untilChange(ctx, id, wait); err != nil {
 				return nil, err
 			}
-			if t, st, running, err = s.ownTask(ctx, actor, id); err != nil {
+			if t, st, running, err = s.ownTask(ctx, actor, id, who); err != nil {
 				return nil, err
 			}
 		}
@@ -691,27 +782,27 @@ func (s *Server) untilChange(ctx context.Context, id string, deadline time.Time)
 
 // taskList is tasks/list: the actor's delegations, newest first, at most
 // taskPageSize a page. The cursor is the visibility store's page token
-// (ListWorkflowExecutions), whose query this server writes (the actor's
-// delegations only): a cursor it did not give is refused with -32602.
-func (s *Server) taskList(ctx context.Context, actor string, p *listTasksParams) (*listTasksResult, error) {
+// (ListWorkflowExecutions), sealed by this server with the actor's name
+// (a cursor it did not give, another actor's, or one from before a
+// restart is refused with -32602).
+func (s *Server) taskList(ctx context.Context, ss *sdk.ServerSession, actor string, p *listTasksParams) (*listTasksResult, error) {
 	var token []byte
 	if p.Cursor != "" {
-		var err error
-		if token, err = base64.RawURLEncoding.DecodeString(p.Cursor); err != nil || len(token) == 0 {
-			return nil, invalidParams("cursor: not one this server gave (a nextCursor of tasks/list, unchanged)")
+		var c listCursor
+		if !s.h.openJSON(p.Cursor, &c) || c.Kind != MethodTasksList || c.Actor != actor || len(c.Token) == 0 {
+			return nil, invalidParams("cursor: not one this server gave you (a nextCursor of tasks/list, unchanged; one from before the server restarted is not known): list again without it")
 		}
+		token = c.Token
 	}
 	query, err := client.ListQuery(client.ListOptions{Starter: actor})
 	if err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	resp, err := s.o.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+	lctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	resp, err := s.o.Client.ListWorkflow(lctx, &workflowservice.ListWorkflowExecutionsRequest{
 		Namespace: s.o.Namespace, PageSize: taskPageSize, Query: query, NextPageToken: token})
 	if err != nil {
-		var inv *serviceerror.InvalidArgument
-		if p.Cursor != "" && errors.As(err, &inv) {
-			return nil, invalidParams("cursor: not one this server gave (a nextCursor of tasks/list, unchanged): %s", contracts.Truncate(inv.Error(), 200))
-		}
 		return nil, err
 	}
 	out := &listTasksResult{Tasks: []Task{}}
@@ -720,7 +811,7 @@ func (s *Server) taskList(ctx context.Context, actor string, p *listTasksParams)
 		if !contracts.ValidWorkflowID(id) {
 			continue // not a local_workflow_id: no task is
 		}
-		t, _, _, err := s.ownTask(ctx, actor, id)
+		t, _, _, err := s.ownTask(ctx, actor, id, sessionRequester(ss))
 		if err != nil {
 			var je *jsonrpc.Error
 			if errors.As(err, &je) {
@@ -731,7 +822,14 @@ func (s *Server) taskList(ctx context.Context, actor string, p *listTasksParams)
 		out.Tasks = append(out.Tasks, t)
 	}
 	if len(resp.GetNextPageToken()) > 0 {
-		out.NextCursor = base64.RawURLEncoding.EncodeToString(resp.GetNextPageToken())
+		out.NextCursor = s.h.sealJSON(listCursor{Kind: MethodTasksList, Actor: actor, Token: resp.GetNextPageToken()})
 	}
 	return out, nil
+}
+
+// listCursor is what a tasks/list cursor says, sealed (humans.sealJSON).
+type listCursor struct {
+	Kind  string `json:"k"`
+	Actor string `json:"a"`
+	Token []byte `json:"t"`
 }

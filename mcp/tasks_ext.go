@@ -116,12 +116,12 @@ func formsOf(meta sdk.Meta) bool {
 }
 
 // extInputKey is the key of the input request for st's pending question:
-// its round and how many answers to that round were refused before, so
-// that a key is never used for two requests (SEP-2663, "Task Input
-// Requests").
-func extInputKey(st contracts.State) string {
+// its round and how many answers to that round were refused before (by
+// the delegation, or by this server: refusedAnswers), so that a key is
+// never used for two requests (SEP-2663, "Task Input Requests").
+func (s *Server) extInputKey(st contracts.State) string {
 	round := st.Question.Round
-	n := 1
+	n := 1 + s.refusedAnswers(st.LocalWorkflowID, round).n
 	for _, a := range st.Answers {
 		if a.Round == round && a.Refused != "" {
 			n++
@@ -130,9 +130,35 @@ func extInputKey(st contracts.State) string {
 	return fmt.Sprintf("answer-round-%d.%d", round, n)
 }
 
+// refusal counts the answers to one question that tasks/update carried and
+// this server refused before they reached the delegation (empty, over the
+// bound), and says why the last was.
+type refusal struct {
+	n   int
+	why string
+}
+
+// refusedAnswers is the refusal of question round of delegation id.
+func (s *Server) refusedAnswers(id string, round int) refusal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused[declineKey{nil, id, round}]
+}
+
+// refuseAnswer records that an answer to round of id was refused, and why.
+func (s *Server) refuseAnswer(id string, round int, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.refused) >= maxDeclined {
+		clear(s.refused)
+	}
+	k := declineKey{nil, id, round}
+	s.refused[k] = refusal{s.refused[k].n + 1, why}
+}
+
 // extGet is tasks/get of the extension.
 func (s *Server) extGet(ctx context.Context, actor string, p *taskIDParams) (*extTaskResult, error) {
-	t, st, running, err := s.ownTask(ctx, actor, p.TaskID)
+	t, st, running, err := s.ownTask(ctx, actor, p.TaskID, requester{forms: formsOf(p.Meta)})
 	if err != nil {
 		return nil, err
 	}
@@ -143,23 +169,15 @@ func (s *Server) extGet(ctx context.Context, actor string, p *taskIDParams) (*ex
 	case st.Outcome != nil && (!running || terminalTask(t.Status)):
 		res := s.stateResult(st, templateOf(id), "the task ended")
 		res.IsError = st.Outcome.Status != contracts.StatusCompleted
-		out.Status, out.StatusMessage, out.Result = TaskCompleted, "outcome "+string(st.Outcome.Status), res
+		out.Status, out.Result = TaskCompleted, res
 	case t.Status == TaskFailed:
 		out.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: t.StatusMessage + ": " + contracts.Truncate(st.Failure, 500)}
 	case t.Status == TaskInputRequired:
-		round := st.Question.Round
-		tmpl, _ := s.served(id, st)
-		switch {
-		case tmpl != nil && tmpl.Answer == AnswerModel:
-			out.Status = TaskWorking
-		case s.isDeclined(declineKey{nil, id, round}):
-			out.Status, out.StatusMessage = TaskWorking, fmt.Sprintf("your human declined the question of round %d (it is not asked again here): an operator answers it (Temporal UI or `delegate answer`)", round)
-		case !formsOf(p.Meta):
-			out.Status, out.StatusMessage = TaskWorking, fmt.Sprintf("the remote agent asks (round %d), and this client takes no form elicitation: an operator answers it (Temporal UI or `delegate answer`)", round)
-		default:
-			out.StatusMessage = fmt.Sprintf("the remote agent asks (round %d): answer its input request with tasks/update", round)
-			out.InputRequests = sdk.InputRequestMap{extInputKey(st): &sdk.ElicitParams{Mode: "form", Message: questionMessage(id, st), RequestedSchema: answerSchema}}
+		out.StatusMessage = fmt.Sprintf("the remote agent asks (round %d): answer its input request with tasks/update", st.Question.Round)
+		if r := s.refusedAnswers(id, st.Question.Round); r.why != "" {
+			out.StatusMessage += "; your last answer was refused: " + r.why
 		}
+		out.InputRequests = sdk.InputRequestMap{s.extInputKey(st): &sdk.ElicitParams{Mode: "form", Message: questionMessage(id, st), RequestedSchema: answerSchema}}
 	}
 	if terminalTask(out.Status) {
 		out.PollIntervalMilliseconds = 0
@@ -172,7 +190,8 @@ func (s *Server) extGet(ctx context.Context, actor string, p *taskIDParams) (*ex
 // moved on meanwhile). Acknowledged whatever it names.
 func (s *Server) extUpdate(ctx context.Context, actor string, p *updateTaskParams) (*extAck, error) {
 	ack := &extAck{ResultType: "complete"}
-	t, st, running, err := s.ownTask(ctx, actor, p.TaskID)
+	// A client that answers an input request took its form.
+	t, st, running, err := s.ownTask(ctx, actor, p.TaskID, requester{forms: true})
 	if err != nil {
 		var je *jsonrpc.Error
 		if errors.As(err, &je) {
@@ -181,21 +200,23 @@ func (s *Server) extUpdate(ctx context.Context, actor string, p *updateTaskParam
 		return nil, err
 	}
 	if !running || t.Status != TaskInputRequired || st.Question == nil {
-		return ack, nil
+		return ack, nil // input_required only for a human template's question
 	}
 	id, round := p.TaskID, st.Question.Round
-	if tmpl, _ := s.served(id, st); tmpl == nil || tmpl.Answer != AnswerHuman {
-		return ack, nil
-	}
-	resp, _ := p.InputResponses[extInputKey(st)].(*sdk.ElicitResult)
+	resp, _ := p.InputResponses[s.extInputKey(st)].(*sdk.ElicitResult)
 	if resp == nil {
 		return ack, nil // no answer to the pending question: others are ignored
 	}
 	switch resp.Action {
 	case "accept":
 		text, _ := resp.Content["answer"].(string)
-		status, note := s.sendHumanAnswer(id, actor, round, text)
+		status, note := s.sendHumanAnswer(id, actor, round, text, "an input request of tasks/update")
 		s.o.Logger.Info("mcp: tasks/update", "id", id, "actor", actor, "round", round, "status", status, "note", note)
+		if status == FormRefused {
+			// tasks/get says so, under a new key (the extension acknowledges
+			// every update: this is how a client learns of it).
+			s.refuseAnswer(id, round, note)
+		}
 	case "decline", "cancel":
 		s.markDeclined(declineKey{nil, id, round})
 		s.o.Logger.Info("mcp: input request "+resp.Action+"d", "id", id, "actor", actor, "round", round)
@@ -207,7 +228,7 @@ func (s *Server) extUpdate(ctx context.Context, actor string, p *updateTaskParam
 // (the remote task with it); acknowledged whatever it names.
 func (s *Server) extCancel(ctx context.Context, actor string, p *taskIDParams) (*extAck, error) {
 	ack := &extAck{ResultType: "complete"}
-	t, _, running, err := s.ownTask(ctx, actor, p.TaskID)
+	t, _, running, err := s.ownTask(ctx, actor, p.TaskID, requester{})
 	if err != nil {
 		var je *jsonrpc.Error
 		if errors.As(err, &je) {

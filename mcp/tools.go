@@ -277,10 +277,16 @@ func (s *Server) state(ctx context.Context, id string) (contracts.State, error) 
 	if ws == "running" {
 		return contracts.State{}, fmt.Errorf("query %q of %s got no answer within %s: is a worker running on task queue %q? (%v)", contracts.QueryState, id, queryTimeout, contracts.TaskQueue, err)
 	}
+	return s.endedState(ctx, id, ws)
+}
+
+// endedState is the state of a delegation whose workflow ended (its
+// status ws): its Outcome, from the run's result, or why it has none.
+func (s *Server) endedState(ctx context.Context, id, ws string) (contracts.State, error) {
 	octx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()
-	out, gerr := h.Outcome(octx)
-	st = contracts.State{LocalWorkflowID: id, A2AState: string(contracts.PhaseEnded)}
+	out, gerr := s.handle(id).Outcome(octx)
+	st := contracts.State{LocalWorkflowID: id, A2AState: string(contracts.PhaseEnded)}
 	if gerr != nil {
 		st.Failure = fmt.Sprintf("workflow %s: %v", ws, gerr)
 	} else {
@@ -420,7 +426,7 @@ func (s *Server) follow(ctx context.Context, req *sdk.CallToolRequest, actor, id
 	if t != nil && t.Answer == AnswerHuman && st.Outcome == nil && st.Question != nil &&
 		st.Question.State == contracts.TaskStateInputRequired && !answeredRound(st, st.Question.Round) {
 		round := st.Question.Round
-		switch humanChannel(req) {
+		switch s.humanChannel(req) {
 		case inputRequests:
 			if s.isDeclined(declineKey{nil, id, round}) {
 				note = joinNotes(note, "your human declined this question (it is not asked again here); it waits for an operator (Temporal UI or `delegate answer`)")

@@ -39,9 +39,9 @@ func TestStandardMethodsAreTheSDKs(t *testing.T) {
 // message that does not decode, goes on as it came.
 func TestLiftTaskMessage(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"open_claim","arguments":{"n":123456789012345678901234567890,"d":0.10},"task":{"ttl":60000},"_meta":{"progressToken":"p1"}}}`
-	out, msg := liftTaskMessage([]byte(in))
-	if msg.Method != "tools/call" || string(msg.ID) != "7" {
-		t.Fatalf("read %+v", msg)
+	out, msgs := liftTaskMessage([]byte(in))
+	if len(msgs) != 1 || msgs[0].Method != "tools/call" || string(msgs[0].ID) != "7" {
+		t.Fatalf("read %+v", msgs)
 	}
 	var m struct {
 		Params struct {
@@ -75,9 +75,15 @@ func TestLiftTaskMessage(t *testing.T) {
 		}
 	}
 	batch := `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","task":{}}}]`
-	out, msg = liftTaskMessage([]byte(batch))
-	if msg.Method != "ping" || !strings.Contains(string(out), taskMetaKey) || strings.Contains(string(out), `"task":`) {
-		t.Errorf("batch became %s (read %+v)", out, msg)
+	out, msgs = liftTaskMessage([]byte(batch))
+	if len(msgs) != 2 || msgs[0].Method != "ping" || msgs[1].Method != "tools/call" || !strings.Contains(string(out), taskMetaKey) || strings.Contains(string(out), `"task":`) {
+		t.Errorf("batch became %s (read %+v)", out, msgs)
+	}
+	// The lift keeps the size: nothing is escaped that was not (json.Marshal
+	// escapes <, >, & and U+2028 in every RawMessage).
+	plain := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","task":{},"arguments":{"a":"` + strings.Repeat("<&>\u2028", 100) + "\u2028" + `"}}}`
+	if out, _ := liftTaskMessage([]byte(plain)); len(out) > len(plain)+len(taskMetaKey)+20 || strings.Contains(string(out), `\u003c`) {
+		t.Errorf("lifted %d bytes into %d: %.200s", len(plain), len(out), out)
 	}
 }
 

@@ -30,7 +30,8 @@ func newMCPCmd(cf *clientFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp --templates FILE (--stdio --actor NAME | --addr HOST:PORT [--tokens FILE] [--issuer URL --audience A] [--resource-url URL] [--allowed-origins O,...])",
 		Short: "Serve delegations as MCP tools to agent runtimes, under an operator's templates",
-		Long: `Serve the Model Context Protocol (MCP 2025-11-25; go-sdk) so that an agent runtime
+		Long: `Serve the Model Context Protocol (MCP 2026-07-28, 2025-11-25 and the versions before
+them; go-sdk) so that an agent runtime
 can start delegations from an operator's templates, follow them, answer them and
 cancel them. Each template of --templates is one tool; the fixed tools are
 delegation_status, delegation_list, delegation_cancel and delegation_answer
