@@ -46,8 +46,10 @@ test:
 # against `delegate mcp` over HTTP (interop/conformance/, on the Node 22 the npm
 # package node ships; TestInteropMCPConformance, with expected-failures.yaml);
 # the MCP Inspector's CLI over stdio and HTTP in both protocol eras
-# (interop/inspector/, on Node 22 likewise; TestInteropMCPInspector); and the
-# Agent Skill skills/delegate through the agentskills.io validator skills-ref
+# (interop/inspector/, on Node 22 likewise; TestInteropMCPInspector) and the
+# TypeScript SDK's OAuth discovery in both HTTP modes (interop/mcp/
+# discovery.mjs; TestInteropMCPOAuthDiscovery); and the Agent Skill
+# skills/delegate through the agentskills.io validator skills-ref
 # (interop/skills/). Needs node and npm; DELEGATE_INTEROP=1 makes a missing
 # peer a failure instead of a skip.
 test-interop:
