@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/testutil"
 	"github.com/a2adelegate/delegate/mcp"
@@ -124,11 +125,10 @@ func (r inspectorRun) text(t *testing.T) string {
 	return b.String()
 }
 
-// run runs the CLI with args (--method ... and its options) and returns
-// what it did; a run that could not start, or printed stdout that is not
-// one JSON object, fails the test.
-func (c inspectorCLI) run(t *testing.T, ctx context.Context, args ...string) inspectorRun {
-	t.Helper()
+// exec runs the CLI with args (--method ... and its options) and returns
+// what it did; err is a run that could not start or ended by a signal, or
+// stdout that is not one JSON object. (No t: it also runs in a goroutine.)
+func (c inspectorCLI) exec(ctx context.Context, args ...string) (inspectorRun, error) {
 	argv := append([]string{filepath.Join(c.dir, inspectorLauncher), "--cli", "--format", "json", "--protocol-era", c.era}, c.server...)
 	argv = append(argv, args...)
 	if len(c.target) > 0 {
@@ -148,18 +148,28 @@ func (c inspectorCLI) run(t *testing.T, ctx context.Context, args ...string) ins
 	run := inspectorRun{stderr: stderr.String()}
 	var exit *exec.ExitError
 	switch {
-	case errors.As(err, &exit):
+	case errors.As(err, &exit) && exit.ExitCode() >= 0:
 		run.exit = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("inspector %s: %v\nstderr:\n%s", strings.Join(args, " "), err, tail(stderr.String(), 4000))
+		return run, fmt.Errorf("inspector %s: %v\nstderr:\n%s", strings.Join(args, " "), err, tail(stderr.String(), 4000))
 	}
 	if out := bytes.TrimSpace(stdout.Bytes()); len(out) > 0 {
 		if err := json.Unmarshal(out, &run.out); err != nil {
-			t.Fatalf("inspector %s printed what is not one JSON object (%v):\n%s", strings.Join(args, " "), err, tail(string(out), 4000))
+			return run, fmt.Errorf("inspector %s printed what is not one JSON object (%v):\n%s", strings.Join(args, " "), err, tail(string(out), 4000))
 		}
 	}
-	t.Logf("inspector --protocol-era %s %s: exit %d", c.era, strings.Join(args, " "), run.exit)
-	return run
+	return run, nil
+}
+
+// run is exec, failing the test on its error.
+func (c inspectorCLI) run(t *testing.T, ctx context.Context, args ...string) inspectorRun {
+	t.Helper()
+	r, err := c.exec(ctx, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inspector --protocol-era %s %s: exit %d", c.era, strings.Join(args, " "), r.exit)
+	return r
 }
 
 // ok is run that must exit 0.
@@ -226,14 +236,25 @@ func recordingProxy(t *testing.T, target string) (string, func() []wireRecord) {
 // Streamable HTTP (a bearer token in --header), in both protocol eras:
 // --protocol-era legacy (initialize, sessions: MCP 2025-11-25) and
 // --protocol-era modern (server/discover, stateless requests: MCP
-// 2026-07-28). In each it negotiates the era's version, lists the tools,
-// starts a delegation the claims agent completes at once (scenario
-// instant), one whose agent asks a question (lost-parcel: the question
-// comes back in the result, the CLI declares no elicitation) and follows
-// it with delegation_status, answers one of a "model" template with
-// delegation_answer until it completes, and sees a refused argument as a
-// tool error (exit 5); over HTTP, a run without a token is auth_required
-// (exit 3), and what went over the wire is the era's (sessions or none).
+// 2026-07-28, where the CLI also declares the tasks extension, so each
+// template tool's call is a task it follows with tasks/get). In each it
+// negotiates the era's version, lists the tools, starts a delegation the
+// claims agent completes at once (scenario instant), one whose agent asks
+// a question (lost-parcel; the CLI declares no elicitation, so an
+// operator answers it: legacy, the call returns the question and
+// delegation_status follows the delegation to its end; modern, the call
+// waits on its task and returns the outcome), answers one of a "model"
+// template with delegation_answer until it completes, and sees a refused
+// argument as a tool error (exit 5); over HTTP, a run without a token is
+// auth_required (exit 3), and what went over the wire is the era's
+// (sessions, or none and tasks/get).
+//
+// Found with it: the modern era's task came back as ttlSeconds and
+// pollIntervalMilliseconds, not the extension's ttlMs and pollIntervalMs,
+// and the CLI (ext-tasks 0.2.2) took it for the tool's result: it printed
+// an empty result and exit 0 (TestTasksExtensionWireShape). Before MCP
+// 2026-07-28 was served, --protocol-era modern failed on both transports
+// ("unsupported protocol version").
 func TestInteropMCPInspector(t *testing.T) {
 	dir, node := inspectorDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -315,8 +336,16 @@ func inspectorScenario(t *testing.T, ctx context.Context, e *env, cli inspectorC
 		t.Helper()
 		return cli.ok(t, ctx, append([]string{"--method", "tools/call", "--tool-name", tool, "--tool-arg"}, args...)...)
 	}
+	status := func(id string, wait int) mcp.Result {
+		t.Helper()
+		return call(mcp.ToolStatus, "local_workflow_id="+id, fmt.Sprintf("wait_seconds=%d", wait)).structured(t)
+	}
+	// At 2026-07-28 the CLI declares the tasks extension (its default),
+	// and a template tool's call is then a task: the CLI follows it
+	// (tasks/get) until the delegation ends, and prints the tool result.
+	tasks := version == mcp.ModernProtocol
 
-	// instant: completed within the call's wait, started by alice.
+	// instant: completed within the call, started by alice.
 	order := orderID()
 	r := call("claims_scenario", "order_id="+order, "scenario=instant", "wait_seconds=20").structured(t)
 	if r.Outcome == nil || r.Outcome.Status != contracts.StatusCompleted || len(r.Outcome.Outputs) != 1 ||
@@ -327,36 +356,38 @@ func inspectorScenario(t *testing.T, ctx context.Context, e *env, cli inspectorC
 		t.Errorf("DelegationStarter = %q, want alice", got)
 	}
 
-	// lost-parcel, a "human" template: the question comes back in the
-	// result (the CLI declares no elicitation, so nothing is put to a
-	// human: it waits for an operator), and delegation_status says the same.
-	run := call("claims_scenario", "order_id="+orderID(), "scenario=lost-parcel", "wait_seconds=20")
-	r = run.structured(t)
-	if r.A2AState != "input-required" || r.Question == nil || r.Question.Round != 1 || !strings.Contains(r.Question.Text, "photo") || r.Elicitation != nil {
-		t.Fatalf("lost-parcel: %+v (%s), want the agent's question, round 1, not elicited", r, run.text(t))
+	// lost-parcel, a "human" template. The CLI declares no elicitation:
+	// the question is not put to a human, it waits for an operator. Before
+	// 2026-07-28 the call returns it; at 2026-07-28 the task stays working
+	// and the call waits on, until the operator's answer ends the
+	// delegation. delegation_status shows the question meanwhile.
+	id, wait := startLostParcel(t, ctx, cli, "claims_scenario", orderID(), tasks)
+	if st := status(id, 1); st.A2AState != "input-required" || st.Question == nil || st.Question.Round != 1 || st.Elicitation != nil || st.Outcome != nil {
+		t.Fatalf("delegation_status: %+v, want the question of round 1, not elicited", st)
 	}
-	st := call(mcp.ToolStatus, "local_workflow_id="+r.LocalWorkflowID, "wait_seconds=1").structured(t)
-	if st.LocalWorkflowID != r.LocalWorkflowID || st.A2AState != "input-required" || st.Question == nil || st.Question.Round != 1 || st.Outcome != nil {
-		t.Fatalf("delegation_status: %+v, want the question of round 1", st)
+	if _, err := dclient.Get(e.c, id).Answer(ctx, contracts.Answer{Text: "photo attached (operator)", AnsweredBy: "ops", Round: 1}); err != nil {
+		t.Fatalf("the operator's answer: %v", err)
+	}
+	r = followToOutcome(t, ctx, cli, id, wait, tasks, status)
+	if r.Outcome == nil || r.Outcome.Status != contracts.StatusCompleted || r.Outcome.InputRounds != 1 {
+		t.Fatalf("after the operator's answer: %+v, want completed after one round", r)
 	}
 
-	// lost-parcel, a "model" template: the Inspector answers as the model.
-	m := call("claims_scenario_model", "order_id="+orderID(), "scenario=lost-parcel", "wait_seconds=20").structured(t)
-	if m.Question == nil || m.Question.Round != 1 {
-		t.Fatalf("lost-parcel (model): %+v, want the agent's question", m)
+	// lost-parcel, a "model" template: the Inspector answers as the model
+	// (at 2026-07-28 beside the call that waits on the task).
+	id, wait = startLostParcel(t, ctx, cli, "claims_scenario_model", orderID(), tasks)
+	if st := status(id, 1); st.Question == nil || st.Question.Round != 1 {
+		t.Fatalf("delegation_status (model): %+v, want the agent's question", st)
 	}
 	answer := "photo attached: box.jpg (inspector, " + cli.era + ")"
-	if a := call(mcp.ToolAnswer, "local_workflow_id="+m.LocalWorkflowID, "text="+answer, "round=1"); a.result(t)["isError"] == true {
+	if a := call(mcp.ToolAnswer, "local_workflow_id="+id, "text="+answer, "round=1"); a.result(t)["isError"] == true {
 		t.Fatalf("delegation_answer: %s", a.text(t))
 	}
-	deadline := time.Now().Add(time.Minute)
-	for m.Outcome == nil && time.Now().Before(deadline) {
-		m = call(mcp.ToolStatus, "local_workflow_id="+m.LocalWorkflowID, "wait_seconds=10").structured(t)
+	r = followToOutcome(t, ctx, cli, id, wait, tasks, status)
+	if r.Outcome == nil || r.Outcome.Status != contracts.StatusCompleted || r.Outcome.InputRounds != 1 {
+		t.Fatalf("after the answer: %+v, want completed after one round", r)
 	}
-	if m.Outcome == nil || m.Outcome.Status != contracts.StatusCompleted || m.Outcome.InputRounds != 1 {
-		t.Fatalf("after the answer: %+v, want completed after one round", m)
-	}
-	if s := e.stateOf(t, m.LocalWorkflowID); len(s.Answers) != 1 || s.Answers[0].AnsweredBy != "alice (model)" || s.Answers[0].Text != answer {
+	if s := e.stateOf(t, id); len(s.Answers) != 1 || s.Answers[0].AnsweredBy != "alice (model)" || s.Answers[0].Text != answer {
 		t.Errorf("answers = %+v, want one, %q by alice (model)", s.Answers, answer)
 	}
 
@@ -366,6 +397,107 @@ func inspectorScenario(t *testing.T, ctx context.Context, e *env, cli inspectorC
 	if ref.exit != 5 || ref.result(t)["isError"] != true || !strings.Contains(ref.text(t), `argument "agent_card_url": unknown`) {
 		t.Errorf("agent_card_url: exit %d, %v; want exit 5 and the tool error naming the argument", ref.exit, ref.out)
 	}
+}
+
+// startLostParcel calls tool (scenario lost-parcel, wait_seconds 20) in
+// the background and returns the delegation's id once the agent asks,
+// and wait, which returns the call's run when it ended. Without tasks the
+// call returns the question (checked here); with tasks it waits on: the
+// id is the new delegation of tool that delegation_list shows waiting,
+// and the call must still be waiting then.
+func startLostParcel(t *testing.T, ctx context.Context, cli inspectorCLI, tool, order string, tasks bool) (string, func() inspectorRun) {
+	t.Helper()
+	list := func(args ...string) map[string]string {
+		t.Helper()
+		r := cli.ok(t, ctx, append([]string{"--method", "tools/call", "--tool-name", mcp.ToolList}, args...)...)
+		var l struct {
+			Delegations []struct {
+				LocalWorkflowID string `json:"local_workflow_id"`
+				Template        string `json:"template"`
+			} `json:"delegations"`
+		}
+		raw, _ := json.Marshal(r.result(t)["structuredContent"])
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("delegation_list: %s: %v", raw, err)
+		}
+		ids := map[string]string{}
+		for _, d := range l.Delegations {
+			ids[d.LocalWorkflowID] = d.Template
+		}
+		return ids
+	}
+	var seen map[string]string
+	if tasks {
+		seen = list()
+	}
+	type ended struct {
+		r   inspectorRun
+		err error
+	}
+	done := make(chan ended, 1)
+	go func() {
+		r, err := cli.exec(ctx, "--method", "tools/call", "--tool-name", tool, "--tool-arg", "order_id="+order, "scenario=lost-parcel", "wait_seconds=20")
+		done <- ended{r, err}
+	}()
+	var last *ended
+	wait := func() inspectorRun {
+		t.Helper()
+		if last == nil {
+			select {
+			case d := <-done:
+				last = &d
+			case <-ctx.Done():
+				t.Fatalf("%s: the Inspector's call did not end: %v", tool, ctx.Err())
+			}
+		}
+		if last.err != nil || last.r.exit != 0 {
+			t.Fatalf("%s: exit %d, %v\nstdout: %v\nstderr:\n%s", tool, last.r.exit, last.err, last.r.out, tail(last.r.stderr, 4000))
+		}
+		return last.r
+	}
+	if !tasks {
+		run := wait()
+		r := run.structured(t)
+		if r.A2AState != "input-required" || r.Question == nil || r.Question.Round != 1 || !strings.Contains(r.Question.Text, "photo") || r.Elicitation != nil {
+			t.Fatalf("%s lost-parcel: %+v (%s), want the agent's question, round 1, not elicited", tool, r, run.text(t))
+		}
+		return r.LocalWorkflowID, wait
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case d := <-done:
+			t.Fatalf("%s: the call ended (exit %d, %v: %v) while its delegation waits for an answer: want it to wait on the task", tool, d.r.exit, d.err, d.r.out)
+		default:
+		}
+		for id, tmpl := range list("--tool-arg", "state=input-required") {
+			if _, old := seen[id]; !old && tmpl == tool {
+				return id, wait
+			}
+		}
+	}
+	t.Fatalf("%s: no new delegation waiting for an answer after a minute", tool)
+	return "", nil
+}
+
+// followToOutcome is the delegation id's result once it ended: with
+// tasks, the call's own (the task's result); without, delegation_status
+// until the outcome is there.
+func followToOutcome(t *testing.T, ctx context.Context, cli inspectorCLI, id string, wait func() inspectorRun, tasks bool, status func(string, int) mcp.Result) mcp.Result {
+	t.Helper()
+	if tasks {
+		r := wait().structured(t)
+		if r.LocalWorkflowID != id {
+			t.Fatalf("the task's result is %s's, want %s's", r.LocalWorkflowID, id)
+		}
+		return r
+	}
+	deadline := time.Now().Add(time.Minute)
+	r := status(id, 10)
+	for r.Outcome == nil && time.Now().Before(deadline) {
+		r = status(id, 10)
+	}
+	return r
 }
 
 // checkEraOnTheWire checks what the Inspector sent over HTTP in era:
@@ -396,12 +528,18 @@ func checkEraOnTheWire(t *testing.T, era string, records []wireRecord) {
 		if !slices.Contains(methods, "POST initialize") || sessions == 0 || slices.Contains(methods, "POST server/discover") {
 			t.Errorf("legacy: requests %v, %d with a session; want initialize and sessions", methods, sessions)
 		}
+		if slices.Contains(methods, "POST tasks/get") {
+			t.Errorf("legacy: requests %v; want no tasks/get (no call was task-augmented)", methods)
+		}
 		if deletes != 0 {
 			t.Errorf("legacy: the Inspector ended %d sessions (DELETE): it left each open before; update docs/mcp.md (Protocol versions and hosts tried)", deletes)
 		}
 	case "modern":
 		if slices.Contains(methods, "POST initialize") || sessions != 0 || !slices.Contains(methods, "POST server/discover") {
 			t.Errorf("modern: requests %v, %d with a session; want server/discover and no session", methods, sessions)
+		}
+		if !slices.Contains(methods, "POST tasks/get") {
+			t.Errorf("modern: requests %v; want tasks/get (the template tools' calls are tasks)", methods)
 		}
 	}
 }
