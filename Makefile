@@ -45,13 +45,18 @@ test:
 # TestInteropMCPSlowHuman, about 4 minutes); the official MCP conformance suite
 # against `delegate mcp` over HTTP (interop/conformance/, on the Node 22 the npm
 # package node ships; TestInteropMCPConformance, with expected-failures.yaml);
-# and the Agent Skill skills/delegate through the agentskills.io validator
-# skills-ref (interop/skills/). Needs node and npm; DELEGATE_INTEROP=1 makes a
-# missing peer a failure instead of a skip.
+# the MCP Inspector's CLI over stdio and HTTP in both protocol eras
+# (interop/inspector/, on Node 22 likewise; TestInteropMCPInspector) and the
+# TypeScript SDK's OAuth discovery in both HTTP modes (interop/mcp/
+# discovery.mjs; TestInteropMCPOAuthDiscovery); and the Agent Skill
+# skills/delegate through the agentskills.io validator skills-ref
+# (interop/skills/). Needs node and npm; DELEGATE_INTEROP=1 makes a missing
+# peer a failure instead of a skip.
 test-interop:
 	cd interop && npm ci --no-audit --no-fund --loglevel=error
 	cd interop/mcp && npm ci --no-audit --no-fund --loglevel=error
 	cd interop/conformance && npm ci --no-audit --no-fund --loglevel=error
+	cd interop/inspector && npm ci --no-audit --no-fund --loglevel=error
 	cd interop/skills && npm ci --no-audit --no-fund --loglevel=error && npx --no-install skills-ref validate ../../skills/delegate
 	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
 	cd examples/typescript-nexus && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .

@@ -22,9 +22,18 @@ func startMCPHTTP(t *testing.T, bin, templates, token string, conn []string, con
 	t.Helper()
 	tokens := filepath.Join(t.TempDir(), "tokens.json")
 	writeJSON(t, tokens, map[string]any{"tokens": []any{map[string]any{"actor": "alice", "token": token}}})
+	return startMCPHTTPWith(t, bin, append([]string{"--tokens", tokens, "--templates", templates}, conn...), configFile)
+}
+
+// startMCPHTTPWith runs `delegate mcp --addr` (bin) with args (the
+// tokens and/or the issuer, the templates, the connection); it returns the
+// /mcp URL once it listens (a request without a token gets 401). The
+// process ends with the test.
+func startMCPHTTPWith(t *testing.T, bin string, args []string, configFile string) string {
+	t.Helper()
 	addr := freeAddr(t)
 	url := "http://" + addr + "/mcp"
-	cmd := exec.Command(bin, append([]string{"mcp", "--addr", addr, "--tokens", tokens, "--templates", templates}, conn...)...)
+	cmd := exec.Command(bin, append([]string{"mcp", "--addr", addr}, args...)...)
 	cmd.Env = append(os.Environ(), "TEMPORAL_CONFIG_FILE="+configFile)
 	var logs testutil.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs

@@ -580,8 +580,8 @@ type extTask struct {
 	TaskID                   string                     `json:"taskId"`
 	Status                   string                     `json:"status"`
 	StatusMessage            string                     `json:"statusMessage"`
-	TTLSeconds               *int64                     `json:"ttlSeconds"`
-	PollIntervalMilliseconds int64                      `json:"pollIntervalMilliseconds"`
+	TTLMs                    *int64                     `json:"ttlMs"`
+	PollIntervalMilliseconds int64                      `json:"pollIntervalMs"`
 	InputRequests            map[string]json.RawMessage `json:"inputRequests"`
 	Result                   *struct {
 		IsError           bool       `json:"isError"`

@@ -464,7 +464,9 @@ func TestMCPHTTPOwnershipAndRevocation(t *testing.T) {
 
 // issuer is a real OAuth 2.0 authorization server on loopback: OpenID
 // discovery, a JWKS, and a token endpoint (client_credentials, the
-// client's id becomes sub) that signs RS256 JWT access tokens for aud.
+// client's id becomes sub) that signs RS256 JWT access tokens for aud (or
+// for the form's audience, or for its resource: RFC 8707, what an MCP
+// client on the TypeScript SDK asks for).
 func issuer(t *testing.T, aud string) *httptest.Server {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -503,6 +505,8 @@ func issuer(t *testing.T, aud string) *httptest.Server {
 		audience := aud
 		if r.FormValue("audience") != "" {
 			audience = r.FormValue("audience")
+		} else if r.FormValue("resource") != "" {
+			audience = r.FormValue("resource")
 		}
 		tok, err := jwt.NewBuilder().Issuer(srv.URL).Subject(id).Audience([]string{audience}).
 			IssuedAt(time.Now()).Expiration(time.Now().Add(10 * time.Minute)).Build()

@@ -382,6 +382,13 @@ func (s *Server) tasks(next sdk.MethodHandler) sdk.MethodHandler {
 					return next(ctx, method, req)
 				}
 				t, err := s.startTask(ctx, method, r, next)
+				var refused *refusedCall
+				if errors.As(err, &refused) {
+					// Refused before any delegation started: the tool's
+					// error, as without the extension (the server decides;
+					// a refused argument is a tool error the model reads).
+					return refused.result, nil
+				}
 				if err != nil {
 					return nil, err
 				}
@@ -440,7 +447,7 @@ func (s *Server) startTask(ctx context.Context, method string, r *sdk.CallToolRe
 	}
 	out, _ := cr.StructuredContent.(Result)
 	if cr.IsError || out.LocalWorkflowID == "" {
-		return Task{}, invalidParams("no task was created: %s", contracts.Truncate(resultText(cr), 1000))
+		return Task{}, &refusedCall{invalidParams("no task was created: %s", contracts.Truncate(resultText(cr), 1000)), cr}
 	}
 	// createdAt is the start event's time, as tasks/get says it.
 	created := time.Now()
@@ -451,6 +458,17 @@ func (s *Server) startTask(ctx context.Context, method string, r *sdk.CallToolRe
 	return Task{TaskID: out.LocalWorkflowID, Status: TaskWorking, StatusMessage: "the delegation started: follow it with tasks/get",
 		CreatedAt: at, LastUpdatedAt: at, PollInterval: TaskPollInterval}, nil
 }
+
+// refusedCall is startTask's error for a call the tool refused: the
+// -32602 it is (to a task-augmented call of the 2025-11-25 utility), and
+// the tool's own result (what the 2026-07-28 extension answers).
+type refusedCall struct {
+	err    error
+	result *sdk.CallToolResult
+}
+
+func (e *refusedCall) Error() string { return e.err.Error() }
+func (e *refusedCall) Unwrap() error { return e.err }
 
 // resultText is the text content of a tool result.
 func resultText(res *sdk.CallToolResult) string {

@@ -42,16 +42,16 @@ import (
 // TasksExtension is the identifier of the MCP tasks extension (SEP-2663).
 const TasksExtension = "io.modelcontextprotocol/tasks"
 
-// extTask is a Task in the extension's shape (ttlSeconds,
-// pollIntervalMilliseconds).
+// extTask is a Task in the extension's shape (ttlMs, always given: null
+// for unlimited; pollIntervalMs).
 type extTask struct {
 	TaskID                   string `json:"taskId"`
 	Status                   string `json:"status"`
 	StatusMessage            string `json:"statusMessage,omitempty"`
 	CreatedAt                string `json:"createdAt"`
 	LastUpdatedAt            string `json:"lastUpdatedAt"`
-	TTLSeconds               *int64 `json:"ttlSeconds"`
-	PollIntervalMilliseconds int64  `json:"pollIntervalMilliseconds,omitempty"`
+	TTLMs                    *int64 `json:"ttlMs"`
+	PollIntervalMilliseconds int64  `json:"pollIntervalMs,omitempty"`
 }
 
 func extTaskOf(t Task) extTask {
