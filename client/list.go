@@ -328,6 +328,9 @@ type Described struct {
 	// one): the Temporal UI's page of a run is
 	// /namespaces/NS/workflows/ID/RUNID/TAB.
 	RunID string
+	// FirstRunID is the id of the delegation's first run (RunID until it
+	// continued as new).
+	FirstRunID string
 	// StartTime is when that run started, CloseTime when it closed (zero
 	// while it runs), UTC.
 	StartTime, CloseTime time.Time
@@ -352,6 +355,7 @@ func (h *Handle) Describe(ctx context.Context) (Described, error) {
 		A2AState:     keyword(sa[contracts.SearchAttributeA2AState].GetData()),
 		Starter:      keyword(sa[contracts.SearchAttributeDelegationStarter].GetData()),
 		RunID:        info.GetExecution().GetRunId(),
+		FirstRunID:   info.GetFirstRunId(),
 		StartTime:    utcOrZero(info.GetStartTime()),
 		CloseTime:    utcOrZero(info.GetCloseTime()),
 	}, nil
