@@ -44,25 +44,7 @@ var conformanceApplicable = []string{
 // which the machine's Node 20 lacks; the npm package `node` ships one.)
 func conformanceDir(t *testing.T) (dir, node string) {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "interop", "conformance"))
-	node = filepath.Join(dir, "node_modules", ".bin", "node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, conformanceMain))
-	}
-	var version []byte
-	if err == nil {
-		version, err = exec.Command(node, "--version").Output()
-	}
-	if err == nil && !bytes.HasPrefix(version, []byte("v22.")) {
-		err = fmt.Errorf("%s is %s, want Node 22", node, bytes.TrimSpace(version))
-	}
-	if err != nil {
-		if os.Getenv("DELEGATE_INTEROP") == "1" {
-			t.Fatalf("MCP conformance suite unavailable: %v", err)
-		}
-		testutil.SkipGroup(t, testutil.GroupInterop, fmt.Sprintf("MCP conformance suite unavailable (make test-interop installs it): %v", err))
-	}
-	return dir, node
+	return node22Dir(t, "conformance", conformanceMain, "MCP conformance suite")
 }
 
 // conformanceBaseline is interop/conformance/expected-failures.yaml:

@@ -72,6 +72,30 @@ func startMCPHTTPWith(t *testing.T, bin string, args []string, configFile string
 	return url
 }
 
+// mcpTransports builds `delegate mcp` and returns, for each transport
+// ("stdio", "http"), the parameters of interop/mcp's client that reach it
+// as alice, with interopMCPTemplates, against e's Temporal (over HTTP: a
+// server started when they are asked for, with a fresh token).
+func mcpTransports(t *testing.T, ctx context.Context, e *env) map[string]func() map[string]any {
+	t.Helper()
+	tmp := t.TempDir()
+	bin := buildDelegate(t, ctx, tmp)
+	requireMCPCommand(t, bin)
+	templates := interopMCPTemplates(t, tmp, e.base)
+	config := testutil.EmptyFile(t)
+	conn := []string{"--address", e.srv.FrontendAddr(), "--namespace", e.srv.Namespace()}
+	token := randomToken(t)
+	return map[string]func() map[string]any{
+		"stdio": func() map[string]any {
+			args := append([]string{"mcp", "--stdio", "--actor", "alice", "--templates", templates}, conn...)
+			return map[string]any{"transport": "stdio", "command": bin, "args": args, "env": map[string]string{"TEMPORAL_CONFIG_FILE": config}}
+		},
+		"http": func() map[string]any {
+			return map[string]any{"transport": "http", "url": startMCPHTTP(t, bin, templates, token, conn, config), "token": token}
+		},
+	}
+}
+
 // TestInteropMCPSlowHuman: the official TypeScript SDK (interop/mcp) with
 // its default request timeout (60 s, which desktop hosts keep) and a
 // human who answers the form 70 s after it was shown, over stdio and
@@ -91,24 +115,9 @@ func TestInteropMCPSlowHuman(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	tmp := t.TempDir()
-	bin := buildDelegate(t, ctx, tmp)
-	requireMCPCommand(t, bin)
 	e := setup(t)
-	templates := interopMCPTemplates(t, tmp, e.base)
-	config := testutil.EmptyFile(t)
-	conn := []string{"--address", e.srv.FrontendAddr(), "--namespace", e.srv.Namespace()}
 	mc := mcpClient{dir: dir}
-	token := randomToken(t)
-	transports := map[string]func() map[string]any{
-		"stdio": func() map[string]any {
-			args := append([]string{"mcp", "--stdio", "--actor", "alice", "--templates", templates}, conn...)
-			return map[string]any{"transport": "stdio", "command": bin, "args": args, "env": map[string]string{"TEMPORAL_CONFIG_FILE": config}}
-		},
-		"http": func() map[string]any {
-			return map[string]any{"transport": "http", "url": startMCPHTTP(t, bin, templates, token, conn, config), "token": token}
-		},
-	}
+	transports := mcpTransports(t, ctx, e)
 	for _, name := range []string{"stdio", "http"} {
 		t.Run(name, func(t *testing.T) {
 			answer := "photo attached: box.jpg (alice, after 70 s, " + name + ")"

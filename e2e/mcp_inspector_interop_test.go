@@ -37,10 +37,19 @@ const inspectorLauncher = "node_modules/@modelcontextprotocol/inspector/clients/
 // one, as for the conformance suite.)
 func inspectorDir(t *testing.T) (dir, node string) {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "interop", "inspector"))
+	return node22Dir(t, "inspector", inspectorLauncher, "MCP Inspector")
+}
+
+// node22Dir is interop/FOLDER with main (a path in it) and the Node 22 of
+// the npm package `node` installed (`make test-interop` runs npm ci
+// there); it returns the folder and that node. Missing is a skip, or a
+// failure under DELEGATE_INTEROP=1, naming what.
+func node22Dir(t *testing.T, folder, main, what string) (dir, node string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "interop", folder))
 	node = filepath.Join(dir, "node_modules", ".bin", "node")
 	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, inspectorLauncher))
+		_, err = os.Stat(filepath.Join(dir, main))
 	}
 	var version []byte
 	if err == nil {
@@ -51,9 +60,9 @@ func inspectorDir(t *testing.T) (dir, node string) {
 	}
 	if err != nil {
 		if os.Getenv("DELEGATE_INTEROP") == "1" {
-			t.Fatalf("MCP Inspector unavailable: %v", err)
+			t.Fatalf("%s unavailable: %v", what, err)
 		}
-		testutil.SkipGroup(t, testutil.GroupInterop, fmt.Sprintf("MCP Inspector unavailable (make test-interop installs it): %v", err))
+		testutil.SkipGroup(t, testutil.GroupInterop, fmt.Sprintf("%s unavailable (make test-interop installs it): %v", what, err))
 	}
 	return dir, node
 }

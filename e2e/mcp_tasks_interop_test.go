@@ -7,7 +7,6 @@ import (
 
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/internal/testutil"
 )
 
 // TestInteropMCPTasks: the official TypeScript SDK's experimental tasks
@@ -24,24 +23,9 @@ func TestInteropMCPTasks(t *testing.T) {
 	dir := mcpClientDir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	tmp := t.TempDir()
-	bin := buildDelegate(t, ctx, tmp)
-	requireMCPCommand(t, bin)
 	e := setup(t)
-	templates := interopMCPTemplates(t, tmp, e.base)
-	config := testutil.EmptyFile(t)
-	conn := []string{"--address", e.srv.FrontendAddr(), "--namespace", e.srv.Namespace()}
 	mc := mcpClient{dir: dir}
-	token := randomToken(t)
-	transports := map[string]func() map[string]any{
-		"stdio": func() map[string]any {
-			args := append([]string{"mcp", "--stdio", "--actor", "alice", "--templates", templates}, conn...)
-			return map[string]any{"transport": "stdio", "command": bin, "args": args, "env": map[string]string{"TEMPORAL_CONFIG_FILE": config}}
-		},
-		"http": func() map[string]any {
-			return map[string]any{"transport": "http", "url": startMCPHTTP(t, bin, templates, token, conn, config), "token": token}
-		},
-	}
+	transports := mcpTransports(t, ctx, e)
 	for _, name := range []string{"stdio", "http"} {
 		t.Run(name, func(t *testing.T) {
 			answer := "photo attached: box.jpg (alice, through a task, " + name + ")"
