@@ -42,6 +42,16 @@
 // (Server.Activity counts both); over HTTP a 2026-07-28 request is
 // served statelessly (sessions.go).
 //
+// A template tool also runs as an MCP task bound to its delegation
+// (tasks.go, tasks_ext.go): at 2025-11-25 a task-augmented tools/call
+// (the tasks utility: tasks/get, tasks/result, tasks/cancel, tasks/list),
+// at 2026-07-28 for a client that declares the tasks extension
+// (io.modelcontextprotocol/tasks: tasks/get, tasks/update, tasks/cancel).
+// The task's id is the delegation's; its state is the delegation's, read
+// from Temporal. wire.go reads each message before the go-sdk does: the
+// task parameter the go-sdk (v1.8.0) drops, methods nobody serves (over
+// HTTP, -32601), and a call whose HTTP request ended (cancelled).
+//
 // Every delegation tool returns structuredContent Result; the remote
 // agent's words are quoted and marked (Question.Source "remote_agent"),
 // large outputs summarised (BoundOutcome). Arguments are bounded before
