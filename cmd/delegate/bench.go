@@ -135,8 +135,14 @@ func printBench(w io.Writer, r *bench.ServerResult) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\ndelegate/trivial throughput %.2f, p50 at c=1 %.2f, overhead over raw p50 %.1f ms\n",
 		r.Ratios.DelegateVsTrivialThroughput, r.Ratios.DelegateVsTrivialP50C1, r.Ratios.DelegateVsRawP50OverheadMs)
-	fmt.Fprintf(w, "core-ms/op: bench is the bench process (Temporal server and load generator); worker in %s, agent in %s process\n",
-		r.Processes["worker"], r.Processes["agent"])
+	where := func(p string) string {
+		if p == "process" {
+			return "its own process"
+		}
+		return "the bench process"
+	}
+	fmt.Fprintf(w, "core-ms/op: CPU per operation; bench is the bench process (the Temporal server and the load generator); the worker ran in %s, the claims agent in %s\n",
+		where(r.Processes["worker"]), where(r.Processes["agent"]))
 	fmt.Fprintf(w, "history events: completed %d, one input round %d\n", r.HistoryEvents.Completed, r.HistoryEvents.OneInputRound)
 	hb := r.HistoryBytes
 	fmt.Fprintf(w, "history bytes: completed %d, one input round %d, trivial %d (%d events)\n", hb.Completed, hb.OneInputRound, hb.Trivial, hb.TrivialEvents)

@@ -84,8 +84,9 @@ func (p procs) perOp(before cpuSample, ops int) *CPU {
 
 // cpuProfile starts CPU profiles of secs seconds: of the bench process
 // into DIR/server.pprof, and of the worker process (its /debug/pprof on
-// workerDebug, "" for none) into DIR/worker.pprof. The function it
-// returns waits until both ended and records them in p.
+// workerDebug, "" for none) into DIR/worker.pprof, both over the secs
+// seconds from now. The function it returns waits until both ended and
+// records them in p.
 func cpuProfile(ctx context.Context, p *CPUProfile, workerDebug string, secs int) func() {
 	p.Seconds = secs
 	var errs []string
@@ -111,13 +112,28 @@ func cpuProfile(ctx context.Context, p *CPUProfile, workerDebug string, secs int
 	} else {
 		go func() { workerDone <- fetchProfile(ctx, workerDebug, secs, filepath.Join(p.Dir, "worker.pprof")) }()
 	}
-	start := time.Now()
-	return func() {
-		sleep(ctx, time.Until(start.Add(time.Duration(secs)*time.Second)))
-		if server != nil {
+	// The bench process's profile ends after secs too, measurement over
+	// or not, so that both cover the same window.
+	serverDone := make(chan error, 1)
+	if server == nil {
+		serverDone <- nil
+	} else {
+		time.AfterFunc(time.Duration(secs)*time.Second, func() {
 			pprof.StopCPUProfile()
-			if err := server.Close(); err != nil {
-				errs = append(errs, "server.pprof: "+err.Error())
+			serverDone <- server.Close()
+		})
+	}
+	return func() {
+		var serverErr error
+		select {
+		case serverErr = <-serverDone:
+		case <-ctx.Done():
+			// Interrupted: the timer still stops the profile.
+			serverErr = ctx.Err()
+		}
+		if server != nil {
+			if serverErr != nil {
+				errs = append(errs, "server.pprof: "+serverErr.Error())
 			} else {
 				p.Files = append(p.Files, "server.pprof")
 			}
