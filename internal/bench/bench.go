@@ -924,7 +924,7 @@ func startWorker(ctx context.Context, cfg Config, srv *devserver.Server, extra .
 	args := append(slices.Clone(cfg.WorkerCommand), "--address", srv.FrontendAddr(), "--debug-addr", debugAddr, "--poll-initial", "20ms")
 	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	cmd.Stdout, cmd.Stderr = nil, nil // /dev/null: no pipe for the bench to copy
 	child(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, "", err
@@ -941,7 +941,7 @@ func startAgent(ctx context.Context, cfg Config) (*exec.Cmd, string, error) {
 	}
 	aargs := append(slices.Clone(cfg.AgentCommand), "-addr", addr)
 	agent := exec.CommandContext(ctx, aargs[0], aargs[1:]...)
-	agent.Stdout, agent.Stderr = io.Discard, io.Discard
+	agent.Stdout, agent.Stderr = nil, nil
 	child(agent)
 	if err := agent.Start(); err != nil {
 		return nil, "", err
