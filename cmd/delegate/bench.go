@@ -23,7 +23,7 @@ func newBenchCmd() *cobra.Command {
 	var asJSON bool
 	var dynamicConfigFile string
 	cmd := &cobra.Command{
-		Use:   "bench [-n N] [--concurrency C] [--latency-ops L] [--waiting W] [--server URL [--only embedded|postgres]] [--dynamic-config FILE] [--json]",
+		Use:   "bench [-n N] [--concurrency C] [--latency-ops L] [--waiting W] [--server URL [--only embedded|postgres]] [--dynamic-config FILE] [--cpuprofile DIR] [--json]",
 		Short: "Measure delegations against raw A2A calls and a trivial workflow, in one run (docs/performance.md)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -110,15 +110,20 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&cfg.Postgres, "server", "", "also measure on a Temporal server on this PostgreSQL database: postgres://USER@HOST:PORT/DB (make bench-postgres starts one)")
 	cmd.Flags().StringVar(&cfg.Only, "only", "", `measure on one server only: "embedded" or "postgres"`)
+	cmd.Flags().StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "write CPU profiles (pprof) of the delegate measurement at --concurrency: DIR/server.pprof (the bench process: server and load) and DIR/worker.pprof (the worker process)")
 	cmd.Flags().StringVar(&dynamicConfigFile, "dynamic-config", "", "Temporal dynamic-config YAML file, over the one-host defaults of every server the bench runs (SQLite and PostgreSQL)")
 	return cmd
 }
 
 func printBench(w io.Writer, r *bench.ServerResult) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tconcurrency\tops\tthroughput/s\tp50 ms\tp95 ms\tp99 ms\terrors\t")
+	fmt.Fprintln(tw, "\tconcurrency\tops\tthroughput/s\tp50 ms\tp95 ms\tp99 ms\terrors\tcore-ms/op: bench\tworker\tagent\t")
 	row := func(name, c string, s bench.Stats) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t\n", name, c, s.Ops, s.ThroughputPerS, s.P50ms, s.P95ms, s.P99ms, s.Errors)
+		cpu := "-\t-\t-"
+		if s.CPU != nil {
+			cpu = fmt.Sprintf("%.2f\t%.2f\t%.2f", s.CPU.Bench, s.CPU.Worker, s.CPU.Agent)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%s\t\n", name, c, s.Ops, s.ThroughputPerS, s.P50ms, s.P95ms, s.P99ms, s.Errors, cpu)
 	}
 	for _, p := range []struct {
 		name string
@@ -130,7 +135,24 @@ func printBench(w io.Writer, r *bench.ServerResult) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\ndelegate/trivial throughput %.2f, p50 at c=1 %.2f, overhead over raw p50 %.1f ms\n",
 		r.Ratios.DelegateVsTrivialThroughput, r.Ratios.DelegateVsTrivialP50C1, r.Ratios.DelegateVsRawP50OverheadMs)
+	where := func(p string) string {
+		if p == "process" {
+			return "its own process"
+		}
+		return "the bench process"
+	}
+	fmt.Fprintf(w, "core-ms/op: CPU per operation; bench is the bench process (the Temporal server and the load generator); the worker ran in %s, the claims agent in %s\n",
+		where(r.Processes["worker"]), where(r.Processes["agent"]))
 	fmt.Fprintf(w, "history events: completed %d, one input round %d\n", r.HistoryEvents.Completed, r.HistoryEvents.OneInputRound)
+	hb := r.HistoryBytes
+	fmt.Fprintf(w, "history bytes: completed %d, one input round %d, trivial %d (%d events)\n", hb.Completed, hb.OneInputRound, hb.Trivial, hb.TrivialEvents)
+	if p := r.CPUProfile; p != nil {
+		fmt.Fprintf(w, "cpu profiles (%d s of delegate at c=%v) in %s: %s", p.Seconds, r.Settings["concurrency"], p.Dir, strings.Join(p.Files, ", "))
+		if p.Error != "" {
+			fmt.Fprintf(w, " (%s)", p.Error)
+		}
+		fmt.Fprintln(w)
+	}
 	if r.Waiting.Count == 0 {
 		fmt.Fprintf(w, "waiting: skipped (%s)\n", r.Waiting.Skipped)
 	} else {

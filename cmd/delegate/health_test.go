@@ -15,6 +15,7 @@ import (
 	"github.com/a2adelegate/delegate/contracts"
 	"github.com/a2adelegate/delegate/internal/devserver"
 	"github.com/a2adelegate/delegate/internal/testutil"
+	"github.com/a2adelegate/delegate/internal/workeropts"
 )
 
 // The health endpoint follows the worker's polls: not started, starting
@@ -164,4 +165,42 @@ func TestWorkerRefusesANamespaceWithoutItsSearchAttributes(t *testing.T) {
 	wantExit(t, exitUsage, []string{`namespace "default" lacks the Keyword search attribute(s) DelegationCodeVersion`,
 		"temporal operator search-attribute create --namespace default --name DelegationCodeVersion --type Keyword"},
 		"worker", "--address", srv.FrontendAddr())
+}
+
+// The worker process delegate bench starts registers the bench's trivial
+// workflow with the hidden --bench-trivial (so the bench counts its CPU
+// apart from the server's); --help does not show the flag.
+func TestWorkerBenchTrivial(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := devserver.Start(ctx, devserver.Config{Memory: true, UIPort: -1, LogLevel: "fatal", SearchAttributes: contracts.SearchAttributeNames})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	t.Setenv("TEMPORAL_CONFIG_FILE", writeFile(t, "empty.toml", ""))
+	if out, _, _ := cli(t, "worker", "--help"); strings.Contains(out, "bench-trivial") {
+		t.Errorf("worker --help shows the hidden --bench-trivial:\n%s", out)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	var wout testutil.LockedBuffer
+	wdone := make(chan int, 1)
+	go func() {
+		wdone <- run(wctx, []string{"worker", "--address", srv.FrontendAddr(), "--bench-trivial"}, &wout, &wout)
+	}()
+	defer func() { wcancel(); <-wdone }()
+	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+	defer rcancel()
+	run, err := c.ExecuteWorkflow(rctx, client.StartWorkflowOptions{ID: "bench-trivial-probe", TaskQueue: contracts.TaskQueue}, workeropts.TrivialWorkflow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(rctx, nil); err != nil {
+		t.Fatalf("%s on delegate worker --bench-trivial: %v; worker: %s", workeropts.TrivialWorkflow, err, wout.String())
+	}
 }

@@ -51,6 +51,10 @@ type workerFlags struct {
 	// logFormat is --log-format: "text" (default) or "json" (slog). Logs
 	// carry ids and categories, never message bodies or secrets.
 	logFormat string
+	// benchTrivial is the hidden --bench-trivial: also register the
+	// bench's trivial workflow (workeropts.RegisterTrivial), for the
+	// worker process `delegate bench` starts.
+	benchTrivial bool
 }
 
 func (f *workerFlags) add(cmd *cobra.Command) {
@@ -65,6 +69,8 @@ func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.pollInitial, "poll-initial", time.Second, "first GetTask polling interval (doubles each poll)")
 	cmd.Flags().DurationVar(&f.pollMax, "poll-max", 30*time.Second, "longest GetTask polling interval")
 	cmd.Flags().StringVar(&f.pushURL, "push-url", os.Getenv("DELEGATE_PUSH_URL"), "public URL of the delegate webhook: agents whose card declares pushNotifications push their tasks' changes there instead of being polled (env DELEGATE_PUSH_URL)")
+	cmd.Flags().BoolVar(&f.benchTrivial, "bench-trivial", false, "also register the bench's trivial workflow (for delegate bench)")
+	_ = cmd.Flags().MarkHidden("bench-trivial")
 	cmd.Flags().StringVar(&f.pushKeyFile, "push-key-file", "", "file holding the base64 key (at least 32 random bytes) push tokens are derived with, shared with the webhook (or env "+push.EnvKey+" holding the key itself)")
 }
 
@@ -180,6 +186,9 @@ func runWorker(ctx context.Context, c client.Client, namespace string, f workerF
 	workflows.RegisterWorkflows(w, workflows.Options{})
 	activities.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
 		Fetcher: fetcher, Policy: pf, Credentials: creds, Temporal: c, Push: pushTo})
+	if f.benchTrivial {
+		workeropts.RegisterTrivial(w)
+	}
 	// Nexus service "delegate" (operation start-delegation): workflows in
 	// other namespaces delegate through an endpoint that targets this
 	// namespace and task queue (docs/deployment.md).

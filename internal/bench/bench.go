@@ -26,8 +26,8 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/common/dynamicconfig"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
@@ -46,14 +46,26 @@ type Config struct {
 	Latency     int // operations at concurrency 1 (default 50)
 	Waiting     int // delegations held in INPUT_REQUIRED (default 1000)
 	// WorkerCommand runs a worker process against an address (argv, the
-	// address is appended as "--address ADDR"); the waiting measurement
-	// needs it. Empty: skipped.
+	// address is appended as "--address ADDR" with --debug-addr and
+	// --poll-initial 20ms, and for the measurements the in-process
+	// worker's other settings, --poll-max 1s --cache-size 10000, and
+	// --bench-trivial). With it every measurement
+	// runs its worker in a process of its own, whose CPU is counted apart
+	// (Stats.CPU); the waiting measurement needs it. Empty: the worker
+	// runs in the bench process and waiting is skipped.
 	WorkerCommand []string
-	// AgentCommand runs the claims agent as a process for the waiting
-	// measurement (argv, "-addr HOST:PORT" appended), so that the bench
-	// process's RSS is the server's without the agent's tasks. Empty: the
-	// agent in the bench process serves them.
+	// AgentCommand runs the claims agent as a process (argv, "-addr
+	// HOST:PORT" appended), for the measurements (with WorkerCommand) and
+	// for the waiting one, so that the bench process's CPU and RSS are the
+	// server's without the agent's. Empty: the agent in the bench process
+	// serves them.
 	AgentCommand []string
+	// CPUProfileDir, when set, receives CPU profiles (pprof) of the delegate
+	// measurement at concurrency C: DIR/server.pprof of the bench process
+	// (runtime/pprof) and DIR/worker.pprof of the worker process (its
+	// /debug/pprof/profile; with WorkerCommand only), both over the same
+	// window (CPUProfile in the result says how long).
+	CPUProfileDir string
 	// Progress receives one line per step; nil: none.
 	Progress io.Writer
 	// DynamicConfig overrides devserver.OneHostDynamicConfig.
@@ -74,9 +86,34 @@ type Stats struct {
 	P95ms          float64 `json:"p95_ms"`
 	P99ms          float64 `json:"p99_ms"`
 	Errors         int     `json:"errors"`
+	// CPU is the CPU each process spent per operation over the
+	// measurement; nil where /proc is not there.
+	CPU *CPU `json:"cpu_ms_per_op,omitempty"`
 	// Slowest are the slowest operations (at most 5), with their
 	// workflows' events.
 	Slowest []SlowOp `json:"slowest,omitempty"`
+}
+
+// CPU is core-milliseconds per operation (user + system time, from
+// /proc/PID/stat utime + stime, in clock ticks of 10 ms, read before and
+// after the measurement, divided by its operations), per process. For
+// trivial and delegate the window ends once the server's visibility store
+// has recorded every workflow of the measurement (the server's work for
+// them goes on after the last result), so it also holds the bench's
+// CountWorkflowExecutions reads every 20 ms until then; with
+// --cpuprofile the delegate measurement at C also holds the profiling.
+type CPU struct {
+	// Bench is the bench process: the embedded Temporal server and the
+	// load generator (the Temporal client starting and awaiting the
+	// workflows, or the raw A2A client), and the worker and the claims
+	// agent too when they run in it (Worker, Agent 0 and left out).
+	Bench float64 `json:"bench"`
+	// Worker is the `delegate worker` process (Config.WorkerCommand).
+	Worker float64 `json:"worker,omitempty"`
+	// Agent is the claims agent process (Config.AgentCommand).
+	Agent float64 `json:"agent,omitempty"`
+	// Total is their sum.
+	Total float64 `json:"total"`
 }
 
 // Pair is a measurement at concurrency 1 and at C.
@@ -95,14 +132,21 @@ type Result struct {
 
 // ServerResult is the figures of one Temporal server.
 type ServerResult struct {
-	Raw           Pair               `json:"raw"`
-	Trivial       Pair               `json:"trivial"`
-	Delegate      Pair               `json:"delegate"`
-	Ratios        Ratios             `json:"ratios"`
-	HistoryEvents HistoryEvents      `json:"history_events"`
-	Waiting       Waiting            `json:"waiting"`
-	Settings      map[string]any     `json:"settings"`
-	Targets       map[string]Verdict `json:"targets"`
+	Raw           Pair          `json:"raw"`
+	Trivial       Pair          `json:"trivial"`
+	Delegate      Pair          `json:"delegate"`
+	Ratios        Ratios        `json:"ratios"`
+	HistoryEvents HistoryEvents `json:"history_events"`
+	HistoryBytes  HistoryBytes  `json:"history_bytes"`
+	// Processes says where the worker and the claims agent ran during the
+	// measurements: "process" (their own, Config.WorkerCommand and
+	// AgentCommand) or "bench" (in the bench process).
+	Processes map[string]string `json:"processes"`
+	// CPUProfile is set with Config.CPUProfileDir.
+	CPUProfile *CPUProfile        `json:"cpu_profile,omitempty"`
+	Waiting    Waiting            `json:"waiting"`
+	Settings   map[string]any     `json:"settings"`
+	Targets    map[string]Verdict `json:"targets"`
 }
 
 // Ratios compares delegate with trivial and raw.
@@ -116,6 +160,37 @@ type Ratios struct {
 type HistoryEvents struct {
 	Completed     int `json:"completed"`
 	OneInputRound int `json:"one_input_round"`
+}
+
+// HistoryBytes is the size of one workflow's history: the sum over its
+// events of proto.Size(HistoryEvent), the events as the server returns
+// them (GetWorkflowExecutionHistory, payloads unencrypted: the bench has
+// no codec), without the server's own framing, indexes or visibility
+// records.
+type HistoryBytes struct {
+	// Completed is a plain delegation (HistoryEvents.Completed's).
+	Completed int `json:"completed"`
+	// OneInputRound is a delegation with one question answered
+	// (HistoryEvents.OneInputRound's).
+	OneInputRound int `json:"one_input_round"`
+	// Trivial is one trivial workflow (one no-op activity).
+	Trivial int `json:"trivial"`
+	// TrivialEvents is the trivial workflow's event count.
+	TrivialEvents int `json:"trivial_events"`
+}
+
+// CPUProfile says what Config.CPUProfileDir received.
+type CPUProfile struct {
+	Dir string `json:"dir"`
+	// Files written: "server.pprof" (the bench process), "worker.pprof".
+	Files []string `json:"files"`
+	// Seconds is the window of both, from the start of the delegate
+	// measurement at concurrency C: N over the trivial workflow's
+	// throughput at C (at least 1 s), so mostly within the measurement; the
+	// bench waits for it to end before going on.
+	Seconds int `json:"seconds"`
+	// Error is why a profile is missing.
+	Error string `json:"error,omitempty"`
 }
 
 // Waiting is the worker process with W delegations in INPUT_REQUIRED.
@@ -153,15 +228,6 @@ type Verdict struct {
 // WorkerOptions are the worker settings used for trivial and delegate
 // alike: those of `delegate worker` (package workeropts).
 func WorkerOptions() worker.Options { return workeropts.Options() }
-
-// Noop is the trivial workflow's activity.
-func Noop(context.Context) error { return nil }
-
-// Trivial is a workflow with one no-op activity.
-func Trivial(ctx workflow.Context) error {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second})
-	return workflow.ExecuteActivity(ctx, Noop).Get(ctx, nil)
-}
 
 // Run runs the bench.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -224,15 +290,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // runOn runs every measurement on one server.
 func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(string, ...any)) (*ServerResult, error) {
 	quiet := slog.New(slog.DiscardHandler)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	res := &ServerResult{Settings: map[string]any{
+		"n": cfg.N, "concurrency": cfg.Concurrency, "latency_ops": cfg.Latency, "waiting": cfg.Waiting, "poll_initial_ms": 20,
+	}, Processes: map[string]string{"worker": "bench", "agent": "bench"}}
+	// The claims agent: its own process with AgentCommand and
+	// WorkerCommand (so its CPU is counted apart), else in this one.
+	var base string
+	var pids procs
+	pids.bench = os.Getpid()
+	var stopAgent func()
+	if len(cfg.WorkerCommand) > 0 && len(cfg.AgentCommand) > 0 {
+		agent, addr, err := startAgent(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		stopAgent = func() { _ = agent.Process.Kill(); _, _ = agent.Process.Wait() }
+		defer func() { stopAgent() }()
+		base, pids.agent, res.Processes["agent"] = "http://"+addr, agent.Process.Pid, "process"
+	} else {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		base = "http://" + ln.Addr().String()
+		agent := claimsagent.New(claimsagent.Config{BaseURL: base})
+		actx, cancelAgent := context.WithCancel(ctx)
+		stopAgent = cancelAgent
+		defer func() { stopAgent() }()
+		go func() { _ = agent.Serve(actx, ln) }()
 	}
-	base := "http://" + ln.Addr().String()
-	agent := claimsagent.New(claimsagent.Config{BaseURL: base})
-	actx, cancelAgent := context.WithCancel(ctx)
-	defer cancelAgent()
-	go func() { _ = agent.Serve(actx, ln) }()
 
 	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddr(), Namespace: srv.Namespace(), Logger: sdklog.NewStructuredLogger(quiet),
 		ConnectionOptions: devserver.LoopbackConnection()})
@@ -240,19 +326,29 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 		return nil, err
 	}
 	defer c.Close()
-	w := worker.New(c, contracts.TaskQueue, WorkerOptions())
-	workflows.RegisterWorkflows(w, workflows.Options{})
-	activities.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet, Temporal: c})
-	w.RegisterWorkflowWithOptions(Trivial, workflow.RegisterOptions{Name: "BenchTrivial"})
-	w.RegisterActivity(Noop)
-	if err := w.Start(); err != nil {
-		return nil, err
+	// The worker: its own process with WorkerCommand, with the settings of
+	// the in-process one (workeropts.Options, PollInitial 20 ms, PollMax
+	// 1 s, the SDK's sticky cache of 10,000), else in this one.
+	var stopWorker func()
+	var workerDebug string
+	if len(cfg.WorkerCommand) > 0 {
+		cmd, debugAddr, err := startWorker(ctx, cfg, srv, "--poll-max", "1s", "--cache-size", "10000", "--bench-trivial")
+		if err != nil {
+			return nil, err
+		}
+		stopWorker = func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }
+		pids.worker, workerDebug, res.Processes["worker"] = cmd.Process.Pid, debugAddr, "process"
+	} else {
+		w := worker.New(c, contracts.TaskQueue, WorkerOptions())
+		workflows.RegisterWorkflows(w, workflows.Options{})
+		activities.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet, Temporal: c})
+		workeropts.RegisterTrivial(w)
+		if err := w.Start(); err != nil {
+			return nil, err
+		}
+		stopWorker = w.Stop
 	}
-	defer w.Stop()
-
-	res := &ServerResult{Settings: map[string]any{
-		"n": cfg.N, "concurrency": cfg.Concurrency, "latency_ops": cfg.Latency, "waiting": cfg.Waiting, "poll_initial_ms": 20,
-	}}
+	defer func() { stopWorker() }()
 	card, err := (&cards.Fetcher{}).Fetch(ctx, base)
 	if err != nil {
 		return nil, err
@@ -272,7 +368,7 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 	var ended atomic.Int64 // workflows of this run seen to end
 	trivial := func(ctx context.Context) (string, error) {
 		id := fmt.Sprintf("bench-trivial-%d", seq.Add(1))
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: contracts.TaskQueue, ID: id}, "BenchTrivial")
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: contracts.TaskQueue, ID: id}, workeropts.TrivialWorkflow)
 		if err != nil {
 			return id, err
 		}
@@ -303,11 +399,15 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 		}
 		return d.LocalWorkflowID, nil
 	}
-	// Warm up each path once.
+	// Warm up each path once (the first also waits for a worker process
+	// to poll).
 	for _, f := range []func(context.Context) (string, error){raw, trivial, delegate} {
 		if _, err := f(ctx); err != nil {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
+	}
+	if cfg.CPUProfileDir != "" {
+		res.CPUProfile = &CPUProfile{Dir: cfg.CPUProfileDir}
 	}
 	for _, m := range []struct {
 		name string
@@ -318,13 +418,36 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 			quiesce(ctx, c, ended.Load(), say)
 		}
 		say("%s, latency: %d at concurrency 1", m.name, cfg.Latency)
+		before := pids.cpu()
 		m.out.C1 = measure(ctx, m.f, cfg.Latency, 1)
+		if m.name != "raw" {
+			// The server's work for these workflows ends when visibility
+			// has recorded them: counted with them.
+			quiesce(ctx, c, ended.Load(), say)
+		}
+		m.out.C1.CPU = pids.perOp(before, m.out.C1.Ops)
 		slowEvents(ctx, c, m.out.C1.Slowest)
 		if m.name != "raw" {
 			quiesce(ctx, c, ended.Load(), say)
 		}
 		say("%s, throughput: %d at concurrency %d", m.name, cfg.N, cfg.Concurrency)
+		var profiled func()
+		if m.name == "delegate" && res.CPUProfile != nil {
+			secs := 1
+			if t := res.Trivial.CN.ThroughputPerS; t > 0 {
+				secs = max(1, int(float64(cfg.N)/t))
+			}
+			profiled = cpuProfile(ctx, res.CPUProfile, workerDebug, secs)
+		}
+		before = pids.cpu()
 		m.out.CN = measure(ctx, m.f, cfg.N, cfg.Concurrency)
+		if profiled != nil {
+			profiled()
+		}
+		if m.name != "raw" {
+			quiesce(ctx, c, ended.Load(), say)
+		}
+		m.out.CN.CPU = pids.perOp(before, m.out.CN.Ops)
 		slowEvents(ctx, c, m.out.CN.Slowest)
 		if err := ctx.Err(); err != nil {
 			return nil, err // interrupted: every operation from here would fail
@@ -339,11 +462,19 @@ func runOn(ctx context.Context, cfg Config, srv *devserver.Server, say func(stri
 	res.Ratios.DelegateVsRawP50OverheadMs = round2(res.Delegate.C1.P50ms - res.Raw.C1.P50ms)
 
 	say("history events")
-	if res.HistoryEvents, err = historyEvents(ctx, c, base); err != nil {
+	if res.HistoryEvents, res.HistoryBytes, err = historyEvents(ctx, c, base); err != nil {
 		return nil, err
 	}
 	if len(cfg.WorkerCommand) > 0 && cfg.Waiting > 0 {
-		w.Stop() // the waiting delegations belong to the worker process alone
+		// The waiting delegations belong to the waiting measurement's
+		// worker process alone, and its agent process's RSS to its own
+		// tasks (an agent in this process serves the waiting one too).
+		stopWorker()
+		stopWorker = func() {}
+		if len(cfg.AgentCommand) > 0 {
+			stopAgent()
+			stopAgent = func() {}
+		}
 		say("waiting: %d delegations in input-required on a worker process", cfg.Waiting)
 		res.Waiting, err = waiting(ctx, c, srv, base, cfg, say)
 		switch {
@@ -507,43 +638,58 @@ func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
 
 // historyEvents runs one plain delegation and one with an input round and
 // counts their history events.
-func historyEvents(ctx context.Context, c client.Client, base string) (HistoryEvents, error) {
-	count := func(id string) (int, error) {
+func historyEvents(ctx context.Context, c client.Client, base string) (HistoryEvents, HistoryBytes, error) {
+	// count returns a workflow's history events and the sum of their
+	// proto sizes.
+	count := func(id string) (int, int, error) {
 		it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		n := 0
+		n, size := 0, 0
 		for it.HasNext() {
-			if _, err := it.Next(); err != nil {
-				return 0, err
+			ev, err := it.Next()
+			if err != nil {
+				return 0, 0, err
 			}
 			n++
+			size += proto.Size(ev)
 		}
-		return n, nil
+		return n, size, nil
 	}
 	var h HistoryEvents
+	var b HistoryBytes
 	d := contract("bench-history-plain", base, "instant")
 	run, err := startRun(ctx, c, d)
 	if err != nil {
-		return h, err
+		return h, b, err
 	}
 	if err := run.Get(ctx, nil); err != nil {
-		return h, err
+		return h, b, err
 	}
-	if h.Completed, err = count(d.LocalWorkflowID); err != nil {
-		return h, err
+	if h.Completed, b.Completed, err = count(d.LocalWorkflowID); err != nil {
+		return h, b, err
 	}
 	d = contract("bench-history-round", base, "lost-parcel")
 	run, err = startRun(ctx, c, d)
 	if err != nil {
-		return h, err
+		return h, b, err
 	}
 	if err := answerWhenAsked(ctx, c, d.LocalWorkflowID); err != nil {
-		return h, err
+		return h, b, err
 	}
 	if err := run.Get(ctx, nil); err != nil {
-		return h, err
+		return h, b, err
 	}
-	h.OneInputRound, err = count(d.LocalWorkflowID)
-	return h, err
+	if h.OneInputRound, b.OneInputRound, err = count(d.LocalWorkflowID); err != nil {
+		return h, b, err
+	}
+	run, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: contracts.TaskQueue, ID: "bench-history-trivial"}, workeropts.TrivialWorkflow)
+	if err != nil {
+		return h, b, err
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		return h, b, err
+	}
+	b.TrivialEvents, b.Trivial, err = count("bench-history-trivial")
+	return h, b, err
 }
 
 // answerWhenAsked answers once the question shows (Query "state", which
@@ -569,44 +715,19 @@ func answerWhenAsked(ctx context.Context, c client.Client, id string) error {
 // AnswerOps answers again.
 func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base string, cfg Config, say func(string, ...any)) (Waiting, error) {
 	out := Waiting{AnswerOps: answerOps}
-	dbg, err := net.Listen("tcp", "127.0.0.1:0")
+	cmd, debugAddr, err := startWorker(ctx, cfg, srv)
 	if err != nil {
-		return out, err
-	}
-	debugAddr := dbg.Addr().String()
-	dbg.Close()
-	args := append(slices.Clone(cfg.WorkerCommand), "--address", srv.FrontendAddr(), "--debug-addr", debugAddr, "--poll-initial", "20ms")
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	child(cmd)
-	if err := cmd.Start(); err != nil {
 		return out, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
 	var agent *exec.Cmd
 	if len(cfg.AgentCommand) > 0 {
-		aln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return out, err
-		}
-		addr := aln.Addr().String()
-		aln.Close()
-		aargs := append(slices.Clone(cfg.AgentCommand), "-addr", addr)
-		agent = exec.CommandContext(ctx, aargs[0], aargs[1:]...)
-		agent.Stdout, agent.Stderr = io.Discard, io.Discard
-		child(agent)
-		if err := agent.Start(); err != nil {
+		var addr string
+		if agent, addr, err = startAgent(ctx, cfg); err != nil {
 			return out, err
 		}
 		defer func() { _ = agent.Process.Kill(); _, _ = agent.Process.Wait() }()
 		base = "http://" + addr
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if _, err := (&cards.Fetcher{}).Fetch(ctx, base); err == nil {
-				break
-			} else if time.Now().After(deadline) {
-				return out, fmt.Errorf("the claims agent process at %s: %w", base, err)
-			}
-		}
 	}
 	dbBefore, dbErr := srv.DatabaseBytes(ctx)
 
@@ -780,6 +901,60 @@ func waiting(ctx context.Context, c client.Client, srv *devserver.Server, base s
 		out.AnswerP50ms = p50(atN)
 	}
 	return out, nil
+}
+
+// freeAddr is a loopback host:port free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// startWorker starts cfg.WorkerCommand against srv with the bench's
+// settings (and extra flags), serving /debug on the address it returns.
+// The caller kills it.
+func startWorker(ctx context.Context, cfg Config, srv *devserver.Server, extra ...string) (*exec.Cmd, string, error) {
+	debugAddr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	args := append(slices.Clone(cfg.WorkerCommand), "--address", srv.FrontendAddr(), "--debug-addr", debugAddr, "--poll-initial", "20ms")
+	args = append(args, extra...)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = nil, nil // /dev/null: no pipe for the bench to copy
+	child(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	return cmd, debugAddr, nil
+}
+
+// startAgent starts cfg.AgentCommand on a free loopback port and waits
+// (at most 30 s) until it serves its card. The caller kills it.
+func startAgent(ctx context.Context, cfg Config) (*exec.Cmd, string, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	aargs := append(slices.Clone(cfg.AgentCommand), "-addr", addr)
+	agent := exec.CommandContext(ctx, aargs[0], aargs[1:]...)
+	agent.Stdout, agent.Stderr = nil, nil
+	child(agent)
+	if err := agent.Start(); err != nil {
+		return nil, "", err
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := (&cards.Fetcher{}).Fetch(ctx, "http://"+addr); err == nil {
+			return agent, addr, nil
+		} else if time.Now().After(deadline) || ctx.Err() != nil {
+			_ = agent.Process.Kill()
+			_, _ = agent.Process.Wait()
+			return nil, "", fmt.Errorf("the claims agent process at %s: %w", addr, err)
+		}
+	}
 }
 
 // child prepares a process the waiting measurement starts: it gets the

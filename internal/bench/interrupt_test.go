@@ -23,12 +23,14 @@ import (
 
 	"github.com/a2adelegate/delegate/activities"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/workeropts"
 	"github.com/a2adelegate/delegate/workflows"
 )
 
-// childWorkerEnv makes the test binary the waiting measurement's worker
-// process: WorkerCommand is the test binary itself, and the bench appends
-// "--address ADDR --debug-addr ... --poll-initial ...".
+// childWorkerEnv makes the test binary the bench's worker process (of the
+// measurements, then of the waiting one): WorkerCommand is the test
+// binary itself, and the bench appends "--address ADDR --debug-addr ...
+// --poll-initial ..." (and --bench-trivial for the measurements).
 const childWorkerEnv = "BENCH_TEST_CHILD_WORKER"
 
 // parentEnv makes the test binary a parent that starts one child the way
@@ -107,6 +109,9 @@ func runChildWorker() {
 	w := worker.New(c, contracts.TaskQueue, worker.Options{})
 	workflows.RegisterWorkflows(w, workflows.Options{})
 	activities.Register(w, &activities.Activities{PollInitial: 20 * time.Millisecond, PollMax: time.Second, Logger: quiet})
+	if slices.Contains(os.Args, "--bench-trivial") { // the measurements' worker, as `delegate worker --bench-trivial`
+		workeropts.RegisterTrivial(w)
+	}
 	_ = w.Run(worker.InterruptCh())
 	os.Exit(0)
 }
