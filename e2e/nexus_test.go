@@ -84,26 +84,9 @@ const (
 // leaves the delegation running; a bad contract is a non-retryable
 // handler error naming the field and its rule, and starts nothing.
 func TestNexusDelegation(t *testing.T) {
-	e := setup(t, func(o *options) {
-		o.register = func(w worker.Worker) {
-			if err := nexusop.Register(w); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if err := e.srv.EnsureNexusEndpoint(ctx, nexusop.Endpoint, e.srv.Namespace(), contracts.TaskQueue); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.srv.EnsureNamespace(ctx, nexusCallerNamespace); err != nil {
-		t.Fatal(err)
-	}
-	cc, err := client.Dial(client.Options{HostPort: e.srv.FrontendAddr(), Namespace: nexusCallerNamespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	e, cc := nexusEnv(t, ctx)
 	w := worker.New(cc, nexusCallerQueue, worker.Options{})
 	w.RegisterWorkflowWithOptions(nexusCaller, workflow.RegisterOptions{Name: nexusCallerType})
 	if err := w.Start(); err != nil {
@@ -211,4 +194,30 @@ func TestNexusDelegation(t *testing.T) {
 			t.Errorf("a delegation %s was started for a bad contract", d.LocalWorkflowID)
 		}
 	})
+}
+
+// nexusEnv is setup with the Nexus service registered on the delegate
+// worker, the endpoint delegate targeting its namespace and task queue,
+// and namespace callers with a client of it (closed with the test).
+func nexusEnv(t *testing.T, ctx context.Context) (*env, client.Client) {
+	t.Helper()
+	e := setup(t, func(o *options) {
+		o.register = func(w worker.Worker) {
+			if err := nexusop.Register(w); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if err := e.srv.EnsureNexusEndpoint(ctx, nexusop.Endpoint, e.srv.Namespace(), contracts.TaskQueue); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.EnsureNamespace(ctx, nexusCallerNamespace); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := client.Dial(client.Options{HostPort: e.srv.FrontendAddr(), Namespace: nexusCallerNamespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Close)
+	return e, cc
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/nexus-rpc/sdk-go/nexus"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/worker"
 
 	dclient "github.com/a2adelegate/delegate/client"
 	"github.com/a2adelegate/delegate/contracts"
@@ -139,26 +138,9 @@ func startTSCallerWorker(t *testing.T, e *env, dir, node, ns string) {
 // workflow returns the Outcome canceled.
 func TestInteropNexusTypeScriptCaller(t *testing.T) {
 	dir, node := requireCompiledExample(t, tsNexusExampleDir, "@temporalio/worker", "@temporalio/workflow")
-	e := setup(t, func(o *options) {
-		o.register = func(w worker.Worker) {
-			if err := nexusop.Register(w); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	if err := e.srv.EnsureNexusEndpoint(ctx, nexusop.Endpoint, e.srv.Namespace(), contracts.TaskQueue); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.srv.EnsureNamespace(ctx, nexusCallerNamespace); err != nil {
-		t.Fatal(err)
-	}
-	cc, err := client.Dial(client.Options{HostPort: e.srv.FrontendAddr(), Namespace: nexusCallerNamespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	e, cc := nexusEnv(t, ctx)
 	startTSCallerWorker(t, e, dir, node, nexusCallerNamespace)
 	remote := e.remoteStates(t, ctx)
 	start := func(t *testing.T, typ, id string, d contracts.Delegation) client.WorkflowRun {
