@@ -134,17 +134,7 @@ func TestNexusDelegation(t *testing.T) {
 	t.Run("caller-canceled", func(t *testing.T) {
 		d := lostParcel("nexus-canceled", e.base)
 		caller := start(t, "canceled", d)
-		task := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required").RemoteTaskID
-		if err := cc.CancelWorkflow(ctx, caller.GetID(), ""); err != nil {
-			t.Fatal(err)
-		}
-		var dout contracts.Outcome
-		if err := e.c.GetWorkflow(ctx, d.LocalWorkflowID, "").Get(ctx, &dout); err != nil || dout.Status != contracts.StatusCanceled {
-			t.Fatalf("the delegation's Outcome = %s %+v, %v; want canceled", dout.Status, dout.Error, err)
-		}
-		if s := remote(task); s != contracts.TaskStateCanceled {
-			t.Errorf("the remote task: %s, want canceled", s)
-		}
+		cancelCallerOf(t, ctx, e, cc, caller, d, remote)
 		// The operation's cancel waits for its end (the default
 		// cancellation type, WAIT_COMPLETED): the caller gets the
 		// delegation's Outcome.
@@ -220,4 +210,23 @@ func nexusEnv(t *testing.T, ctx context.Context) (*env, client.Client) {
 	}
 	t.Cleanup(cc.Close)
 	return e, cc
+}
+
+// cancelCallerOf cancels caller (a workflow of namespace callers waiting
+// on d through Nexus) once d waits in input-required, and checks that the
+// delegation ends canceled (client.Await: the server can miss a close
+// notification) with its remote task.
+func cancelCallerOf(t *testing.T, ctx context.Context, e *env, cc client.Client, caller client.WorkflowRun, d contracts.Delegation, remote func(string) contracts.TaskState) {
+	t.Helper()
+	task := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required").RemoteTaskID
+	if err := cc.CancelWorkflow(ctx, caller.GetID(), ""); err != nil {
+		t.Fatal(err)
+	}
+	dout, err := dclient.Get(e.c, d.LocalWorkflowID).Outcome(ctx)
+	if err != nil || dout.Status != contracts.StatusCanceled {
+		t.Fatalf("the delegation's Outcome = %s %+v, %v; want canceled", dout.Status, dout.Error, err)
+	}
+	if s := remote(task); s != contracts.TaskStateCanceled {
+		t.Errorf("the remote task: %s, want canceled", s)
+	}
 }

@@ -225,17 +225,7 @@ func TestInteropNexusTypeScriptCaller(t *testing.T) {
 	t.Run("caller-canceled", func(t *testing.T) {
 		d := lostParcel("ts-nexus-canceled", e.base)
 		caller := start(t, tsCallerType, "ts-caller-canceled", d)
-		task := waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required").RemoteTaskID
-		if err := cc.CancelWorkflow(ctx, caller.GetID(), ""); err != nil {
-			t.Fatal(err)
-		}
-		var dout contracts.Outcome
-		if err := e.c.GetWorkflow(ctx, d.LocalWorkflowID, "").Get(ctx, &dout); err != nil || dout.Status != contracts.StatusCanceled {
-			t.Fatalf("the delegation's Outcome = %s %+v, %v; want canceled", dout.Status, dout.Error, err)
-		}
-		if s := remote(task); s != contracts.TaskStateCanceled {
-			t.Errorf("the remote task: %s, want canceled", s)
-		}
+		cancelCallerOf(t, ctx, e, cc, caller, d, remote)
 		// The default cancellationType, WAIT_CANCELLATION_COMPLETED: the
 		// call returns the delegation's Outcome.
 		var out contracts.Outcome
