@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -75,10 +76,7 @@ func TestChildDelegation(t *testing.T) {
 		if pc := desc.GetPendingChildren(); len(pc) != 0 {
 			t.Errorf("the delegation has pending children %v", pc)
 		}
-		l, err := dclient.List(ctx, e.c, dclient.ListOptions{Starter: "workflow:default/" + parent.GetID()})
-		if err != nil || len(l) != 1 || l[0].ID != d.LocalWorkflowID {
-			t.Errorf("delegations started by workflow:default/%s = %+v, %v; want %s", parent.GetID(), l, err, d.LocalWorkflowID)
-		}
+		waitListedBy(t, ctx, e, "workflow:default/"+parent.GetID(), d.LocalWorkflowID)
 		pdesc, err := e.c.DescribeWorkflowExecution(ctx, parent.GetID(), "")
 		if err != nil {
 			t.Fatal(err)
@@ -142,5 +140,18 @@ func TestChildDelegation(t *testing.T) {
 		if s := remote(task); s != contracts.TaskStateCanceled {
 			t.Errorf("the remote task: %s, want canceled by the delegation itself", s)
 		}
+	})
+}
+
+// waitListedBy waits (visibility records a start a little after it) until
+// the delegations whose DelegationStarter is starter are id alone.
+func waitListedBy(t *testing.T, ctx context.Context, e *env, starter, id string) {
+	t.Helper()
+	waitFor(t, "the delegation listed under its starter "+starter, time.Minute, func() (bool, string) {
+		l, err := dclient.List(ctx, e.c, dclient.ListOptions{Starter: starter})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(l) == 1 && l[0].ID == id, fmt.Sprintf("%+v", l)
 	})
 }

@@ -115,10 +115,7 @@ func TestNexusDelegation(t *testing.T) {
 			t.Errorf("task queue = %q, want %s", tq, contracts.TaskQueue)
 		}
 		want := "nexus:" + nexusCallerNamespace + "/" + caller.GetID()
-		l, err := dclient.List(ctx, e.c, dclient.ListOptions{Starter: want})
-		if err != nil || len(l) != 1 || l[0].ID != d.LocalWorkflowID {
-			t.Errorf("delegations started by %s = %+v, %v; want %s", want, l, err, d.LocalWorkflowID)
-		}
+		waitListedBy(t, ctx, e, want, d.LocalWorkflowID)
 		if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo of the parcel", AnsweredBy: "ops"}); err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,13 +162,7 @@ func TestInteropNexusTypeScriptCaller(t *testing.T) {
 		caller := start(t, tsCallerType, "ts-caller-answered", d)
 		waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "input-required")
 		want := "nexus:" + nexusCallerNamespace + "/" + caller.GetID()
-		waitFor(t, "the delegation listed under its starter "+want, 30*time.Second, func() (bool, string) {
-			l, err := dclient.List(ctx, e.c, dclient.ListOptions{Starter: want})
-			if err != nil {
-				return false, err.Error()
-			}
-			return len(l) == 1 && l[0].ID == d.LocalWorkflowID, fmt.Sprintf("%+v", l)
-		})
+		waitListedBy(t, ctx, e, want, d.LocalWorkflowID)
 		if _, err := dclient.Get(e.c, d.LocalWorkflowID).Answer(ctx, contracts.Answer{Text: "photo of the parcel", AnsweredBy: "ops"}); err != nil {
 			t.Fatal(err)
 		}
