@@ -110,7 +110,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&cfg.Postgres, "server", "", "also measure on a Temporal server on this PostgreSQL database: postgres://USER@HOST:PORT/DB (make bench-postgres starts one)")
 	cmd.Flags().StringVar(&cfg.Only, "only", "", `measure on one server only: "embedded" or "postgres"`)
-	cmd.Flags().StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "write CPU profiles (pprof) of the delegate measurement at --concurrency: DIR/server.pprof (the bench process: server and load) and DIR/worker.pprof (the worker process)")
+	cmd.Flags().StringVar(&cfg.CPUProfileDir, "cpuprofile", "", "write CPU profiles (pprof) of the trivial and the delegate measurements at --concurrency: DIR/server.pprof (the bench process: server and load) and DIR/worker.pprof (the worker process) of the delegations, DIR/trivial-server.pprof and DIR/trivial-worker.pprof of the trivial workflows")
 	cmd.Flags().StringVar(&dynamicConfigFile, "dynamic-config", "", "Temporal dynamic-config YAML file, over the one-host defaults of every server the bench runs (SQLite and PostgreSQL)")
 	return cmd
 }

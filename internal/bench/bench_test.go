@@ -2,6 +2,9 @@ package bench
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/a2adelegate/delegate/internal/testutil"
@@ -12,7 +15,8 @@ import (
 // and a delegation costs the same history there.
 func TestBenchOnPostgres(t *testing.T) {
 	url := testutil.PostgresURL(t)
-	res, err := Run(context.Background(), Config{N: 6, Concurrency: 3, Latency: 3, Postgres: url + "_bench", Only: "postgres"})
+	dir := t.TempDir()
+	res, err := Run(context.Background(), Config{N: 6, Concurrency: 3, Latency: 3, Postgres: url + "_bench", Only: "postgres", CPUProfileDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,8 +29,22 @@ func TestBenchOnPostgres(t *testing.T) {
 			t.Errorf("%s: %+v", name, p)
 		}
 	}
-	if h := pg.HistoryEvents; h.Completed > 14 || h.OneInputRound > 28 {
-		t.Errorf("history on PostgreSQL: %+v, want <= 14 and <= 28", h)
+	if h := pg.HistoryEvents; h.Completed > 12 || h.OneInputRound > 26 {
+		t.Errorf("history on PostgreSQL: %+v, want <= 12 and <= 26", h)
+	}
+	// --cpuprofile: both kinds at concurrency C, each over a window that
+	// holds its measurement (the worker ran in this process: no
+	// worker.pprof, and the error says why).
+	want := map[string]bool{"server.pprof": true, "trivial-server.pprof": true}
+	if p := res.CPUProfile; p == nil || len(p.Files) != 2 || !want[p.Files[0]] || !want[p.Files[1]] || p.Seconds < 1 || p.TrivialSeconds < 1 ||
+		!strings.Contains(p.Error, "trivial-worker.pprof: the worker ran in the bench process") {
+		t.Errorf("cpu profile: %+v, want server.pprof and trivial-server.pprof", p)
+	} else {
+		for _, f := range p.Files {
+			if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+				t.Errorf("%s: %v", f, err)
+			}
+		}
 	}
 	if _, ok := res.Servers["embedded"]; ok {
 		t.Error(`Only "postgres" also measured the embedded server`)

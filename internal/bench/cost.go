@@ -83,18 +83,22 @@ func (p procs) perOp(before cpuSample, ops int) *CPU {
 }
 
 // cpuProfile starts CPU profiles of secs seconds: of the bench process
-// into DIR/server.pprof, and of the worker process (its /debug/pprof on
-// workerDebug, "" for none) into DIR/worker.pprof, both over the secs
-// seconds from now. The function it returns waits until both ended and
-// records them in p.
-func cpuProfile(ctx context.Context, p *CPUProfile, workerDebug string, secs int) func() {
-	p.Seconds = secs
+// into DIR/<prefix>server.pprof, and of the worker process (its
+// /debug/pprof on workerDebug, "" for none) into DIR/<prefix>worker.pprof,
+// both over the secs seconds from now. The function it returns waits until
+// both ended and records them in p.
+func cpuProfile(ctx context.Context, p *CPUProfile, prefix, workerDebug string, secs int) func() {
+	if prefix == "" {
+		p.Seconds = secs
+	} else {
+		p.TrivialSeconds = secs
+	}
 	var errs []string
 	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
 		p.Error = err.Error()
 		return func() {}
 	}
-	server, err := os.Create(filepath.Join(p.Dir, "server.pprof"))
+	server, err := os.Create(filepath.Join(p.Dir, prefix+"server.pprof"))
 	if err == nil {
 		if err = pprof.StartCPUProfile(server); err != nil {
 			server.Close()
@@ -104,13 +108,15 @@ func cpuProfile(ctx context.Context, p *CPUProfile, workerDebug string, secs int
 		server = nil
 	}
 	if err != nil {
-		errs = append(errs, "server.pprof: "+err.Error())
+		errs = append(errs, prefix+"server.pprof: "+err.Error())
 	}
 	workerDone := make(chan error, 1)
 	if workerDebug == "" {
 		workerDone <- nil
 	} else {
-		go func() { workerDone <- fetchProfile(ctx, workerDebug, secs, filepath.Join(p.Dir, "worker.pprof")) }()
+		go func() {
+			workerDone <- fetchProfile(ctx, workerDebug, secs, filepath.Join(p.Dir, prefix+"worker.pprof"))
+		}()
 	}
 	// The bench process's profile ends after secs too, measurement over
 	// or not, so that both cover the same window.
@@ -133,19 +139,21 @@ func cpuProfile(ctx context.Context, p *CPUProfile, workerDebug string, secs int
 		}
 		if server != nil {
 			if serverErr != nil {
-				errs = append(errs, "server.pprof: "+serverErr.Error())
+				errs = append(errs, prefix+"server.pprof: "+serverErr.Error())
 			} else {
-				p.Files = append(p.Files, "server.pprof")
+				p.Files = append(p.Files, prefix+"server.pprof")
 			}
 		}
 		if workerDebug == "" {
-			errs = append(errs, "worker.pprof: the worker ran in the bench process (server.pprof has it)")
+			errs = append(errs, prefix+"worker.pprof: the worker ran in the bench process ("+prefix+"server.pprof has it)")
 		} else if err := <-workerDone; err != nil {
-			errs = append(errs, "worker.pprof: "+err.Error())
+			errs = append(errs, prefix+"worker.pprof: "+err.Error())
 		} else {
-			p.Files = append(p.Files, "worker.pprof")
+			p.Files = append(p.Files, prefix+"worker.pprof")
 		}
-		p.Error = strings.Join(errs, "; ")
+		if len(errs) > 0 {
+			p.Error = strings.TrimPrefix(p.Error+"; "+strings.Join(errs, "; "), "; ")
+		}
 	}
 }
 
