@@ -216,24 +216,32 @@ func (c *Client) sendMessage(ctx context.Context, msg contracts.OutboundMessage)
 // must not be given up on one bad read.
 const ReadAttempts = 3
 
-// sendStreaming is SendStreaming before the redaction.
-func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
+// sendStreaming is SendStreaming before the redaction: with a watch
+// window, after the first event it goes on reading the stream (watchStream)
+// and returns the last state the stream reported after it ("" for none).
+func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessage, watch time.Duration) (contracts.TaskSnapshot, contracts.TaskState, error) {
 	m, err := c.messageOf(msg)
 	if err != nil {
-		return contracts.TaskSnapshot{}, err
+		return contracts.TaskSnapshot{}, "", err
 	}
 	sctx, closeStream := context.WithCancel(ctx)
 	defer closeStream()
 	sctx, rec := withRecord(sctx)
 	rec.stream = true
 	req := &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{HistoryLength: noHistory()}}
-	for ev, err := range c.sdk.SendStreamingMessage(sctx, req) {
+	next, stop := iter.Pull2(c.sdk.SendStreamingMessage(sctx, req))
+	defer stop()
+	for {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
 		if err != nil {
 			// Classified as a send: written and no event is an unknown
 			// outcome; named as the method it was.
 			ce := classify("SendMessage", err, rec).(*CallError)
 			ce.Op = "SendStreamingMessage"
-			return contracts.TaskSnapshot{}, ce
+			return contracts.TaskSnapshot{}, "", ce
 		}
 		var snap contracts.TaskSnapshot
 		switch e := ev.(type) {
@@ -241,9 +249,9 @@ func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessag
 			snap = snapshotOf(e, rec.exact, c.iface.Version)
 		case *a2a.Message:
 			if err := checkIDs("SendMessage", msg.TaskID, msg.ContextID, string(e.TaskID), e.ContextID, false); err != nil {
-				return contracts.TaskSnapshot{}, err
+				return contracts.TaskSnapshot{}, "", err
 			}
-			return contracts.TaskSnapshot{ContextID: e.ContextID, TaskID: string(e.TaskID), State: contracts.TaskStateMessage, Reply: partsText(e.Parts)}, nil
+			return contracts.TaskSnapshot{ContextID: e.ContextID, TaskID: string(e.TaskID), State: contracts.TaskStateMessage, Reply: partsText(e.Parts)}, "", nil
 		case *a2a.TaskStatusUpdateEvent:
 			snap = snapshotOf(&a2a.Task{ID: e.TaskID, ContextID: e.ContextID, Status: e.Status}, rec.exact, c.iface.Version)
 		case *a2a.TaskArtifactUpdateEvent:
@@ -253,13 +261,16 @@ func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessag
 			continue
 		}
 		if err := checkIDs("SendMessage", msg.TaskID, msg.ContextID, snap.TaskID, snap.ContextID, true); err != nil {
-			return contracts.TaskSnapshot{}, err
+			return contracts.TaskSnapshot{}, "", err
 		}
 		// The first event names the task: the send is done (A2A 1.0
 		// §3.1.2: a task lifecycle stream begins with the Task). The
-		// stream is closed; the task is followed by GetTask or its own
-		// subscription.
-		return snap, nil
+		// stream is closed, at once or after the watch window; the task
+		// is followed by GetTask or its own subscription.
+		if watch <= 0 || snap.State.Terminal() || snap.State.Interrupted() || snap.State == contracts.TaskStateMessage {
+			return snap, "", nil
+		}
+		return snap, watchStream(next, closeStream, snap, watch), nil
 	}
 	// The stream ended with no event: the agent took the request and said
 	// nothing of what it made of it.
@@ -267,10 +278,38 @@ func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessag
 	written, status := rec.written || rec.status != 0, rec.status
 	rec.mu.Unlock()
 	if written {
-		return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryUnknownOutcome, Op: "SendStreamingMessage", Written: true, Status: status,
+		return contracts.TaskSnapshot{}, "", &CallError{Category: contracts.CategoryUnknownOutcome, Op: "SendStreamingMessage", Written: true, Status: status,
 			Err: errors.New("the stream ended before its first event")}
 	}
-	return contracts.TaskSnapshot{}, &CallError{Category: contracts.CategoryTransient, Op: "SendStreamingMessage", Err: errors.New("the stream ended before anything was sent")}
+	return contracts.TaskSnapshot{}, "", &CallError{Category: contracts.CategoryTransient, Op: "SendStreamingMessage", Err: errors.New("the stream ended before anything was sent")}
+}
+
+// watchStream reads the stream after its first event for at most window,
+// until a status update of first's task reports a terminal or interrupted
+// state (A2A 1.0 §4.1.3), and returns the last state a status update of
+// that task reported ("" for none). The stream's events are not a task
+// (an artifact may come in chunks, A2A 1.0 §4.2.2): what the task holds is
+// read by GetTask, once the stream says there is something to read, instead
+// of at guessed times. An error or the stream's end stops the watch; the
+// send has succeeded either way.
+func watchStream(next func() (a2a.Event, error, bool), closeStream context.CancelFunc, first contracts.TaskSnapshot, window time.Duration) contracts.TaskState {
+	t := time.AfterFunc(window, closeStream)
+	defer t.Stop()
+	var last contracts.TaskState
+	for {
+		ev, err, ok := next()
+		if !ok || err != nil {
+			return last
+		}
+		e, isStatus := ev.(*a2a.TaskStatusUpdateEvent)
+		if !isStatus || string(e.TaskID) != first.TaskID {
+			continue
+		}
+		last = ShortState(e.Status.State)
+		if last.Terminal() || last.Interrupted() {
+			return last
+		}
+	}
 }
 
 // getTask is GetTask before the redaction: an unreadable reply is read
@@ -672,8 +711,23 @@ func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage)
 // found, HTTP 404/405/501: nothing was created) gives a protocol error
 // that StreamingRefused reports, and the caller may send by SendMessage.
 func (c *Client) SendStreaming(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
-	snap, err := c.sendStreaming(ctx, msg)
+	snap, _, err := c.sendStreaming(ctx, msg, 0)
 	return c.red.snapshot(snap), c.finish(err)
+}
+
+// SendStreamingWatch is SendStreaming that, when the first event leaves the
+// task submitted or working, keeps the stream open for at most watch and
+// reads its status updates (A2A 1.0 §4.2.1) until one reports a terminal
+// or interrupted state (A2A 1.0 §4.1.3). It returns the first event's
+// snapshot, as SendStreaming does, and the last state a status update
+// reported after it ("" for none): when that state is terminal or
+// interrupted, the task has something to read now (its artifacts, its
+// question), and the caller reads it by GetTask instead of waiting to
+// poll. Errors are SendStreaming's; one after the first event ends the
+// watch and is not an error (the task exists).
+func (c *Client) SendStreamingWatch(ctx context.Context, msg contracts.OutboundMessage, watch time.Duration) (contracts.TaskSnapshot, contracts.TaskState, error) {
+	snap, last, err := c.sendStreaming(ctx, msg, watch)
+	return c.red.snapshot(snap), last, c.finish(err)
 }
 
 // StreamingRefused reports an error of SendStreaming by which the agent

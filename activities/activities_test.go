@@ -412,3 +412,97 @@ func TestHeartbeatOnlyWhenTheCallIsLong(t *testing.T) {
 		t.Fatal("a call longer than the interval recorded no heartbeat")
 	}
 }
+
+// streamingAgent serves JSON-RPC: SendStreamingMessage answers with the
+// task WORKING, then, after done (0: never), a status update COMPLETED,
+// and keeps the stream open until the client closes it; GetTask reads the
+// task (with its artifact once done). It counts the GetTask calls.
+func streamingAgent(t *testing.T, done time.Duration) (string, *atomic.Int32) {
+	t.Helper()
+	var gets atomic.Int32
+	var completedAt atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		switch req.Method {
+		case "SendStreamingMessage":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"task\":{\"id\":\"t-1\",\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n", req.ID)
+			w.(http.Flusher).Flush()
+			if done > 0 {
+				select {
+				case <-time.After(done):
+				case <-r.Context().Done():
+					return
+				}
+				completedAt.Store(time.Now().UnixNano())
+				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"}}}}\n\n", req.ID)
+				w.(http.Flusher).Flush()
+			}
+			<-r.Context().Done()
+		case "GetTask":
+			gets.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			if completedAt.Load() == 0 {
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}`, req.ID)
+				return
+			}
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"artifactId":"a-1","name":"claim_opened","parts":[{"data":{"claim_id":1.50}}]}]}}`, req.ID)
+		default:
+			http.Error(w, "no", http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &gets
+}
+
+// A streamed send is watched for the settle window: the status update that
+// completes the task is read at once, by one GetTask, with its artifact.
+// (The settle reads used to poll at 2, 6, 14, 30 ms ... while the stream
+// had already said when: four reads or more of a task still working.)
+func TestStreamedSendReadsTheTaskWhenTheStreamSaysItEnded(t *testing.T) {
+	url, gets := streamingAgent(t, 60*time.Millisecond)
+	a := &Activities{Logger: quiet, SettleWindow: 2 * time.Second}
+	env := activityEnv(t, a)
+	v, err := env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: contracts.Interface{URL: url, Binding: "JSONRPC", Version: "1.0"},
+		Message: contracts.OutboundMessage{MessageID: "m-1", Text: "hi"}, Stream: true})
+	if err != nil {
+		t.Fatalf("SendMessage: %v", err)
+	}
+	var snap contracts.TaskSnapshot
+	if err := v.Get(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.State != contracts.TaskStateCompleted || len(snap.Artifacts) != 1 || !strings.Contains(string(snap.Artifacts[0].Parts[0].Data), "1.50") {
+		t.Errorf("snapshot %+v, want the completed task with its artifact, its number as sent", snap)
+	}
+	if n := gets.Load(); n != 1 {
+		t.Errorf("%d GetTask reads, want 1 (after the stream's COMPLETED)", n)
+	}
+}
+
+// A stream that says nothing more within the settle window is closed at
+// its end, and the task is left to the waiting reads: no GetTask guesses.
+func TestStreamedSendQuietForTheWindow(t *testing.T) {
+	url, gets := streamingAgent(t, 0)
+	a := &Activities{Logger: quiet, SettleWindow: 150 * time.Millisecond}
+	env := activityEnv(t, a)
+	v, err := env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: contracts.Interface{URL: url, Binding: "JSONRPC", Version: "1.0"},
+		Message: contracts.OutboundMessage{MessageID: "m-1", Text: "hi"}, Stream: true})
+	if err != nil {
+		t.Fatalf("SendMessage: %v", err)
+	}
+	var snap contracts.TaskSnapshot
+	if err := v.Get(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.TaskID != "t-1" || snap.State != contracts.TaskStateWorking {
+		t.Errorf("snapshot %+v, want task t-1 working", snap)
+	}
+	if n := gets.Load(); n != 0 {
+		t.Errorf("%d GetTask reads, want none (the stream was watched for the window)", n)
+	}
+}

@@ -27,12 +27,23 @@ func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (c
 	defer cancel()
 	stop := keepHeartbeating(sctx, 3*time.Second)
 	var snap contracts.TaskSnapshot
+	// The settle window runs from the reply, or, for a stream, from the
+	// send: its watch is part of the window.
+	var deadline time.Time
+	window, readNow := a.settleWindow(), false
 	if in.Stream {
 		// The card declares streaming: the task id comes with the first
 		// event, before the agent's work is done (contracts.SendInput.Stream).
-		snap, err = c.SendStreaming(sctx, in.Message)
+		// The stream is then watched for the settle window: a status update
+		// that ends or interrupts the task is read at once, instead of
+		// polled for.
+		var last contracts.TaskState
+		deadline = time.Now().Add(window)
+		snap, last, err = c.SendStreamingWatch(sctx, in.Message, window)
+		readNow = last.Terminal() || last.Interrupted()
 		if a2aclient.StreamingRefused(err) {
 			a.logger().Info("the agent refused a streaming send; sending by SendMessage", "workflow_id", workflowID(ctx), "error", err)
+			deadline, readNow = time.Time{}, false
 			snap, err = c.SendMessage(sctx, in.Message)
 		}
 	} else {
@@ -43,7 +54,10 @@ func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (c
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
 	}
 	snap.Attempt = int(activity.GetInfo(ctx).Attempt)
-	snap = a.settle(ctx, c, snap)
+	if deadline.IsZero() {
+		deadline = time.Now().Add(window)
+	}
+	snap = a.settle(ctx, c, snap, deadline, readNow)
 	a.logger().Info("a2a message sent", "workflow_id", workflowID(ctx), "message_id", in.Message.MessageID, "task_id", snap.TaskID, "state", snap.State)
 	return bound(snap, in.Limits), nil
 }
@@ -69,9 +83,11 @@ func sendTimeout(in contracts.SendInput, worker time.Duration) time.Duration {
 }
 
 // settle: a task that is still SUBMITTED or WORKING right after the send
-// (returnImmediately) is read again a few times within SettleWindow, so
-// that an agent that answers at once costs one activity, not two. A read
-// that fails changes nothing: the send has succeeded either way.
+// (returnImmediately) is read again a few times until deadline (the settle
+// window from the send), so that an agent that answers at once costs one
+// activity, not two. readNow: the send's stream reported that the task
+// ended or was interrupted, so the first read is at once. A read that fails
+// changes nothing: the send has succeeded either way.
 // SettleFirstRead is when settle first reads a task the send reply left
 // submitted or working; each read after doubles the wait. An agent that
 // finishes at once has usually finished by then.
@@ -81,19 +97,28 @@ const SettleFirstRead = 2 * time.Millisecond
 // take.
 const settleReadGrace = time.Second
 
-func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap contracts.TaskSnapshot) contracts.TaskSnapshot {
-	window := a.SettleWindow
-	if window == 0 {
-		window = 250 * time.Millisecond
+// settleWindow is SettleWindow, 250 ms by default; negative: none.
+func (a *Activities) settleWindow() time.Duration {
+	if a.SettleWindow == 0 {
+		return 250 * time.Millisecond
 	}
-	if window < 0 || snap.TaskID == "" {
+	return a.SettleWindow
+}
+
+func (a *Activities) settle(ctx context.Context, c *a2aclient.Client, snap contracts.TaskSnapshot, deadline time.Time, readNow bool) contracts.TaskSnapshot {
+	if a.settleWindow() < 0 || snap.TaskID == "" {
 		return snap
 	}
-	deadline := time.Now().Add(window)
 	wait := SettleFirstRead
+	if readNow {
+		wait = 0
+		if now := time.Now().Add(time.Millisecond); deadline.Before(now) {
+			deadline = now
+		}
+	}
 	for (snap.State == contracts.TaskStateSubmitted || snap.State == contracts.TaskStateWorking) && time.Now().Add(wait).Before(deadline) {
 		time.Sleep(wait)
-		wait *= 2
+		wait = max(2*wait, SettleFirstRead)
 		// Each read ends with the window (and a grace second): the send has
 		// succeeded, and a read that hangs or trickles must not time the
 		// activity out and throw its reply away (the message would be sent
