@@ -21,9 +21,12 @@ import (
 // poll then waits out history.longPollExpirationInterval (20 s) before it
 // asks again. One delegation in a few hundred took 20 s so (delegate
 // bench, docs/performance.md). So Await also looks at the workflow's
-// status (DescribeWorkflowExecution, no worker involved) after 50 ms and
-// then at doubling intervals up to awaitCheckMax; once it ended, a fresh
-// Get returns its result at once.
+// status (DescribeWorkflowExecution, no worker involved) after 50 ms (a
+// workflow that ends at once, the case the drop is most likely in), then
+// after a second more and at doubling intervals up to awaitCheckMax; once
+// it ended, a fresh Get returns its result at once. (Doubling from 50 ms, a
+// delegation of a second under load cost the server five looks, about
+// 2 core-ms; now two.)
 //
 // Errors: run.Get's (the workflow's failure, ctx's error).
 func Await(ctx context.Context, c sdkclient.Client, run sdkclient.WorkflowRun, valuePtr any) error {
@@ -50,7 +53,7 @@ func Await(ctx context.Context, c sdkclient.Client, run sdkclient.WorkflowRun, v
 				cancel()
 				continue // the Get returns (cancelled, or with the result)
 			}
-			wait = min(wait*2, awaitCheckMax)
+			wait = nextCheck(wait)
 			timer.Reset(wait)
 		}
 	}
@@ -58,9 +61,15 @@ func Await(ctx context.Context, c sdkclient.Client, run sdkclient.WorkflowRun, v
 
 // Cadence of Await's status checks.
 const (
-	awaitCheckFirst = 50 * time.Millisecond
-	awaitCheckMax   = 10 * time.Second
+	awaitCheckFirst  = 50 * time.Millisecond
+	awaitCheckSecond = time.Second
+	awaitCheckMax    = 10 * time.Second
 )
+
+// nextCheck is the wait after wait between two of Await's status checks.
+func nextCheck(wait time.Duration) time.Duration {
+	return min(max(wait*2, awaitCheckSecond), awaitCheckMax)
+}
 
 // ended reports whether workflow id's latest run has ended (and did not
 // continue as new); a failed look says no.

@@ -138,3 +138,26 @@ func TestAwaitEndsWithItsContext(t *testing.T) {
 		t.Fatalf("Await() error = %v, want context.Canceled", err)
 	}
 }
+
+// Await's status checks: the first 50 ms in, where the missed notification
+// is most likely (a workflow that ends at once), the next a second after,
+// then doubling to 10 s. A delegation of a second under load (delegate
+// bench at concurrency 50) is looked at twice, not five times (at 50, 150,
+// 350, 750 and 1,550 ms: about 2 core-ms of the server's for each).
+func TestAwaitChecksSeldomAfterTheFirst(t *testing.T) {
+	var at []time.Duration
+	elapsed := time.Duration(0)
+	for wait := awaitCheckFirst; elapsed+wait <= 40*time.Second; wait = nextCheck(wait) {
+		elapsed += wait
+		at = append(at, elapsed)
+	}
+	want := []time.Duration{50 * time.Millisecond, 1050 * time.Millisecond, 3050 * time.Millisecond, 7050 * time.Millisecond, 15050 * time.Millisecond, 25050 * time.Millisecond, 35050 * time.Millisecond}
+	if len(at) != len(want) {
+		t.Fatalf("checks at %v, want %v", at, want)
+	}
+	for i := range at {
+		if at[i] != want[i] {
+			t.Fatalf("checks at %v, want %v", at, want)
+		}
+	}
+}
