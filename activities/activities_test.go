@@ -414,10 +414,11 @@ func TestHeartbeatOnlyWhenTheCallIsLong(t *testing.T) {
 }
 
 // streamingAgent serves JSON-RPC: SendStreamingMessage answers with the
-// task WORKING, then, after done (0: never), a status update COMPLETED,
-// and keeps the stream open until the client closes it; GetTask reads the
-// task (with its artifact once done). It counts the GetTask calls.
-func streamingAgent(t *testing.T, done time.Duration) (string, *atomic.Int32) {
+// task WORKING (with submitted: SUBMITTED, then a status update WORKING),
+// then, after done (0: never), a status update COMPLETED, and keeps the
+// stream open until the client closes it; GetTask reads the task (with its
+// artifact once done). It counts the GetTask calls.
+func streamingAgent(t *testing.T, done time.Duration, submitted bool) (string, *atomic.Int32) {
 	t.Helper()
 	var gets atomic.Int32
 	var completedAt atomic.Int64
@@ -430,7 +431,12 @@ func streamingAgent(t *testing.T, done time.Duration) (string, *atomic.Int32) {
 		switch req.Method {
 		case "SendStreamingMessage":
 			w.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"task\":{\"id\":\"t-1\",\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n", req.ID)
+			if submitted {
+				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"task\":{\"id\":\"t-1\",\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_SUBMITTED\"}}}}\n\n", req.ID)
+				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"statusUpdate\":{\"taskId\":\"t-1\",\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n", req.ID)
+			} else {
+				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"task\":{\"id\":\"t-1\",\"contextId\":\"c-1\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n", req.ID)
+			}
 			w.(http.Flusher).Flush()
 			if done > 0 {
 				select {
@@ -464,7 +470,7 @@ func streamingAgent(t *testing.T, done time.Duration) (string, *atomic.Int32) {
 // (The settle reads used to poll at 2, 6, 14, 30 ms ... while the stream
 // had already said when: four reads or more of a task still working.)
 func TestStreamedSendReadsTheTaskWhenTheStreamSaysItEnded(t *testing.T) {
-	url, gets := streamingAgent(t, 60*time.Millisecond)
+	url, gets := streamingAgent(t, 60*time.Millisecond, false)
 	a := &Activities{Logger: quiet, SettleWindow: 2 * time.Second}
 	env := activityEnv(t, a)
 	v, err := env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: contracts.Interface{URL: url, Binding: "JSONRPC", Version: "1.0"},
@@ -486,8 +492,11 @@ func TestStreamedSendReadsTheTaskWhenTheStreamSaysItEnded(t *testing.T) {
 
 // A stream that says nothing more within the settle window is closed at
 // its end, and the task is left to the waiting reads: no GetTask guesses.
+// One whose task moved on (submitted, then working) is read once at the
+// window's end, so that the state recorded is the one the stream last
+// reported (list --state working finds it).
 func TestStreamedSendQuietForTheWindow(t *testing.T) {
-	url, gets := streamingAgent(t, 0)
+	url, gets := streamingAgent(t, 0, false)
 	a := &Activities{Logger: quiet, SettleWindow: 150 * time.Millisecond}
 	env := activityEnv(t, a)
 	v, err := env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: contracts.Interface{URL: url, Binding: "JSONRPC", Version: "1.0"},
@@ -504,5 +513,18 @@ func TestStreamedSendQuietForTheWindow(t *testing.T) {
 	}
 	if n := gets.Load(); n != 0 {
 		t.Errorf("%d GetTask reads, want none (the stream was watched for the window)", n)
+	}
+
+	url, gets = streamingAgent(t, 0, true)
+	v, err = env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: contracts.Interface{URL: url, Binding: "JSONRPC", Version: "1.0"},
+		Message: contracts.OutboundMessage{MessageID: "m-2", Text: "hi"}, Stream: true})
+	if err != nil {
+		t.Fatalf("SendMessage: %v", err)
+	}
+	if err := v.Get(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if snap.TaskID != "t-1" || snap.State != contracts.TaskStateWorking || gets.Load() != 1 {
+		t.Errorf("snapshot %+v after %d reads, want task t-1 working after 1 (the stream said submitted, then working)", snap, gets.Load())
 	}
 }

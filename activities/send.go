@@ -36,11 +36,13 @@ func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (c
 		// event, before the agent's work is done (contracts.SendInput.Stream).
 		// The stream is then watched for the settle window: a status update
 		// that ends or interrupts the task is read at once, instead of
-		// polled for.
+		// polled for; so is a task whose state moved on during the window
+		// (submitted, then working), so that what is recorded is what the
+		// stream last said.
 		var last contracts.TaskState
 		deadline = time.Now().Add(window)
 		snap, last, err = c.SendStreamingWatch(sctx, in.Message, window)
-		readNow = last.Terminal() || last.Interrupted()
+		readNow = last != "" && (last != snap.State || last.Terminal() || last.Interrupted())
 		if a2aclient.StreamingRefused(err) {
 			a.logger().Info("the agent refused a streaming send; sending by SendMessage", "workflow_id", workflowID(ctx), "error", err)
 			deadline, readNow = time.Time{}, false
