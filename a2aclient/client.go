@@ -32,6 +32,7 @@ type Client struct {
 	callTimeout time.Duration
 	red         *redactor
 	noCred      string
+	obs         Observer
 }
 
 // finish redacts an error of a call and adds the client's hint to an
@@ -75,6 +76,10 @@ type Options struct {
 	// has no entry for origin X"); an authorization error carries it
 	// (CallError.Hint), so that a 401 says what to fix.
 	NoCredential string
+	// Observer, when set, is told of every SendMessage, SendStreaming,
+	// GetTask, CancelTask and GetExtendedAgentCard call: the interface's
+	// URL (as origin), binding, method, result and duration.
+	Observer Observer
 	// secrets are what WithCredential adds, redacted from what comes back.
 	secrets []string
 	// auth is the credential WithCredential leaves to the HTTP level (nil:
@@ -142,7 +147,7 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 	if ct <= 0 {
 		ct = DefaultCallTimeout
 	}
-	return &Client{iface: iface, sdk: c, callTimeout: ct, red: red, noCred: opts.NoCredential}, nil
+	return &Client{iface: iface, sdk: c, callTimeout: ct, red: red, noCred: opts.NoCredential, obs: opts.Observer}, nil
 }
 
 func transportOf(hc *http.Client) http.RoundTripper {
@@ -656,8 +661,9 @@ func partsText(parts a2a.ContentParts) string {
 // TaskSnapshot with Reply set and no TaskID. Errors are *CallError.
 // The secrets this client sends are redacted from what comes back
 // (Options.WithCredential).
-func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
-	snap, err := c.sendMessage(ctx, msg)
+func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage) (snap contracts.TaskSnapshot, err error) {
+	defer c.observe("SendMessage", time.Now(), &err)
+	snap, err = c.sendMessage(ctx, msg)
 	return c.red.snapshot(snap), c.finish(err)
 }
 
@@ -671,8 +677,9 @@ func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage)
 // An agent that does not serve streams (UnsupportedOperation, method not
 // found, HTTP 404/405/501: nothing was created) gives a protocol error
 // that StreamingRefused reports, and the caller may send by SendMessage.
-func (c *Client) SendStreaming(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
-	snap, err := c.sendStreaming(ctx, msg)
+func (c *Client) SendStreaming(ctx context.Context, msg contracts.OutboundMessage) (snap contracts.TaskSnapshot, err error) {
+	defer c.observe("SendStreamingMessage", time.Now(), &err)
+	snap, err = c.sendStreaming(ctx, msg)
 	return c.red.snapshot(snap), c.finish(err)
 }
 
@@ -690,8 +697,9 @@ func StreamingRefused(err error) bool {
 // *CallError.
 // The secrets this client sends are redacted from what comes back
 // (Options.WithCredential).
-func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
-	snap, err := c.getTask(ctx, taskID, contextID)
+func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (snap contracts.TaskSnapshot, err error) {
+	defer c.observe("GetTask", time.Now(), &err)
+	snap, err = c.getTask(ctx, taskID, contextID)
 	return c.red.snapshot(snap), c.finish(err)
 }
 
@@ -700,8 +708,9 @@ func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contrac
 // not cancelable gives a2a.ErrTaskNotCancelable inside.
 // The secrets this client sends are redacted from what comes back
 // (Options.WithCredential).
-func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
-	snap, err := c.cancelTask(ctx, taskID, contextID)
+func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (snap contracts.TaskSnapshot, err error) {
+	defer c.observe("CancelTask", time.Now(), &err)
+	snap, err = c.cancelTask(ctx, taskID, contextID)
 	return c.red.snapshot(snap), c.finish(err)
 }
 
@@ -714,4 +723,45 @@ func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (cont
 // (Options.WithCredential).
 func (c *Client) CreatePushConfig(ctx context.Context, taskID, url, token string) error {
 	return c.finish(c.createPushConfig(ctx, taskID, url, token))
+}
+
+// Observer is told of what a Client and a Credentials do, for metrics
+// (package internal/metrics implements it): every call to an agent
+// (cards.Observer.AgentRequest: origin is the interface's URL, method
+// the A2A method) and every token request (TokenRequest: tokenURL is the
+// token endpoint, or the issuer when discovery failed; result "ok",
+// "transient", "protocol" or "authorization"). It must not block.
+type Observer interface {
+	cards.Observer
+	TokenRequest(tokenURL, result string)
+}
+
+// observe tells the client's Observer of one call.
+func (c *Client) observe(method string, start time.Time, err *error) {
+	if c.obs == nil {
+		return
+	}
+	c.obs.AgentRequest(c.iface.URL, c.iface.Binding, method, CallResult(*err), time.Since(start))
+}
+
+// CallResult is the result a call's error is reported with: "ok" (nil),
+// the category of a *CallError when it is transient, protocol,
+// authorization or unknown_outcome, else "protocol".
+func CallResult(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return resultOf(ce.Category)
+	}
+	return string(contracts.CategoryProtocol)
+}
+
+func resultOf(cat contracts.Category) string {
+	switch cat {
+	case contracts.CategoryTransient, contracts.CategoryProtocol, contracts.CategoryAuthorization, contracts.CategoryUnknownOutcome:
+		return string(cat)
+	}
+	return string(contracts.CategoryProtocol)
 }
