@@ -17,6 +17,7 @@ import (
 // (the request was written and no answer came: not retried),
 // "authorization" (401/403), "protocol".
 func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (contracts.TaskSnapshot, error) {
+	ctx = withDelegation(ctx, in.Message.TaskID, in.Interface, "")
 	c, err := a.dial(ctx, in.Interface, in.CredentialRef, in.Limits)
 	if err != nil {
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
@@ -32,7 +33,7 @@ func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (c
 		// event, before the agent's work is done (contracts.SendInput.Stream).
 		snap, err = c.SendStreaming(sctx, in.Message)
 		if a2aclient.StreamingRefused(err) {
-			a.logger().Info("the agent refused a streaming send; sending by SendMessage", "workflow_id", workflowID(ctx), "error", err)
+			a.log(ctx).Info("the agent refused a streaming send; sending by SendMessage", "error", err)
 			snap, err = c.SendMessage(sctx, in.Message)
 		}
 	} else {
@@ -44,7 +45,7 @@ func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (c
 	}
 	snap.Attempt = int(activity.GetInfo(ctx).Attempt)
 	snap = a.settle(ctx, c, snap)
-	a.logger().Info("a2a message sent", "workflow_id", workflowID(ctx), "message_id", in.Message.MessageID, "task_id", snap.TaskID, "state", snap.State)
+	a.log(withDelegation(ctx, snap.TaskID, in.Interface, "")).Info("a2a message sent", "message_id", in.Message.MessageID, "state", snap.State)
 	return bound(snap, in.Limits), nil
 }
 
