@@ -24,29 +24,41 @@ import (
 // returns an error instead and is not counted). It is counted with
 // workflow.GetMetricsHandler, whose handler emits nothing while the
 // workflow replays, so that a replay (a worker restart, a cache eviction,
-// a query) does not count it again; and it issues no command, so the
-// workflow's histories do not change and the workflow package is not
-// touched. An activity would be retried, and would add a command to every
-// delegation's history. The one case that counts twice: the workflow
-// task that returns the Outcome fails or times out after the count (the
-// worker dies before completing it), and the next attempt runs the end
-// again without replaying it; Temporal's own
-// temporal_workflow_completed has the same edge.
-func (m *Metrics) Interceptor() interceptor.WorkerInterceptor { return &endedCounter{} }
+// a query on an ended delegation) does not count it again; and it issues
+// no command, so the workflow's histories do not change and the workflow
+// package is not touched. (An activity would be retried, and would add a
+// command and an event to every delegation's history.)
+//
+// The workflow's end can also run twice without being a replay: the
+// workflow task that returns the Outcome is refused when a Signal or a
+// cancel request arrived meanwhile (UnhandledCommand; a cancel with a
+// reason sends both), or fails after the count, and the next task runs
+// the end again. The run ids counted by this worker are remembered (the
+// last MaxCountedRuns), so that the same worker does not count a run
+// twice; a second worker that runs that end again would (rare: the task
+// goes back to the worker that holds the run).
+func (m *Metrics) Interceptor() interceptor.WorkerInterceptor {
+	return &endedCounter{counted: newRunSet(MaxCountedRuns)}
+}
+
+// MaxCountedRuns is how many counted run ids a worker remembers.
+const MaxCountedRuns = 10000
 
 type endedCounter struct {
 	interceptor.WorkerInterceptorBase
+	counted *runSet
 }
 
-func (endedCounter) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+func (c *endedCounter) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
 	if workflow.GetInfo(ctx).WorkflowType.Name != contracts.WorkflowType {
 		return next
 	}
-	return &endedInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}}
+	return &endedInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, counted: c.counted}
 }
 
 type endedInbound struct {
 	interceptor.WorkflowInboundInterceptorBase
+	counted *runSet
 }
 
 func (i *endedInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
@@ -61,7 +73,9 @@ func (i *endedInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.Exe
 	case *contracts.Outcome:
 		out = o
 	}
-	if out != nil && out.Status != "" {
+	// While replaying, the handler would emit nothing; the run is noted
+	// only when it is counted.
+	if out != nil && out.Status != "" && !workflow.IsReplaying(ctx) && i.counted.add(workflow.GetInfo(ctx).WorkflowExecution.RunID) {
 		CountEnded(ctx, *out)
 	}
 	return res, err
@@ -222,4 +236,33 @@ func (w *waitingScan) read(ctx context.Context, state string, now time.Time, nex
 		}
 	}
 	return cr.GetCount(), oldest, nil
+}
+
+// runSet remembers the last max run ids added.
+type runSet struct {
+	mu   sync.Mutex
+	max  int
+	has  map[string]bool
+	ring []string
+	next int
+}
+
+func newRunSet(max int) *runSet { return &runSet{max: max, has: map[string]bool{}} }
+
+// add notes id and reports whether it was new.
+func (s *runSet) add(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.has[id] {
+		return false
+	}
+	if len(s.ring) < s.max {
+		s.ring = append(s.ring, id)
+	} else {
+		delete(s.has, s.ring[s.next])
+		s.ring[s.next] = id
+		s.next = (s.next + 1) % s.max
+	}
+	s.has[id] = true
+	return true
 }

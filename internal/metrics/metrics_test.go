@@ -96,3 +96,10 @@ func TestWaitingQuery(t *testing.T) {
 		t.Errorf("query = %s", q)
 	}
 }
+
+func TestRunSetForgetsTheOldest(t *testing.T) {
+	s := newRunSet(2)
+	if !s.add("a") || !s.add("b") || s.add("a") || !s.add("c") || !s.add("a") || s.add("c") {
+		t.Error("runSet: a run counted twice, or a new one refused")
+	}
+}
