@@ -41,14 +41,14 @@ type workerFlags struct {
 	metricsAddr          string
 	// healthAddr is --health-addr; health, set by clientOptions when it
 	// is given, watches the worker's polls.
-	healthAddr           string
-	health               *pollHealth
+	healthAddr string
+	health     *pollHealth
 	// metrics, set by clientOptions when --metrics-addr is given, holds
 	// the SDK's and delegate's own metrics (internal/metrics);
 	// waitingInterval is --waiting-interval, how often it reads the
 	// waiting delegations from visibility.
-	metrics         *metrics.Metrics
-	waitingInterval time.Duration
+	metrics              *metrics.Metrics
+	waitingInterval      time.Duration
 	cacheSize            int
 	trust                string
 	policy               string
