@@ -8,7 +8,7 @@ export GOTOOLCHAIN ?= auto
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build build-worker run test test-interop test-browser test-postgres lint bench bench-postgres clean record-histories deps
+.PHONY: build build-worker run test test-interop test-browser test-postgres test-rules lint bench bench-postgres clean record-histories deps
 
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
@@ -98,6 +98,13 @@ bench-postgres: build
 # and the Temporal part of docker-compose.yml without Docker (deploy).
 test-postgres:
 	./scripts/with-postgres.sh DELEGATE_REQUIRE_POSTGRES=1 $(GO) test -count=1 -timeout 20m -run Postgres ./internal/devserver ./internal/bench ./e2e ./deploy
+
+# The Prometheus alert rules (deploy/prometheus): promtool check rules and
+# promtool test rules (Debian's prometheus package gives promtool), and the
+# check that the dashboard and the rules query only metrics the worker
+# serves. make test runs them too, and skips promtool where it is missing.
+test-rules:
+	DELEGATE_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestRulesPromtool|TestDashboardAndRulesQueryServedMetrics' ./deploy
 
 # The operator's flow in the Temporal UI, in headless Chromium (Debian's
 # chromium package; playwright-core from npm, no browser download).

@@ -32,6 +32,7 @@ type Client struct {
 	callTimeout time.Duration
 	red         *redactor
 	noCred      string
+	obs         Observer
 }
 
 // finish redacts an error of a call and adds the client's hint to an
@@ -75,6 +76,10 @@ type Options struct {
 	// has no entry for origin X"); an authorization error carries it
 	// (CallError.Hint), so that a 401 says what to fix.
 	NoCredential string
+	// Observer, when set, is told of every SendMessage, SendStreaming,
+	// GetTask, CancelTask and GetExtendedAgentCard call: the interface's
+	// URL (as origin), binding, method, result and duration.
+	Observer Observer
 	// secrets are what WithCredential adds, redacted from what comes back.
 	secrets []string
 	// auth is the credential WithCredential leaves to the HTTP level (nil:
@@ -142,7 +147,7 @@ func Dial(ctx context.Context, iface contracts.Interface, opts Options) (*Client
 	if ct <= 0 {
 		ct = DefaultCallTimeout
 	}
-	return &Client{iface: iface, sdk: c, callTimeout: ct, red: red, noCred: opts.NoCredential}, nil
+	return &Client{iface: iface, sdk: c, callTimeout: ct, red: red, noCred: opts.NoCredential, obs: opts.Observer}, nil
 }
 
 func transportOf(hc *http.Client) http.RoundTripper {
@@ -219,7 +224,10 @@ const ReadAttempts = 3
 // sendStreaming is SendStreaming before the redaction: with a watch
 // window, after the first event it goes on reading the stream (watchStream)
 // and returns the last state the stream reported after it ("" for none).
-func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessage, watch time.Duration) (contracts.TaskSnapshot, contracts.TaskState, error) {
+//
+// firstAt, when not nil, receives when the first event came (the send's
+// own duration; the watch is not part of it).
+func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessage, watch time.Duration, firstAt *time.Time) (contracts.TaskSnapshot, contracts.TaskState, error) {
 	m, err := c.messageOf(msg)
 	if err != nil {
 		return contracts.TaskSnapshot{}, "", err
@@ -267,6 +275,9 @@ func (c *Client) sendStreaming(ctx context.Context, msg contracts.OutboundMessag
 		// §3.1.2: a task lifecycle stream begins with the Task). The
 		// stream is closed, at once or after the watch window; the task
 		// is followed by GetTask or its own subscription.
+		if firstAt != nil {
+			*firstAt = time.Now()
+		}
 		if watch <= 0 || snap.State.Terminal() || snap.State.Interrupted() || snap.State == contracts.TaskStateMessage {
 			return snap, "", nil
 		}
@@ -695,8 +706,9 @@ func partsText(parts a2a.ContentParts) string {
 // TaskSnapshot with Reply set and no TaskID. Errors are *CallError.
 // The secrets this client sends are redacted from what comes back
 // (Options.WithCredential).
-func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
-	snap, err := c.sendMessage(ctx, msg)
+func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage) (snap contracts.TaskSnapshot, err error) {
+	defer c.observe("SendMessage", time.Now(), &err)
+	snap, err = c.sendMessage(ctx, msg)
 	return c.red.snapshot(snap), c.finish(err)
 }
 
@@ -710,8 +722,9 @@ func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage)
 // An agent that does not serve streams (UnsupportedOperation, method not
 // found, HTTP 404/405/501: nothing was created) gives a protocol error
 // that StreamingRefused reports, and the caller may send by SendMessage.
-func (c *Client) SendStreaming(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
-	snap, _, err := c.sendStreaming(ctx, msg, 0)
+func (c *Client) SendStreaming(ctx context.Context, msg contracts.OutboundMessage) (snap contracts.TaskSnapshot, err error) {
+	defer c.observe("SendStreamingMessage", time.Now(), &err)
+	snap, _, err = c.sendStreaming(ctx, msg, 0, nil)
 	return c.red.snapshot(snap), c.finish(err)
 }
 
@@ -725,8 +738,19 @@ func (c *Client) SendStreaming(ctx context.Context, msg contracts.OutboundMessag
 // question), and the caller reads it by GetTask instead of waiting to
 // poll. Errors are SendStreaming's; one after the first event ends the
 // watch and is not an error (the task exists).
+//
+// The request's duration (Options.Observer) runs to the first event: the
+// watch is delegate's, not the agent's answer.
 func (c *Client) SendStreamingWatch(ctx context.Context, msg contracts.OutboundMessage, watch time.Duration) (contracts.TaskSnapshot, contracts.TaskState, error) {
-	snap, last, err := c.sendStreaming(ctx, msg, watch)
+	start, firstAt := time.Now(), time.Time{}
+	snap, last, err := c.sendStreaming(ctx, msg, watch, &firstAt)
+	if c.obs != nil {
+		end := firstAt
+		if end.IsZero() {
+			end = time.Now()
+		}
+		c.obs.AgentRequest(c.iface.URL, c.iface.Binding, "SendStreamingMessage", CallResult(err), end.Sub(start))
+	}
 	return c.red.snapshot(snap), last, c.finish(err)
 }
 
@@ -744,8 +768,9 @@ func StreamingRefused(err error) bool {
 // *CallError.
 // The secrets this client sends are redacted from what comes back
 // (Options.WithCredential).
-func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
-	snap, err := c.getTask(ctx, taskID, contextID)
+func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (snap contracts.TaskSnapshot, err error) {
+	defer c.observe("GetTask", time.Now(), &err)
+	snap, err = c.getTask(ctx, taskID, contextID)
 	return c.red.snapshot(snap), c.finish(err)
 }
 
@@ -754,8 +779,9 @@ func (c *Client) GetTask(ctx context.Context, taskID, contextID string) (contrac
 // not cancelable gives a2a.ErrTaskNotCancelable inside.
 // The secrets this client sends are redacted from what comes back
 // (Options.WithCredential).
-func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (contracts.TaskSnapshot, error) {
-	snap, err := c.cancelTask(ctx, taskID, contextID)
+func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (snap contracts.TaskSnapshot, err error) {
+	defer c.observe("CancelTask", time.Now(), &err)
+	snap, err = c.cancelTask(ctx, taskID, contextID)
 	return c.red.snapshot(snap), c.finish(err)
 }
 
@@ -768,4 +794,45 @@ func (c *Client) CancelTask(ctx context.Context, taskID, contextID string) (cont
 // (Options.WithCredential).
 func (c *Client) CreatePushConfig(ctx context.Context, taskID, url, token string) error {
 	return c.finish(c.createPushConfig(ctx, taskID, url, token))
+}
+
+// Observer is told of what a Client and a Credentials do, for metrics
+// (package internal/metrics implements it): every call to an agent
+// (cards.Observer.AgentRequest: origin is the interface's URL, method
+// the A2A method) and every token request (TokenRequest: tokenURL is the
+// token endpoint, or the issuer when discovery failed; result "ok",
+// "transient", "protocol" or "authorization"). It must not block.
+type Observer interface {
+	cards.Observer
+	TokenRequest(tokenURL, result string)
+}
+
+// observe tells the client's Observer of one call.
+func (c *Client) observe(method string, start time.Time, err *error) {
+	if c.obs == nil {
+		return
+	}
+	c.obs.AgentRequest(c.iface.URL, c.iface.Binding, method, CallResult(*err), time.Since(start))
+}
+
+// CallResult is the result a call's error is reported with: "ok" (nil),
+// the category of a *CallError when it is transient, protocol,
+// authorization or unknown_outcome, else "protocol".
+func CallResult(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return resultOf(ce.Category)
+	}
+	return string(contracts.CategoryProtocol)
+}
+
+func resultOf(cat contracts.Category) string {
+	switch cat {
+	case contracts.CategoryTransient, contracts.CategoryProtocol, contracts.CategoryAuthorization, contracts.CategoryUnknownOutcome:
+		return string(cat)
+	}
+	return string(contracts.CategoryProtocol)
 }

@@ -63,6 +63,8 @@ type Credentials struct {
 	// HTTP guard, size limit, timeout and cache); nil: a cards.Fetcher
 	// without a trust store.
 	Fetcher *cards.Fetcher `json:"-"`
+	// Observer, when set, is told of every token request (Observer.TokenRequest).
+	Observer Observer `json:"-"`
 
 	once       sync.Once
 	defFetcher *cards.Fetcher
@@ -423,4 +425,11 @@ func (o Options) WithCredential(scheme *contracts.AuthScheme, secret Secret) Opt
 		o.auth = spec
 	}
 	return o
+}
+
+func (c *Credentials) observer() Observer {
+	if c == nil {
+		return nil
+	}
+	return c.Observer
 }

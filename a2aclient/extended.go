@@ -1,6 +1,8 @@
 package a2aclient
 
 import (
+	"time"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -34,8 +36,9 @@ const MaxExtendedCardBytes = 1 << 20
 // Errors are *CallError (a 401/403 is authorization; an agent that does
 // not offer it answers UnsupportedOperation or ExtendedAgentCardNotConfigured:
 // protocol).
-func (c *Client) GetExtendedAgentCard(ctx context.Context) ([]byte, error) {
-	b, err := c.getExtendedAgentCard(ctx)
+func (c *Client) GetExtendedAgentCard(ctx context.Context) (b []byte, err error) {
+	defer c.observe("GetExtendedAgentCard", time.Now(), &err)
+	b, err = c.getExtendedAgentCard(ctx)
 	return c.red.bytes(b), c.finish(err)
 }
 

@@ -135,14 +135,24 @@ type minter struct {
 	guarded *http.Client
 }
 
-// Token mints a token. Errors are *AuthError.
-func (m *minter) Token() (*oauth2.Token, error) {
+// Token mints a token, and tells the store's Observer (when set) the
+// token endpoint (the issuer, when OpenID Connect discovery failed) and
+// the result. Errors are *AuthError.
+func (m *minter) Token() (tok *oauth2.Token, err error) {
+	where := ""
+	if m.oidc != nil {
+		where = m.oidc.Issuer
+	}
+	if obs := m.creds.observer(); obs != nil {
+		defer func() { obs.TokenRequest(where, tokenResult(err)) }()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), TokenTimeout)
 	defer cancel()
 	tokenURL, err := m.tokenURL(ctx)
 	if err != nil {
 		return nil, err
 	}
+	where = tokenURL
 	secret, err := m.cc.secret()
 	if err != nil {
 		return nil, authErrorf(contracts.CategoryAuthorization, "token endpoint %s: client_secret_file: %v", tokenURL, err)
@@ -164,7 +174,7 @@ func (m *minter) Token() (*oauth2.Token, error) {
 	default:
 		hc = tokenHTTPClient
 	}
-	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
+	tok, err = cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, hc))
 	if err != nil {
 		return nil, tokenError(tokenURL, m.cc.ClientID, secret, hc.Timeout, err)
 	}
@@ -435,4 +445,17 @@ func (cc ClientCredentials) secret() (string, error) {
 		return "", fmt.Errorf("%s: empty", cc.ClientSecretFile)
 	}
 	return s, nil
+}
+
+// tokenResult is the result a token request is reported with: "ok", or
+// the category of its *AuthError (authorization, transient, protocol).
+func tokenResult(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var ae *AuthError
+	if errors.As(err, &ae) {
+		return resultOf(ae.Category)
+	}
+	return string(contracts.CategoryProtocol)
 }

@@ -50,6 +50,10 @@ type Activities struct {
 	// event before it is closed and the task read with GetTask (default
 	// DefaultStreamIdle).
 	StreamIdle time.Duration
+	// Observer, when set, is told of every call to an agent, token
+	// request and card verification (package internal/metrics); the
+	// calls' clients get it unless DialOptions.Observer is set.
+	Observer Observer
 
 	once sync.Once
 }
@@ -71,6 +75,9 @@ func (a *Activities) fetcher() *cards.Fetcher {
 // certificate (A2A 1.0 §4.5.6), and sets Options.TLSConfig.
 func (a *Activities) dial(ctx context.Context, iface contracts.Interface, credentialRef string, lim contracts.Limits) (*a2aclient.Client, error) {
 	opts := a.DialOptions
+	if opts.Observer == nil && a.Observer != nil {
+		opts.Observer = a.Observer
+	}
 	if m := int64(lim.WithDefaults().MaxResponseBytes); opts.MaxResponseBytes <= 0 || m < opts.MaxResponseBytes {
 		opts.MaxResponseBytes = m
 	}

@@ -17,6 +17,7 @@ import (
 // which must pass the guard. Errors: "transient" (fetch failed, 5xx),
 // "card" (refused by the guard, malformed, too large).
 func (a *Activities) ResolveCard(ctx context.Context, in contracts.ResolveCardInput) (contracts.ResolvedCard, error) {
+	ctx = withDelegation(ctx, "", contracts.Interface{}, in.CardURL)
 	f := a.fetcher()
 	card, err := f.Fetch(ctx, in.CardURL)
 	if err != nil {
@@ -81,7 +82,8 @@ func (a *Activities) ResolveCard(ctx context.Context, in contracts.ResolveCardIn
 		iface.Auth = a.schemeOf(card, iface)
 		out.Interface = iface
 	}
-	a.logger().Info("agent card resolved", "workflow_id", workflowID(ctx), "card_digest", card.Digest,
+	a.observeCard(out.Verification)
+	a.log(ctx).Info("agent card resolved", "card_digest", card.Digest,
 		"signature", out.Agent.Signature, "from_cache", card.FromCache)
 	return out, nil
 }
@@ -145,7 +147,7 @@ func (a *Activities) ExtendedCard(ctx context.Context, public *cards.Card) (*car
 	if err != nil {
 		return public, err
 	}
-	a.logger().Info("extended agent card used", "workflow_id", workflowID(ctx), "card_digest", public.Digest,
+	a.log(ctx).Info("extended agent card used", "card_digest", public.Digest,
 		"extended_card_digest", ext.Digest, "signature", ext.Verification.Label())
 	return ext, nil
 }

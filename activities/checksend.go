@@ -20,6 +20,7 @@ import (
 // so far as its details, so that the workflow still knows the card used
 // (a send whose outcome is unknown may have created a task on it).
 func (a *Activities) CheckAndSend(ctx context.Context, in contracts.CheckAndSendInput) (contracts.CheckAndSendResult, error) {
+	ctx = withDelegation(ctx, in.Send.Message.TaskID, contracts.Interface{}, in.Card.CardURL)
 	stop := keepHeartbeating(ctx, 3*time.Second)
 	defer stop()
 	card, err := a.ResolveCard(ctx, in.Card)
@@ -39,6 +40,9 @@ func (a *Activities) CheckAndSend(ctx context.Context, in contracts.CheckAndSend
 		}
 	default:
 		res.Change = in.InUse.WhatChanged(card, in.Card.Skill)
+		if res.Change != "" && a.Observer != nil {
+			a.Observer.CardVerification("changed")
+		}
 		if res.Change != "" && !(in.AcceptChange && card.Usable()) {
 			res.Refused = res.Change
 			return res, nil
@@ -83,7 +87,7 @@ func (a *Activities) registerPush(ctx context.Context, send contracts.SendInput,
 		err = c.CreatePushConfig(ctx, taskID, a.Push.URL(wid, origin), a.Push.Token(wid, taskID, origin))
 	}
 	if err != nil {
-		a.logger().Warn("push config refused; the task is read at the waiting cadence", "workflow_id", workflowID(ctx), "task_id", taskID, "error", err)
+		a.log(withDelegation(ctx, taskID, send.Interface, "")).Warn("push config refused; the task is read at the waiting cadence", "error", err)
 		return false
 	}
 	return true

@@ -26,7 +26,7 @@ func (e *refError) Unwrap() error { return e.err }
 func (a *Activities) callFail(ctx context.Context, op string, err error, lim contracts.Limits) error {
 	var re *refError
 	if errors.As(err, &re) {
-		a.logger().Warn("credential_ref refused", "activity", op, "workflow_id", workflowID(ctx), "reason", err.Error())
+		a.log(ctx).Warn("credential_ref refused", "op", op, "reason", err.Error())
 		if errors.Is(err, a2aclient.ErrRefNotAllowed) {
 			return temporal.NewNonRetryableApplicationError(err.Error(), contracts.ErrTypeCredentialRefNotAllowed, nil)
 		}
@@ -49,7 +49,7 @@ func (a *Activities) fail(ctx context.Context, op string, cat contracts.Category
 }
 
 func (a *Activities) failText(ctx context.Context, op string, cat contracts.Category, msg string) error {
-	a.logger().Warn("activity failed", "activity", op, "workflow_id", workflowID(ctx), "category", string(cat))
+	a.log(ctx).Warn("activity failed", "op", op, "category", string(cat))
 	if cat == contracts.CategoryTransient {
 		return temporal.NewApplicationError(msg, string(cat))
 	}

@@ -82,7 +82,7 @@ func (a *Activities) orphan(ctx context.Context, id, runID string) (contracts.Or
 	o := contracts.Orphan{WorkflowID: id, RunID: runID, At: time.Now().UTC()}
 	defer func() {
 		if o.Action != "" {
-			a.logger().Info("orphan of a terminated delegation", "workflow_id", id, "run_id", runID,
+			a.logger().Info("orphan of a terminated delegation", "local_workflow_id", id, "run_id", runID,
 				"remote_task_id", o.RemoteTaskID, "closed_by", o.ClosedBy, "action", o.Action, "seen", o.Seen, "error", o.Error)
 		}
 	}()

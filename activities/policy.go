@@ -143,12 +143,12 @@ func (f *PolicyFile) Current() (*Policy, string, error) {
 func (a *Activities) CheckAuthorization(ctx context.Context, in contracts.AuthorizationInput) (contracts.AuthorizationDecision, error) {
 	p, version, err := a.Policy.Current()
 	if err != nil {
-		a.logger().Error("policy unreadable: denying", "workflow_id", in.LocalWorkflowID)
+		a.log(ctx).Error("policy unreadable: denying")
 		return contracts.AuthorizationDecision{Allowed: false, Reason: "the policy file cannot be read: " + err.Error(), Policy: "unreadable"}, nil
 	}
 	ok, reason := p.Decide(in, time.Now())
 	if !ok {
-		a.logger().Warn("authorization denied", "workflow_id", in.LocalWorkflowID, "round", in.Round, "category", "authorization")
+		a.log(ctx).Warn("authorization denied", "round", in.Round, "category", "authorization")
 	}
 	return contracts.AuthorizationDecision{Allowed: ok, Reason: reason, Policy: version}, nil
 }

@@ -30,7 +30,7 @@ func (a *Activities) ReconcileOpen(ctx context.Context, in contracts.ReconcileIn
 	for _, r := range rows {
 		ids = append(ids, r.ID)
 		if err := dclient.Get(a.Temporal, r.ID).Reconcile(ctx); err != nil {
-			a.logger().Warn("reconcile signal failed", "workflow_id", r.ID)
+			a.logger().Warn("reconcile signal failed", "local_workflow_id", r.ID, "error", err)
 		}
 	}
 	return ids, nil

@@ -17,6 +17,7 @@ import (
 // (the request was written and no answer came: not retried),
 // "authorization" (401/403), "protocol".
 func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (contracts.TaskSnapshot, error) {
+	ctx = withDelegation(ctx, in.Message.TaskID, in.Interface, "")
 	c, err := a.dial(ctx, in.Interface, in.CredentialRef, in.Limits)
 	if err != nil {
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "SendMessage", err, in.Limits)
@@ -44,7 +45,7 @@ func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (c
 		snap, last, err = c.SendStreamingWatch(sctx, in.Message, window)
 		readNow = last != "" && (last != snap.State || last.Terminal() || last.Interrupted())
 		if a2aclient.StreamingRefused(err) {
-			a.logger().Info("the agent refused a streaming send; sending by SendMessage", "workflow_id", workflowID(ctx), "error", err)
+			a.log(ctx).Info("the agent refused a streaming send; sending by SendMessage", "error", err)
 			deadline, readNow = time.Time{}, false
 			snap, err = c.SendMessage(sctx, in.Message)
 		}
@@ -60,7 +61,7 @@ func (a *Activities) SendMessage(ctx context.Context, in contracts.SendInput) (c
 		deadline = time.Now().Add(window)
 	}
 	snap = a.settle(ctx, c, snap, deadline, readNow)
-	a.logger().Info("a2a message sent", "workflow_id", workflowID(ctx), "message_id", in.Message.MessageID, "task_id", snap.TaskID, "state", snap.State)
+	a.log(withDelegation(ctx, snap.TaskID, in.Interface, "")).Info("a2a message sent", "message_id", in.Message.MessageID, "state", snap.State)
 	return bound(snap, in.Limits), nil
 }
 

@@ -13,6 +13,7 @@ import (
 // an unknown outcome, and for reconciliation. Errors: "transient",
 // "authorization", "protocol" (TaskNotFound).
 func (a *Activities) GetTask(ctx context.Context, in contracts.GetTaskInput) (contracts.TaskSnapshot, error) {
+	ctx = withDelegation(ctx, in.TaskID, in.Interface, "")
 	c, err := a.dial(ctx, in.Interface, "", in.Limits)
 	if err != nil {
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "GetTask", err, in.Limits)
@@ -29,6 +30,7 @@ func (a *Activities) GetTask(ctx context.Context, in contracts.GetTaskInput) (co
 // the task as reported. Errors: "protocol" (TaskNotCancelable,
 // TaskNotFound), "authorization", "transient".
 func (a *Activities) CancelTask(ctx context.Context, in contracts.CancelInput) (contracts.TaskSnapshot, error) {
+	ctx = withDelegation(ctx, in.TaskID, in.Interface, "")
 	c, err := a.dial(ctx, in.Interface, "", contracts.Limits{})
 	if err != nil {
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "CancelTask", err, contracts.Limits{})
@@ -49,6 +51,7 @@ func (a *Activities) CancelTask(ctx context.Context, in contracts.CancelInput) (
 // (retried).
 func (a *Activities) FindTask(ctx context.Context, in contracts.FindTaskInput) (contracts.FindTaskResult, error) {
 	var res contracts.FindTaskResult
+	ctx = withDelegation(ctx, "", in.Interface, in.Card.CardURL)
 	if in.Interface.URL == "" {
 		card, err := a.ResolveCard(ctx, in.Card)
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 // after a worker crash starts the same way. Transient errors are retried
 // inside. Errors: "authorization", "protocol" (for example TaskNotFound).
 func (a *Activities) WatchTask(ctx context.Context, in contracts.WatchInput) (contracts.TaskSnapshot, error) {
+	ctx = withDelegation(ctx, in.TaskID, in.Interface, "")
 	c, err := a.dial(ctx, in.Interface, "", in.Limits)
 	if err != nil {
 		return contracts.TaskSnapshot{}, a.callFail(ctx, "WatchTask", err, in.Limits)
@@ -124,6 +125,7 @@ func changedFrom(in contracts.WatchInput, snap contracts.TaskSnapshot) bool {
 // in.ReadFirst: the workflow has just read the task. Errors: "authorization", "protocol" (for
 // example TaskNotFound: the agent no longer knows the task).
 func (a *Activities) PollTask(ctx context.Context, in contracts.WatchInput) (contracts.TaskSnapshot, error) {
+	ctx = withDelegation(ctx, in.TaskID, in.Interface, "")
 	if activity.GetInfo(ctx).Attempt <= 1 && !in.ReadFirst {
 		// The workflow has just read the task: the first read is one
 		// interval away.

@@ -86,6 +86,10 @@ type Fetcher struct {
 	MaxCacheEntries int
 	MaxCacheBytes   int64
 	MaxClients      int
+	// Observer, when set, is told of every card request made over the
+	// network (not of a card served from the cache): method GetAgentCard,
+	// binding "HTTP" (internal/metrics).
+	Observer Observer
 
 	mu      sync.Mutex
 	cache   lru[*cacheEntry]
@@ -160,7 +164,7 @@ func (f *Fetcher) FetchDocument(ctx context.Context, u string) ([]byte, error) {
 	if err != nil {
 		return nil, &Error{Kind: "guard", Msg: "GET " + redact(u), Err: err}
 	}
-	b, _, _, err := f.get(ctx, u, origin)
+	b, _, _, err := f.get(ctx, u, origin, "")
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +226,7 @@ func (f *Fetcher) Fetch(ctx context.Context, cardURL string) (*Card, error) {
 		return nil, err
 	}
 	origin, _ := Origin(u)
-	body, fromCache, entry, err := f.get(ctx, u, origin)
+	body, fromCache, entry, err := f.get(ctx, u, origin, MethodGetAgentCard)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +261,7 @@ func (f *Fetcher) parseVerified(ctx context.Context, body []byte, u, origin stri
 	}
 	c.URL, c.Origin = u, origin
 	c.Verification = Verify(ctx, body, origin, f.Trust, func(ctx context.Context, jku string) ([]byte, error) {
-		b, _, _, err := f.get(ctx, jku, origin)
+		b, _, _, err := f.get(ctx, jku, origin, "")
 		return b, err
 	}, f.now())
 	if c.Verification.Status == contracts.SigVerified {
@@ -292,7 +296,21 @@ func (f *Fetcher) Extended(ctx context.Context, public *Card, body []byte) (*Car
 }
 
 // get fetches u on behalf of the card origin, using the cache.
-func (f *Fetcher) get(ctx context.Context, u, origin string) ([]byte, bool, *cacheEntry, error) {
+func (f *Fetcher) get(ctx context.Context, u, origin, method string) ([]byte, bool, *cacheEntry, error) {
+	if f.Observer == nil || method == "" {
+		return f.getURL(ctx, u, origin, nil)
+	}
+	start := time.Now()
+	var requested bool
+	body, cached, entry, err := f.getURL(ctx, u, origin, &requested)
+	if requested {
+		f.Observer.AgentRequest(origin, "HTTP", method, requestResult(err), time.Since(start))
+	}
+	return body, cached, entry, err
+}
+
+// getURL is get; *requested (when not nil) is set when a request goes out.
+func (f *Fetcher) getURL(ctx context.Context, u, origin string, requested *bool) ([]byte, bool, *cacheEntry, error) {
 	g := f.Guard()
 	if err := g.CheckURL(u); err != nil {
 		return nil, false, nil, &Error{Kind: "guard", Msg: "GET " + redact(u), Err: err}
@@ -319,6 +337,9 @@ func (f *Fetcher) get(ctx context.Context, u, origin string) ([]byte, bool, *cac
 		req.Header.Set("If-None-Match", old.etag)
 	}
 	f.Requests.Add(1)
+	if requested != nil {
+		*requested = true
+	}
 	resp, err := f.Client(origin, 0).Do(req)
 	if err != nil {
 		switch {

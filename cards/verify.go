@@ -412,7 +412,7 @@ func (f *Fetcher) VerifyJWT(ctx context.Context, token, origin string) (map[stri
 		return nil, errors.New("JWS payload is not base64url")
 	}
 	fetch := func(ctx context.Context, jku string) ([]byte, error) {
-		b, _, _, err := f.get(ctx, jku, origin)
+		b, _, _, err := f.get(ctx, jku, origin, "")
 		return b, err
 	}
 	if _, _, err := verifyOne(ctx, parts[0], parts[2], [][]byte{payload}, f.Trust.For(origin), fetch, f.now()); err != nil {

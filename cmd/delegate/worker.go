@@ -41,8 +41,14 @@ type workerFlags struct {
 	metricsAddr          string
 	// healthAddr is --health-addr; health, set by clientOptions when it
 	// is given, watches the worker's polls.
-	healthAddr           string
-	health               *pollHealth
+	healthAddr string
+	health     *pollHealth
+	// metrics, set by clientOptions when --metrics-addr is given, holds
+	// the SDK's and delegate's own metrics (internal/metrics);
+	// waitingInterval is --waiting-interval, how often it reads the
+	// waiting delegations from visibility.
+	metrics              *metrics.Metrics
+	waitingInterval      time.Duration
 	cacheSize            int
 	trust                string
 	policy               string
@@ -59,7 +65,8 @@ type workerFlags struct {
 
 func (f *workerFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve the Temporal SDK's metrics for Prometheus at host:port/metrics")
+	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve delegate's metrics and the Temporal SDK's for Prometheus at host:port/metrics (docs/operations.md, \"Watching delegate\")")
+	cmd.Flags().DurationVar(&f.waitingInterval, "waiting-interval", metrics.DefaultWaitingInterval, "with --metrics-addr: how often the worker reads the waiting delegations from visibility (delegate_waiting_delegations; at least 1s)")
 	cmd.Flags().StringVar(&f.healthAddr, "health-addr", os.Getenv(envHealthAddr), "serve GET "+healthPath+" on host:port: 200 while the worker polls task queue \"delegate\", 503 otherwise (env "+envHealthAddr+"; delegate health asks it)")
 	cmd.Flags().StringVar(&f.debugAddr, "debug-addr", "", "serve /debug/vars (expvar: memstats) and /debug/pprof on this loopback host:port")
 	cmd.Flags().IntVar(&f.cacheSize, "cache-size", 500, "workflows kept in the worker's sticky cache (waiting delegations beyond it are replayed when they wake)")
@@ -107,12 +114,18 @@ func (f *workerFlags) clientOptions(ctx context.Context, o client.Options, logge
 		logger.Info("traces exported over OTLP (OTEL_* environment)")
 	}
 	if f.metricsAddr != "" {
-		h, _, err := metrics.Serve(ctx, f.metricsAddr)
+		if f.waitingInterval < time.Second {
+			return o, usageErr(fmt.Errorf("--waiting-interval %s: at least 1s", f.waitingInterval))
+		}
+		m := metrics.New(metrics.Options{})
+		addr, err := m.Serve(ctx, f.metricsAddr)
 		if err != nil {
+			_ = m.Close()
 			return o, usageErr(fmt.Errorf("--metrics-addr: %w", err))
 		}
-		o.MetricsHandler = h
-		logger.Info("metrics served", "addr", f.metricsAddr, "path", "/metrics")
+		f.metrics = m
+		o.MetricsHandler = m.Handler()
+		logger.Info("metrics served", "addr", addr, "path", "/metrics")
 	}
 	if f.healthAddr != "" {
 		f.health = newPollHealth()
@@ -177,15 +190,33 @@ func runWorker(ctx context.Context, c client.Client, namespace string, f workerF
 	if f.cacheSize > 0 {
 		worker.SetStickyWorkflowCacheSize(f.cacheSize)
 	}
-	w := worker.New(c, contracts.TaskQueue, workeropts.Options())
+	wopts := workeropts.Options()
 	fetcher := &cards.Fetcher{Trust: ts}
+	acts := &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
+		Fetcher: fetcher, Policy: pf, Credentials: creds, Temporal: c, Push: pushTo}
 	if creds != nil {
 		// OpenID Connect discovery documents go through the card guard.
 		creds.Fetcher = fetcher
 	}
+	if m := f.metrics; m != nil {
+		// Calls to agents, token requests, card verifications; the
+		// delegations ended, counted where the Outcome becomes final
+		// (metrics.Interceptor says why there); the waiting gauges, read
+		// from visibility by this worker, never by workflow code.
+		fetcher.Observer, acts.Observer = m, m
+		if creds != nil {
+			creds.Observer = m
+		}
+		wopts.Interceptors = append(wopts.Interceptors, m.Interceptor())
+		ns := namespace
+		if ns == "" {
+			ns = client.DefaultNamespace
+		}
+		m.WatchWaiting(ctx, c, ns, f.waitingInterval, logger)
+	}
+	w := worker.New(c, contracts.TaskQueue, wopts)
 	workflows.RegisterWorkflows(w, workflows.Options{})
-	activities.Register(w, &activities.Activities{PollInitial: f.pollInitial, PollMax: f.pollMax, Logger: logger,
-		Fetcher: fetcher, Policy: pf, Credentials: creds, Temporal: c, Push: pushTo})
+	activities.Register(w, acts)
 	if f.benchTrivial {
 		workeropts.RegisterTrivial(w)
 	}
@@ -217,9 +248,9 @@ func (f *workerFlags) logger() (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
 	switch f.logFormat {
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(delegationIDs{slog.NewJSONHandler(os.Stderr, opts)}), nil
 	case "text", "":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(delegationIDs{slog.NewTextHandler(os.Stderr, opts)}), nil
 	}
 	return nil, usageErr(fmt.Errorf("--log-format %q: text or json", f.logFormat))
 }
@@ -350,4 +381,51 @@ func addTracing(ctx context.Context, o *client.Options, service string, logger *
 	}
 	o.Interceptors = append(o.Interceptors, ic)
 	return nil
+}
+
+// delegationIDs is a slog.Handler that gives the Temporal SDK's log lines
+// about a workflow or an activity (which carry WorkflowID and RunID) the
+// names delegate's own lines use, local_workflow_id and run_id (a
+// Delegation's workflow id is its local_workflow_id), so that one filter
+// finds every line of a delegation (docs/operations.md, "Watching
+// delegate").
+type delegationIDs struct{ slog.Handler }
+
+func (h delegationIDs) WithAttrs(as []slog.Attr) slog.Handler {
+	return delegationIDs{h.Handler.WithAttrs(withDelegationIDs(as))}
+}
+
+func (h delegationIDs) WithGroup(name string) slog.Handler {
+	return delegationIDs{h.Handler.WithGroup(name)}
+}
+
+func (h delegationIDs) Handle(ctx context.Context, r slog.Record) error {
+	var extra []slog.Attr
+	r.Attrs(func(a slog.Attr) bool {
+		if n := sdkIDNames[a.Key]; n != "" {
+			extra = append(extra, slog.Attr{Key: n, Value: a.Value})
+		}
+		return true
+	})
+	if len(extra) > 0 {
+		r = r.Clone()
+		r.AddAttrs(extra...)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// sdkIDNames maps the SDK's keys to delegate's.
+var sdkIDNames = map[string]string{"WorkflowID": "local_workflow_id", "RunID": "run_id"}
+
+func withDelegationIDs(as []slog.Attr) []slog.Attr {
+	out := as
+	for _, a := range as {
+		if n := sdkIDNames[a.Key]; n != "" {
+			if len(out) == len(as) {
+				out = append([]slog.Attr(nil), as...)
+			}
+			out = append(out, slog.Attr{Key: n, Value: a.Value})
+		}
+	}
+	return out
 }

@@ -21,6 +21,9 @@ type Group struct {
 var (
 	GroupInterop  = Group{Name: "interop", Target: "make test-interop"}
 	GroupPostgres = Group{Name: "postgres", Target: "make test-postgres"}
+	// GroupPromtool: the alert rules checked by Prometheus's promtool
+	// (Debian's prometheus package).
+	GroupPromtool = Group{Name: "promtool", Target: "make test-rules"}
 )
 
 // SkipGroup skips t (t.Skip(reason)) because what group needs is missing,
