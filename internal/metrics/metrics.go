@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/uber-go/tally/v4"
 	tallyprom "github.com/uber-go/tally/v4/prometheus"
 	sdkclient "go.temporal.io/sdk/client"
+
+	"github.com/a2adelegate/delegate/cards"
 )
 
 // The names of delegate's own metrics (docs/operations.md, "Watching
@@ -255,29 +258,25 @@ func (s *originSet) label(u string) string {
 }
 
 // Origin is u's scheme://host:port (lower case, default ports written), or
-// "" when u is not an absolute URL with a host. A bare host:port (a gRPC
-// address) is taken as grpc://host:port.
+// "" when u is not an absolute http(s) URL with a host nor a gRPC target.
+// A gRPC target (host:port, dns:///host:port, grpc:// or grpcs://, read
+// as the client reads it: cards.ParseGRPCTarget) is grpc://host:port.
+// Whatever does not parse is "", never the text itself: a query, user
+// info or a path in it would reach a label.
 func Origin(u string) string {
 	p, err := url.Parse(u)
-	if err != nil || p.Scheme == "" || p.Host == "" {
-		if h, port, err := net.SplitHostPort(u); err == nil && h != "" && port != "" {
-			return "grpc://" + net.JoinHostPort(h, port)
+	if err == nil && p.Host != "" && (p.Scheme == "http" || p.Scheme == "https") {
+		host, port := strings.ToLower(p.Hostname()), p.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[p.Scheme]
 		}
+		return p.Scheme + "://" + net.JoinHostPort(host, port)
+	}
+	t, err := cards.ParseGRPCTarget(u)
+	if err != nil {
 		return ""
 	}
-	scheme := p.Scheme
-	host, port := p.Hostname(), p.Port()
-	if port == "" {
-		switch scheme {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		default:
-			return ""
-		}
-	}
-	return scheme + "://" + net.JoinHostPort(host, port)
+	return "grpc://" + t.Addr()
 }
 
 // Handler is the Temporal SDK's metrics handler on this registry (for

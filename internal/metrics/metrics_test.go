@@ -103,3 +103,29 @@ func TestRunSetForgetsTheOldest(t *testing.T) {
 		t.Error("runSet: a run counted twice, or a new one refused")
 	}
 }
+
+// Every interface url the client dials gets its own origin label: an
+// upper-case host is the same origin as its lower-case spelling, a gRPC
+// target without a port (grpc://host, grpcs://host) or in the dns:///
+// form is not folded into "other", and what is not a URL never reaches a
+// label as it is (a query, user info or a path in it would).
+func TestOriginLabelsOfHostileURLs(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:s3cr3t@Agent.EXAMPLE:8443/a2a?token=SECRETQ#f": "https://agent.example:8443",
+		"HTTPS://AGENT.example/x":                                    "https://agent.example:443",
+		"http://[::1]:9999/a2a":                                      "http://[::1]:9999",
+		"grpcs://agent.example":                                      "grpc://agent.example:443",
+		"grpc://agent.example":                                       "grpc://agent.example:80",
+		"grpcs://Agent.Example:8443":                                 "grpc://agent.example:8443",
+		"dns:///agent.example:50051":                                 "grpc://agent.example:50051",
+		"AGENT.example:443":                                          "grpc://agent.example:443",
+		"agent.example:443?token=SECRETQ":                            "",
+		"s3cr3t@agent.example:443":                                   "",
+		"https://%41gent.example/?k=SECRET":                          "",
+		"http://user@/x":                                             "",
+	} {
+		if got := Origin(in); got != want {
+			t.Errorf("Origin(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
