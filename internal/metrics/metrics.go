@@ -150,6 +150,11 @@ func New(o Options) *Metrics {
 		m.waiting.WithLabelValues(s).Set(0)
 		m.oldest.WithLabelValues(s).Set(0)
 	}
+	// A closed set: served at 0 from the start, so that the first
+	// untrusted card is an increase (the alert rules use increase()).
+	for _, r := range []string{CardVerified, CardUnverified, CardUntrusted, CardChanged} {
+		m.cards.WithLabelValues(r)
+	}
 	m.reporter = tallyprom.NewReporter(tallyprom.Options{Registerer: reg})
 	m.scope, m.closer = tally.NewRootScope(tally.ScopeOptions{
 		CachedReporter: m.reporter, Separator: tallyprom.DefaultSeparator,

@@ -129,3 +129,21 @@ func TestOriginLabelsOfHostileURLs(t *testing.T) {
 		}
 	}
 }
+
+// The card verification results are a closed set, served at 0 from the
+// start: an alert rule's increase() sees no increase in a series whose
+// first sample is already 1 (DelegateCardStoppedVerifying would miss a
+// first untrusted card).
+func TestCardVerificationsServedFromZero(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := New(Options{})
+	addr, err := m.Serve(ctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape(t, addr, `delegate_card_verifications_total{result="verified"} 0`,
+		`delegate_card_verifications_total{result="unverified"} 0`,
+		`delegate_card_verifications_total{result="untrusted"} 0`,
+		`delegate_card_verifications_total{result="changed"} 0`)
+}
