@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/a2adelegate/delegate/a2aclient"
-	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/metrics"
 )
 
 // Observer is told of every call to an agent, every token request and
@@ -24,31 +24,38 @@ type Observer interface {
 }
 
 // logAttrs is what the log lines of one activity call carry about its
-// delegation beyond its ids: the remote task id and the agent's origin,
-// as far as the call knows them.
-type logAttrs struct{ taskID, origin string }
+// delegation beyond its ids: the remote task id, the agent's origin as the
+// metrics label it (metrics.Origin of the interface URL, or of the card URL
+// before the interface is known), and the card's origin when it differs
+// (a gRPC interface, one on another origin, or a default port the card
+// left out).
+type logAttrs struct{ taskID, origin, cardOrigin string }
 
 type logKey struct{}
 
 // withDelegation notes in ctx the remote task id and the agent origin
 // (of iface, or of a card URL) that a.log adds to every line of the call;
-// an empty value keeps the one noted before.
+// an empty value keeps the one noted before. agent_origin is written as
+// delegate's metrics write their agent_origin label, so that an alert's
+// label finds the delegation's lines.
 func withDelegation(ctx context.Context, taskID string, iface contracts.Interface, cardURL string) context.Context {
 	la, _ := ctx.Value(logKey{}).(logAttrs)
 	if taskID != "" {
 		la.taskID = taskID
 	}
 	switch {
-	case iface.CardOrigin != "":
-		la.origin = iface.CardOrigin
 	case iface.URL != "":
-		if o, err := cards.InterfaceOrigin(iface); err == nil {
+		if o := metrics.Origin(iface.URL); o != "" {
 			la.origin = o
 		}
 	case cardURL != "":
-		if o, err := cards.Origin(cardURL); err == nil {
+		if o := metrics.Origin(cardURL); o != "" {
 			la.origin = o
 		}
+	}
+	la.cardOrigin = ""
+	if co := iface.CardOrigin; co != "" && metrics.Origin(co) != la.origin {
+		la.cardOrigin = co
 	}
 	return context.WithValue(ctx, logKey{}, la)
 }
@@ -70,6 +77,9 @@ func (a *Activities) log(ctx context.Context) *slog.Logger {
 		}
 		if la.origin != "" {
 			args = append(args, "agent_origin", la.origin)
+		}
+		if la.cardOrigin != "" {
+			args = append(args, "card_origin", la.cardOrigin)
 		}
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/a2adelegate/delegate/contracts"
+	"github.com/a2adelegate/delegate/internal/metrics"
 )
 
 // The activities' log lines carry the remote task id and the agent
@@ -31,6 +32,37 @@ func TestLogCarriesTheDelegationsIDs(t *testing.T) {
 	for k, v := range want {
 		if line[k] != v {
 			t.Errorf("%s = %v, want %s (line %v)", k, line[k], v, line)
+		}
+	}
+}
+
+// A log line's agent_origin is the metrics' agent_origin label of the same
+// call (metrics.Origin), so that an alert's label finds the delegation's
+// lines: for a gRPC interface, one on another origin than its card, and a
+// default port the card left out. The card's origin, when it differs, is
+// card_origin. (Before, the lines carried the card's origin: an alert on
+// grpc://127.0.0.1:9495 found no line, which said http://127.0.0.1:9496.)
+func TestLogOriginIsTheMetricsLabel(t *testing.T) {
+	for _, tc := range []struct {
+		iface            contracts.Interface
+		origin, cardOrig string
+	}{
+		{contracts.Interface{URL: "127.0.0.1:9495", Binding: "GRPC", CardOrigin: "http://127.0.0.1:9496"}, "grpc://127.0.0.1:9495", "http://127.0.0.1:9496"},
+		{contracts.Interface{URL: "https://Agent.Example/a2a", Binding: "JSONRPC", CardOrigin: "https://agent.example"}, "https://agent.example:443", ""},
+		{contracts.Interface{URL: "https://api.example:8443/a2a", Binding: "JSONRPC", CardOrigin: "https://agent.example"}, "https://api.example:8443", "https://agent.example"},
+	} {
+		var buf bytes.Buffer
+		a := &Activities{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
+		a.log(withDelegation(context.Background(), "t", tc.iface, "")).Info("x")
+		var line map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		if got := metrics.Origin(tc.iface.URL); line["agent_origin"] != got || got != tc.origin {
+			t.Errorf("%s: agent_origin %v, metric label %s, want %s", tc.iface.URL, line["agent_origin"], got, tc.origin)
+		}
+		if co, _ := line["card_origin"].(string); co != tc.cardOrig {
+			t.Errorf("%s: card_origin %q, want %q", tc.iface.URL, co, tc.cardOrig)
 		}
 	}
 }
