@@ -8,7 +8,7 @@ export GOTOOLCHAIN ?= auto
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: build build-worker run test test-interop test-browser test-postgres lint bench bench-postgres clean record-histories deps
+.PHONY: build build-worker run test test-interop test-browser test-postgres test-cluster lint bench bench-postgres clean record-histories deps
 
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
@@ -98,6 +98,16 @@ bench-postgres: build
 # and the Temporal part of docker-compose.yml without Docker (deploy).
 test-postgres:
 	./scripts/with-postgres.sh DELEGATE_REQUIRE_POSTGRES=1 $(GO) test -count=1 -timeout 20m -run Postgres ./internal/devserver ./internal/bench ./e2e ./deploy
+
+# delegate on a Temporal cluster of separate processes on loopback (two
+# frontends, two history hosts sharing 8 shards, matching, the worker
+# service; PostgreSQL from scripts/with-postgres.sh), two `delegate worker`
+# processes and the claims agent, through a history host killed, a frontend
+# killed, matching and PostgreSQL restarted, a worker cut off for 30 s and
+# the agent down for 60 s (e2e/cluster_test.go; docs/deployment.md, "The
+# cluster test"). About 10 minutes; prints the line "cluster: ...".
+test-cluster:
+	./scripts/with-postgres.sh DELEGATE_CLUSTER=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./e2e
 
 # The operator's flow in the Temporal UI, in headless Chromium (Debian's
 # chromium package; playwright-core from npm, no browser download).

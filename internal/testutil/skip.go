@@ -21,6 +21,7 @@ type Group struct {
 var (
 	GroupInterop  = Group{Name: "interop", Target: "make test-interop"}
 	GroupPostgres = Group{Name: "postgres", Target: "make test-postgres"}
+	GroupCluster  = Group{Name: "cluster", Target: "make test-cluster"}
 )
 
 // SkipGroup skips t (t.Skip(reason)) because what group needs is missing,
