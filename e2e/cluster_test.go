@@ -258,7 +258,7 @@ func TestCluster(t *testing.T) {
 		cpu0[n] = p.cpu()
 	}
 	cpu0["worker-a"], cpu0["worker-b"] = workerA.cpu(), workerB.cpu()
-	n0 := len(r.all)
+	n0, window := len(r.all), time.Now()
 
 	// The faults, one after another.
 	var faults []faultResult
@@ -307,6 +307,7 @@ func TestCluster(t *testing.T) {
 		cpu1[n] = p.cpu()
 	}
 	cpu1["worker-a"], cpu1["worker-b"] = workerA.cpu(), workerB.cpu()
+	windowLen := time.Since(window)
 
 	// What must hold.
 	r.checkOutcomes()
@@ -410,8 +411,8 @@ func TestCluster(t *testing.T) {
 	carried := n - n0 + inFlight // delegations that ran in the measured window
 	for _, name := range []string{"history-1", "history-2", "frontend-1", "frontend-2", "matching", "worker-service", "worker-a", "worker-b"} {
 		d := cpu1[name] - cpu0[name]
-		fmt.Printf("cpu %-15s %7.1f core-s over the faults, %6.1f core-ms per delegation (%d delegations ran in the window)\n",
-			name, d.Seconds(), float64(d.Milliseconds())/float64(carried), carried)
+		fmt.Printf("cpu %-15s %7.1f core-s over the faults, %6.1f core-ms per delegation (%d delegations ran in the %.0f s window)\n",
+			name, d.Seconds(), float64(d.Milliseconds())/float64(carried), carried, windowLen.Seconds())
 	}
 	fmt.Printf("worker-b polled again %.1f s after its 30 s cut ended\n", backAfterCut.Seconds())
 	fmt.Printf("test ran %s\n", time.Since(began).Round(time.Second))
