@@ -105,7 +105,7 @@ test-postgres:
 # processes and the claims agent, through a history host killed, a frontend
 # killed, matching and PostgreSQL restarted, a worker cut off for 30 s and
 # the agent down for 60 s (e2e/cluster_test.go; docs/deployment.md, "The
-# cluster test"). About 10 minutes; prints the line "cluster: ...".
+# cluster test"). About 4 minutes; prints the line "cluster: ...".
 test-cluster:
 	./scripts/with-postgres.sh DELEGATE_CLUSTER=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./e2e
 

@@ -262,16 +262,26 @@ func TestCluster(t *testing.T) {
 
 	// The faults, one after another.
 	var faults []faultResult
-	kill := func(name string) faultResult {
+	var killedAt time.Time
+	kill := func(name string, whileDown func()) faultResult {
 		p := procs[name]
-		f := r.fault("SIGKILL "+name, func() { p.stop(syscall.SIGKILL, 10*time.Second) }, 0, true)
+		f := r.fault("SIGKILL "+name, func() { killedAt = time.Now(); p.stop(syscall.SIGKILL, 10*time.Second) }, 0, true)
+		if whileDown != nil {
+			whileDown()
+		}
 		t0 := time.Now()
 		p.start()
 		f.after = r.afterWave("after "+name+" restart", t0)
 		return f
 	}
-	faults = append(faults, kill("history-1"))
-	faults = append(faults, kill("frontend-1"))
+	faults = append(faults, kill("history-1", nil))
+	faults = append(faults, kill("frontend-1", func() {
+		// Worker A's frontend is gone: a poll of it after the kill came
+		// through the other.
+		waitFor(t, "worker-a polling through frontend-2", time.Minute, func() (bool, string) {
+			return pollerSeen(ctx, c, workerA.pid(), killedAt), "not yet"
+		})
+	}))
 	faults = append(faults, func() faultResult {
 		p := procs["matching"]
 		f := r.fault("restart matching", func() { p.stop(syscall.SIGTERM, 30*time.Second); p.start() }, 0, true)
@@ -414,7 +424,7 @@ func TestCluster(t *testing.T) {
 		fmt.Printf("cpu %-15s %7.1f core-s over the faults, %6.1f core-ms per delegation (%d delegations ran in the %.0f s window)\n",
 			name, d.Seconds(), float64(d.Milliseconds())/float64(carried), carried, windowLen.Seconds())
 	}
-	fmt.Printf("worker-b polled again %.1f s after its 30 s cut ended\n", backAfterCut.Seconds())
+	fmt.Printf("worker-a polled through frontend-2 while frontend-1 was down; worker-b polled again %.1f s after its 30 s cut ended\n", backAfterCut.Seconds())
 	fmt.Printf("test ran %s\n", time.Since(began).Round(time.Second))
 	fmt.Printf("cluster: %d delegations, %d history hosts, %d faults; each ended once, %d tasks at the agent, longest recovery %.1f s\n",
 		n, 2, len(faults), tasks, longest.Seconds())
@@ -603,8 +613,11 @@ func (r *clusterRun) answer(n int) []*dlg {
 				if err == nil {
 					return
 				}
-				if strings.Contains(err.Error(), "no question") || strings.Contains(err.Error(), "not waiting") {
-					return // an earlier try was taken, its reply lost to the fault
+				// The workflow's refusals once an earlier try was taken and
+				// its reply lost to the fault (workflows/input.go): the
+				// Outcome (one input round) says whether it was.
+				if msg := err.Error(); strings.Contains(msg, "no question is pending") || strings.Contains(msg, "already given") {
+					return
 				}
 				select {
 				case <-d.done:
