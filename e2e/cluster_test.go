@@ -78,6 +78,9 @@ type clusterRun struct {
 	all      []*dlg
 	byScen   map[string][]*dlg
 	next     map[string]int // next unanswered lost-parcel / uncanceled slow
+	// resolved: the delegations an operator (the test) resolved, found
+	// waiting in unknown-outcome, and the fault that left them there.
+	resolved map[string]string
 }
 
 // TestCluster runs delegate on a Temporal cluster of separate processes on
@@ -229,7 +232,7 @@ func TestCluster(t *testing.T) {
 		})
 	}
 
-	r := &clusterRun{t: t, ctx: ctx, c: c, agentURL: agentURL, agentDir: agentDir, byScen: map[string][]*dlg{}, next: map[string]int{}}
+	r := &clusterRun{t: t, ctx: ctx, c: c, agentURL: agentURL, agentDir: agentDir, byScen: map[string][]*dlg{}, next: map[string]int{}, resolved: map[string]string{}}
 	probe := r.launch("cluster-probe", "instant")
 	r.waitEnded("the first delegation (cluster up)", 3*time.Minute, probe)
 	t.Logf("cluster up in %s", time.Since(began).Round(time.Second))
@@ -309,7 +312,9 @@ func TestCluster(t *testing.T) {
 	var rest []*dlg
 	rest = append(rest, r.answer(clusterLost)...)
 	rest = append(rest, r.cancelSlow(clusterSlow)...)
+	stopOperator := r.operate("the end")
 	r.waitEnded("the remaining delegations answered or canceled", clusterWaveBudget, rest...)
+	stopOperator()
 	r.waitEnded("every delegation", time.Minute, r.all...)
 
 	cpu1 := map[string]time.Duration{}
@@ -408,6 +413,9 @@ func TestCluster(t *testing.T) {
 				line += "every one ended during the outage)"
 			}
 		}
+		if len(f.resolved) > 0 {
+			line += fmt.Sprintf("; %d waited in unknown-outcome for an operator's resend: %v", len(f.resolved), f.resolved)
+		}
 		if f.after.waveSize > 0 {
 			line += fmt.Sprintf("; after restart: first %.1f s, all %d in %.1f s", f.after.first.Seconds(), f.after.waveSize, f.after.all.Seconds())
 		}
@@ -425,6 +433,7 @@ func TestCluster(t *testing.T) {
 			name, d.Seconds(), float64(d.Milliseconds())/float64(carried), carried, windowLen.Seconds())
 	}
 	fmt.Printf("worker-a polled through frontend-2 while frontend-1 was down; worker-b polled again %.1f s after its 30 s cut ended\n", backAfterCut.Seconds())
+	fmt.Printf("%d delegations waited in unknown-outcome for an operator (resolved: resend)\n", len(r.resolved))
 	fmt.Printf("test ran %s\n", time.Since(began).Round(time.Second))
 	fmt.Printf("cluster: %d delegations, %d history hosts, %d faults; each ended once, %d tasks at the agent, longest recovery %.1f s\n",
 		n, 2, len(faults), tasks, longest.Seconds())
@@ -440,6 +449,7 @@ type faultResult struct {
 	firstAfterRestore time.Duration // for an outage: from its end to the first of its wave ending
 	after             waveResult    // the instant ones started once a killed process was back
 	wave              []*dlg
+	resolved          []string // delegations an operator resolved (resend) while its wave ran
 }
 
 type waveResult struct {
@@ -501,7 +511,9 @@ func (r *clusterRun) faultWithRestore(name string, inject func(), outage time.Du
 			restore()
 		}
 	}
+	stop := r.operate(name)
 	r.waitEnded(name+": its wave", clusterWaveBudget, wave...)
+	res.resolved = stop()
 	res.first, res.all = sinceFirstLast(wave, t0)
 	if !tr.IsZero() {
 		res.firstAfterRestore = -1
@@ -530,6 +542,53 @@ func sinceFirstLast(ds []*dlg, t0 time.Time) (first, last time.Duration) {
 		first = f.Sub(t0)
 	}
 	return first, l.Sub(t0)
+}
+
+// operate is the operator of a delegation whose send's outcome is unknown
+// (a contract's on_unknown_outcome, default ask_operator): until the
+// returned stop is called, it finds the delegations waiting in
+// unknown-outcome (visibility) and resolves each with a resend (package
+// client's Resolve; the same messageId, so a task the agent made is not
+// made twice). stop returns those it resolved.
+func (r *clusterRun) operate(fault string) (stop func() []string) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	var mine []string
+	go func() {
+		defer close(finished)
+		for {
+			resp, err := r.c.ListWorkflow(r.ctx, listRequest("default", `A2AState = "unknown-outcome" AND ExecutionStatus = "Running"`))
+			if err == nil {
+				for _, ex := range resp.GetExecutions() {
+					id := ex.GetExecution().GetWorkflowId()
+					r.mu.Lock()
+					_, seen := r.resolved[id]
+					r.mu.Unlock()
+					if seen {
+						continue
+					}
+					if _, err := dclient.Get(r.c, id).Resolve(r.ctx, contracts.Resolution{Action: contracts.ActionResend, ResolvedBy: "cluster-test"}); err == nil {
+						r.mu.Lock()
+						r.resolved[id] = fault
+						r.mu.Unlock()
+						mine = append(mine, id)
+						r.t.Logf("%s: %s waited in unknown-outcome; resolved: resend", fault, id)
+					}
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-r.ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		<-finished
+		return mine
+	}
 }
 
 // afterWave starts instant delegations once a killed process is back and
