@@ -10,6 +10,8 @@ PKGS    := ./...
 
 .PHONY: build build-worker run test test-interop test-browser test-postgres test-rules lint bench bench-postgres clean record-histories deps
 
+.PHONY: build build-worker run test test-interop test-browser test-postgres test-cluster lint bench bench-postgres clean record-histories deps
+
 build:
 	$(GO) build -o $(BIN)/delegate ./cmd/delegate
 	$(GO) build -o $(BIN)/claims-agent ./cmd/claims-agent
@@ -105,6 +107,16 @@ test-postgres:
 # serves. make test runs them too, and skips promtool where it is missing.
 test-rules:
 	DELEGATE_REQUIRE_PROMTOOL=1 $(GO) test -count=1 -run 'TestRulesPromtool|TestDashboardAndRulesQueryServedMetrics' ./deploy
+
+# delegate on a Temporal cluster of separate processes on loopback (two
+# frontends, two history hosts sharing 8 shards, matching, the worker
+# service; PostgreSQL from scripts/with-postgres.sh), two `delegate worker`
+# processes and the claims agent, through a history host killed, a frontend
+# killed, matching and PostgreSQL restarted, a worker cut off for 30 s and
+# the agent down for 60 s (e2e/cluster_test.go; docs/deployment.md, "The
+# cluster test"). About 4 minutes; prints the line "cluster: ...".
+test-cluster:
+	./scripts/with-postgres.sh DELEGATE_CLUSTER=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./e2e
 
 # The operator's flow in the Temporal UI, in headless Chromium (Debian's
 # chromium package; playwright-core from npm, no browser download).

@@ -179,7 +179,7 @@ Exit codes:
 		hideConnectionFlags(c)
 		root.AddCommand(c)
 	}
-	for _, c := range []*cobra.Command{newCardCmd(), newBenchCmd(), newHealthCmd()} {
+	for _, c := range []*cobra.Command{newCardCmd(), newBenchCmd(), newHealthCmd(), newClusterServiceCmd()} {
 		hideConnectionFlags(c)
 		root.AddCommand(c)
 	}

@@ -14,6 +14,7 @@ import (
 
 func newDevCmd(*clientFlags) *cobra.Command { return notInWorkerBuild("dev") }
 func newBenchCmd() *cobra.Command           { return notInWorkerBuild("bench") }
+func newClusterServiceCmd() *cobra.Command  { return notInWorkerBuild("cluster-service") }
 
 func notInWorkerBuild(name string) *cobra.Command {
 	return &cobra.Command{

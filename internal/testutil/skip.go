@@ -24,6 +24,7 @@ var (
 	// GroupPromtool: the alert rules checked by Prometheus's promtool
 	// (Debian's prometheus package).
 	GroupPromtool = Group{Name: "promtool", Target: "make test-rules"}
+	GroupCluster  = Group{Name: "cluster", Target: "make test-cluster"}
 )
 
 // SkipGroup skips t (t.Skip(reason)) because what group needs is missing,
