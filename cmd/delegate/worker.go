@@ -17,9 +17,12 @@ import (
 	"github.com/spf13/cobra"
 	enums "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/activities"
@@ -242,6 +245,44 @@ func runWorker(ctx context.Context, c client.Client, namespace string, f workerF
 	return nil
 }
 
+// workerConnectWait is how long a starting worker waits for its Temporal
+// frontend to answer before it gives up (exit 3).
+const workerConnectWait = time.Minute
+
+// dialWaiting dials Temporal (client.DialContext) and, while the frontend
+// is unavailable (gRPC Unavailable: nothing listening yet, or a frontend
+// still starting, "Frontend is not healthy yet"), dials again, from half a
+// second doubling to 5 s, for at most wait, saying so in the log. Workers
+// start beside the server they use (a deploy that starts both, a frontend
+// restarted): without the wait, a worker that came up first exited. Any
+// other error (TLS, credentials, a namespace that does not exist) is
+// returned at once.
+func dialWaiting(ctx context.Context, opts client.Options, logger *slog.Logger, wait time.Duration) (client.Client, error) {
+	deadline := time.Now().Add(wait)
+	delay := 500 * time.Millisecond
+	for {
+		c, err := client.DialContext(ctx, opts)
+		if err == nil || !unavailable(err) || ctx.Err() != nil || time.Now().Add(delay).After(deadline) {
+			return c, err
+		}
+		logger.Warn("Temporal is not reachable yet; dialing again", "server", dclient.Describe(opts), "in", delay.String(), "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// unavailable reports a Temporal frontend that is not there or not ready:
+// gRPC Unavailable, as the SDK reports it (serviceerror.Unavailable,
+// wrapped) or as gRPC does.
+func unavailable(err error) bool {
+	var u *serviceerror.Unavailable
+	return errors.As(err, &u) || status.Code(err) == codes.Unavailable
+}
+
 // logger returns the logger --log-format asks for, writing to stderr, or
 // a usage error for a format that is neither text nor json.
 func (f *workerFlags) logger() (*slog.Logger, error) {
@@ -284,7 +325,7 @@ off otherwise.`,
 			if err != nil {
 				return err
 			}
-			c, err := client.DialContext(ctx, opts)
+			c, err := dialWaiting(ctx, opts, logger, workerConnectWait)
 			if err != nil {
 				return temporalErr(fmt.Errorf("connecting to Temporal at %s: %w", dclient.Describe(opts), err))
 			}
