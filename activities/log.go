@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/a2adelegate/delegate/a2aclient"
+	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/internal/metrics"
 )
 
 // Observer is told of every call to an agent, every token request and
@@ -25,7 +25,7 @@ type Observer interface {
 
 // logAttrs is what the log lines of one activity call carry about its
 // delegation beyond its ids: the remote task id, the agent's origin as the
-// metrics label it (metrics.Origin of the interface URL, or of the card URL
+// metrics label it (cards.LabelOrigin of the interface URL, or of the card URL
 // before the interface is known), and the card's origin when it differs
 // (a gRPC interface, one on another origin, or a default port the card
 // left out).
@@ -45,16 +45,16 @@ func withDelegation(ctx context.Context, taskID string, iface contracts.Interfac
 	}
 	switch {
 	case iface.URL != "":
-		if o := metrics.Origin(iface.URL); o != "" {
+		if o := cards.LabelOrigin(iface.URL); o != "" {
 			la.origin = o
 		}
 	case cardURL != "":
-		if o := metrics.Origin(cardURL); o != "" {
+		if o := cards.LabelOrigin(cardURL); o != "" {
 			la.origin = o
 		}
 	}
 	la.cardOrigin = ""
-	if co := iface.CardOrigin; co != "" && metrics.Origin(co) != la.origin {
+	if co := iface.CardOrigin; co != "" && cards.LabelOrigin(co) != la.origin {
 		la.cardOrigin = co
 	}
 	return context.WithValue(ctx, logKey{}, la)

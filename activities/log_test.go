@@ -9,8 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/a2adelegate/delegate/cards"
 	"github.com/a2adelegate/delegate/contracts"
-	"github.com/a2adelegate/delegate/internal/metrics"
 )
 
 // The activities' log lines carry the remote task id and the agent
@@ -37,7 +37,7 @@ func TestLogCarriesTheDelegationsIDs(t *testing.T) {
 }
 
 // A log line's agent_origin is the metrics' agent_origin label of the same
-// call (metrics.Origin), so that an alert's label finds the delegation's
+// call (cards.LabelOrigin), so that an alert's label finds the delegation's
 // lines: for a gRPC interface, one on another origin than its card, and a
 // default port the card left out. The card's origin, when it differs, is
 // card_origin. (Before, the lines carried the card's origin: an alert on
@@ -58,7 +58,7 @@ func TestLogOriginIsTheMetricsLabel(t *testing.T) {
 		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 			t.Fatal(err)
 		}
-		if got := metrics.Origin(tc.iface.URL); line["agent_origin"] != got || got != tc.origin {
+		if got := cards.LabelOrigin(tc.iface.URL); line["agent_origin"] != got || got != tc.origin {
 			t.Errorf("%s: agent_origin %v, metric label %s, want %s", tc.iface.URL, line["agent_origin"], got, tc.origin)
 		}
 		if co, _ := line["card_origin"].(string); co != tc.cardOrig {

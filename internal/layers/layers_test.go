@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"mcp":                  {"client", "contracts"},
 	"internal/claimsagent": {"cards"},
 	"internal/devserver":   {},
-	"internal/metrics":     {"contracts"},
+	"internal/metrics":     {"cards", "contracts"},
 	"internal/tracing":     {},
 	"internal/workeropts":  {},
 	"internal/testcerts":   {},

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -262,27 +260,11 @@ func (s *originSet) label(u string) string {
 	return o
 }
 
-// Origin is u's scheme://host:port (lower case, default ports written), or
-// "" when u is not an absolute http(s) URL with a host nor a gRPC target.
-// A gRPC target (host:port, dns:///host:port, grpc:// or grpcs://, read
-// as the client reads it: cards.ParseGRPCTarget) is grpc://host:port.
-// Whatever does not parse is "", never the text itself: a query, user
-// info or a path in it would reach a label.
-func Origin(u string) string {
-	p, err := url.Parse(u)
-	if err == nil && p.Host != "" && (p.Scheme == "http" || p.Scheme == "https") {
-		host, port := strings.ToLower(p.Hostname()), p.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[p.Scheme]
-		}
-		return p.Scheme + "://" + net.JoinHostPort(host, port)
-	}
-	t, err := cards.ParseGRPCTarget(u)
-	if err != nil {
-		return ""
-	}
-	return "grpc://" + t.Addr()
-}
+// Origin is u's scheme://host:port as a label (cards.LabelOrigin: lower
+// case, default ports written, grpc://host:port for a gRPC target), or ""
+// when u is none of these: never the text itself, whose query, user info or
+// path would reach a label.
+func Origin(u string) string { return cards.LabelOrigin(u) }
 
 // Handler is the Temporal SDK's metrics handler on this registry (for
 // client.Options.MetricsHandler). Counters named DelegationsEnded go to
