@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/a2adelegate/delegate/a2aclient"
 	"github.com/a2adelegate/delegate/cards"
@@ -48,13 +49,18 @@ func (a *Activities) CancelTask(ctx context.Context, in contracts.CancelInput) (
 // 1.0 ListTasks, §3.1.4). What it finds, and that the agent serves no
 // ListTasks, are results; a failure to look is a result too (Error), so
 // that the workflow goes on with its policy. Errors: "transient" only
-// (retried).
+// (retried): the agent did not answer the card's fetch or ListTasks.
 func (a *Activities) FindTask(ctx context.Context, in contracts.FindTaskInput) (contracts.FindTaskResult, error) {
 	var res contracts.FindTaskResult
 	ctx = withDelegation(ctx, "", in.Interface, in.Card.CardURL)
 	if in.Interface.URL == "" {
 		card, err := a.ResolveCard(ctx, in.Card)
 		if err != nil {
+			if ae := (*temporal.ApplicationError)(nil); errors.As(err, &ae) && ae.Type() == string(contracts.CategoryTransient) {
+				// The agent's host did not answer: the look is tried
+				// again, as a ListTasks that did not get through is.
+				return contracts.FindTaskResult{}, err
+			}
 			return contracts.FindTaskResult{Error: contracts.CutText("resolving the card: "+err.Error(), 500)}, nil
 		}
 		if !card.Usable() {

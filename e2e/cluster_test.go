@@ -472,8 +472,9 @@ func (r *clusterRun) fault(name string, inject func(), outage time.Duration, wit
 // faultWithRestore is fault with a restore at the end of an outage, and
 // hang delegations of scenario "hang" (the agent makes the task, then holds
 // its reply 40 s) started before the fault and held by the agent as it
-// strikes: a fault that cuts their sends leaves them in unknown-outcome for
-// an operator, and they must have been resolved (operate).
+// strikes: a fault that cuts their sends leaves their outcome unknown, and
+// the look for their tasks (FindTask, asking again while the agent is
+// away) must adopt them without an operator (operate stays the fallback).
 func (r *clusterRun) faultWithRestore(name string, inject func(), outage time.Duration, restore func(), withCancels bool, hang int) faultResult {
 	r.t.Helper()
 	// Half the wave is started before the fault, which is injected once
@@ -535,9 +536,16 @@ func (r *clusterRun) faultWithRestore(name string, inject func(), outage time.Du
 	stop := r.operate(name)
 	r.waitEnded(name+": its wave", clusterWaveBudget, wave...)
 	res.resolved = stop()
+	// A hang delegation's send was cut with the agent's stop (outcome
+	// unknown); the look for its task asks again until the agent is back,
+	// and adopts the task it made: no operator, no second task.
 	for _, d := range hangs {
-		if !slices.Contains(res.resolved, d.id) {
-			r.t.Errorf("%s: %s's send was cut by the fault, but it did not wait for an operator (outcome %+v)", name, d.id, d.outcome)
+		if slices.Contains(res.resolved, d.id) {
+			r.t.Errorf("%s: %s waited for an operator; the look for its task should have found it once the agent was back", name, d.id)
+			continue
+		}
+		if st, err := dclient.Get(r.c, d.id).State(r.ctx); err != nil || !slices.ContainsFunc(st.Sends, func(s contracts.SendRecord) bool { return s.Result == "adopted: found by ListTasks" }) {
+			r.t.Errorf("%s: %s's sends %+v (%v), want its task adopted: found by ListTasks", name, d.id, st.Sends, err)
 		}
 	}
 	res.first, res.all = sinceFirstLast(wave, t0)

@@ -183,7 +183,7 @@ func (s *DelegationSuite) TestUnknownOutcomeKeepsTheCard() {
 		s.Equal("http://agent/a2a/jsonrpc", st.Interface.URL)
 		s.Len(st.Authorizations, 1)
 		s.env.SignalWorkflow(contracts.ResolveUnknown, contracts.Resolution{Action: contracts.ActionAbandon})
-	}, time.Minute)
+	}, FindTaskPatience+time.Minute) // the look at an agent that never answers gives up first
 	o := s.execute(contract())
 	s.Equal(contracts.StatusUnknownOutcome, o.Status)
 }

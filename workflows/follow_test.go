@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"time"
 
 	"github.com/stretchr/testify/mock"
@@ -286,4 +287,30 @@ func (s *DelegationSuite) TestWaitingReadGivesUpBeforeTheDeadline() {
 	s.env.OnActivity(contracts.ActivityCancelTask, mock.Anything, mock.Anything).Return(snap("canceled"), nil).Once()
 	o := s.execute(d)
 	s.Equal(contracts.StatusDeadlineExceeded, o.Status, "%+v", o.Error)
+}
+
+// A send cut by the agent's outage (the agent down for a minute): the look
+// for its task keeps asking while the agent does not answer, finds the task
+// when it is back, and adopts it: no operator, no second task. (It gave up
+// after three attempts in about 3 s, and the delegation waited in
+// unknown-outcome for an operator: make test-cluster, the agent's stop.)
+func (s *DelegationSuite) TestTheLookForACutSendOutlastsTheAgentsOutage() {
+	unknown := temporal.NewNonRetryableApplicationError("SendMessage: the connection was reset after the request was written", string(contracts.CategoryUnknownOutcome), nil)
+	s.env.OnActivity(contracts.ActivityCheckAndSend, mock.Anything, sendIs(0, "")).Return(contracts.CheckAndSendResult{Card: claimsCard()}, unknown).Once()
+	down := temporal.NewApplicationError("ListTasks: connection refused", string(contracts.CategoryTransient))
+	looks := 0
+	s.env.OnActivity(contracts.ActivityFindTask, mock.Anything, mock.Anything).Return(func(context.Context, contracts.FindTaskInput) (contracts.FindTaskResult, error) {
+		looks++
+		if looks <= 6 { // about a minute: 1, 2, 4, 8, 16 and 30 s apart
+			return contracts.FindTaskResult{}, down
+		}
+		return contracts.FindTaskResult{Found: true, Snapshot: snap("completed", claim("claim_opened"))}, nil
+	})
+	o := s.execute(contract())
+	s.Equal(contracts.StatusCompleted, o.Status, "%+v", o.Error)
+	s.Equal(7, looks)
+	st := s.state()
+	if s.Len(st.Sends, 2) {
+		s.Equal("adopted: found by ListTasks", st.Sends[1].Result)
+	}
 }

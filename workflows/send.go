@@ -50,6 +50,10 @@ func (r *run) sendRound(ctx workflow.Context, round int, text string, data json.
 	}
 }
 
+// FindTaskPatience is how long the look for a task whose send's outcome is
+// unknown keeps asking an agent that does not answer (findSent).
+const FindTaskPatience = 5 * time.Minute
+
 // findSent looks for the task that round's message (msgID, first sent at
 // since) may have made, by the FindTask activity (A2A 1.0 ListTasks): a
 // task found is adopted and recorded ("adopted: found by ListTasks"), so
@@ -60,11 +64,20 @@ func (r *run) findSent(ctx workflow.Context, round int, msgID string, since time
 	in := contracts.FindTaskInput{Interface: r.s.Interface, MessageID: msgID,
 		Card: contracts.ResolveCardInput{CardURL: r.d.AgentCardURL, Skill: r.d.Skill, RequireSignature: r.d.RequireSignedCard}, Since: since.Add(-time.Minute), CredentialRef: credentialRef, Limits: r.d.EffectiveLimits()}
 	var res contracts.FindTaskResult
-	opts := workflow.ActivityOptions{StartToCloseTimeout: 2 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3}}
+	// The look is a read: an agent that does not answer (down, restarting,
+	// its network cut) is asked again, from 1 s doubling to 30 s, for up to
+	// FindTaskPatience (never past the deadline), so that a send cut by an
+	// agent's outage finds its task when the agent is back instead of
+	// waiting for an operator. At a stop, three attempts in about 3 s: the
+	// stop must not wait on an agent that is away.
+	patience := min(FindTaskPatience, r.d.Deadline.Sub(workflow.Now(ctx)))
+	opts := workflow.ActivityOptions{StartToCloseTimeout: 2 * time.Minute, ScheduleToCloseTimeout: max(patience, 10*time.Second),
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second}}
 	var err error
 	if stopping {
 		// A stop is under way (ctx disconnected): the look runs to its end.
+		opts.ScheduleToCloseTimeout = 0
+		opts.RetryPolicy = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3}
 		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), contracts.ActivityFindTask, in).Get(ctx, &res)
 	} else if err = r.activity(ctx, opts, contracts.ActivityFindTask, in, &res); err != nil && (r.interrupt() != nil || temporal.IsCanceledError(err)) {
 		return contracts.TaskSnapshot{}, false, err
