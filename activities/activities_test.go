@@ -528,3 +528,22 @@ func TestStreamedSendQuietForTheWindow(t *testing.T) {
 		t.Errorf("snapshot %+v after %d reads, want task t-1 working after 1 (the stream said submitted, then working)", snap, gets.Load())
 	}
 }
+
+// FindTask whose card the agent's host does not answer (the send never said
+// which interface it used, and the agent is down): a transient error, so
+// that the look is tried again while the agent is away; before, the look
+// was given up at once ("resolving the card: ...").
+func TestFindTaskRetriesACardTheAgentDidNotServe(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	a := &Activities{Logger: quiet}
+	env := activityEnv(t, a)
+	_, err = env.ExecuteActivity(a.FindTask, contracts.FindTaskInput{MessageID: "m-1", Card: contracts.ResolveCardInput{CardURL: down, Skill: "open-claim"}})
+	if category(err) != string(contracts.CategoryTransient) {
+		t.Errorf("FindTask with the agent down: %v, want a transient error (retried)", err)
+	}
+}
