@@ -465,16 +465,13 @@ func streamingAgent(t *testing.T, done time.Duration, submitted bool) (string, *
 	return srv.URL, &gets
 }
 
-// A streamed send is watched for the settle window: the status update that
-// completes the task is read at once, by one GetTask, with its artifact.
-// (The settle reads used to poll at 2, 6, 14, 30 ms ... while the stream
-// had already said when: four reads or more of a task still working.)
-func TestStreamedSendReadsTheTaskWhenTheStreamSaysItEnded(t *testing.T) {
-	url, gets := streamingAgent(t, 60*time.Millisecond, false)
-	a := &Activities{Logger: quiet, SettleWindow: 2 * time.Second}
+// streamSend runs SendMessage by stream (the card declares streaming) to
+// the agent at url and returns the snapshot.
+func streamSend(t *testing.T, a *Activities, url, msgID string) contracts.TaskSnapshot {
+	t.Helper()
 	env := activityEnv(t, a)
 	v, err := env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: contracts.Interface{URL: url, Binding: "JSONRPC", Version: "1.0"},
-		Message: contracts.OutboundMessage{MessageID: "m-1", Text: "hi"}, Stream: true})
+		Message: contracts.OutboundMessage{MessageID: msgID, Text: "hi"}, Stream: true})
 	if err != nil {
 		t.Fatalf("SendMessage: %v", err)
 	}
@@ -482,6 +479,17 @@ func TestStreamedSendReadsTheTaskWhenTheStreamSaysItEnded(t *testing.T) {
 	if err := v.Get(&snap); err != nil {
 		t.Fatal(err)
 	}
+	return snap
+}
+
+// A streamed send is watched for the settle window: the status update that
+// completes the task is read at once, by one GetTask, with its artifact.
+// (The settle reads used to poll at 2, 6, 14, 30 ms ... while the stream
+// had already said when: four reads or more of a task still working.)
+func TestStreamedSendReadsTheTaskWhenTheStreamSaysItEnded(t *testing.T) {
+	url, gets := streamingAgent(t, 60*time.Millisecond, false)
+	a := &Activities{Logger: quiet, SettleWindow: 2 * time.Second}
+	snap := streamSend(t, a, url, "m-1")
 	if snap.State != contracts.TaskStateCompleted || len(snap.Artifacts) != 1 || !strings.Contains(string(snap.Artifacts[0].Parts[0].Data), "1.50") {
 		t.Errorf("snapshot %+v, want the completed task with its artifact, its number as sent", snap)
 	}
@@ -498,16 +506,7 @@ func TestStreamedSendReadsTheTaskWhenTheStreamSaysItEnded(t *testing.T) {
 func TestStreamedSendQuietForTheWindow(t *testing.T) {
 	url, gets := streamingAgent(t, 0, false)
 	a := &Activities{Logger: quiet, SettleWindow: 150 * time.Millisecond}
-	env := activityEnv(t, a)
-	v, err := env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: contracts.Interface{URL: url, Binding: "JSONRPC", Version: "1.0"},
-		Message: contracts.OutboundMessage{MessageID: "m-1", Text: "hi"}, Stream: true})
-	if err != nil {
-		t.Fatalf("SendMessage: %v", err)
-	}
-	var snap contracts.TaskSnapshot
-	if err := v.Get(&snap); err != nil {
-		t.Fatal(err)
-	}
+	snap := streamSend(t, a, url, "m-1")
 	if snap.TaskID != "t-1" || snap.State != contracts.TaskStateWorking {
 		t.Errorf("snapshot %+v, want task t-1 working", snap)
 	}
@@ -516,14 +515,7 @@ func TestStreamedSendQuietForTheWindow(t *testing.T) {
 	}
 
 	url, gets = streamingAgent(t, 0, true)
-	v, err = env.ExecuteActivity(a.SendMessage, contracts.SendInput{Interface: contracts.Interface{URL: url, Binding: "JSONRPC", Version: "1.0"},
-		Message: contracts.OutboundMessage{MessageID: "m-2", Text: "hi"}, Stream: true})
-	if err != nil {
-		t.Fatalf("SendMessage: %v", err)
-	}
-	if err := v.Get(&snap); err != nil {
-		t.Fatal(err)
-	}
+	snap = streamSend(t, a, url, "m-2")
 	if snap.TaskID != "t-1" || snap.State != contracts.TaskStateWorking || gets.Load() != 1 {
 		t.Errorf("snapshot %+v after %d reads, want task t-1 working after 1 (the stream said submitted, then working)", snap, gets.Load())
 	}

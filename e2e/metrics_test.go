@@ -3,9 +3,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -18,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -254,7 +250,7 @@ func TestWatchingDelegate(t *testing.T) {
 	secured := serveAgent(t, ctx, claimsagent.Config{RequireBearer: bearer})
 	// A signed agent whose card the trust store does not verify: it
 	// trusts another key for the origin.
-	signer, other := ecKey(t, "claims-2026"), ecKey(t, "claims-2026")
+	signer, other := signingKey(t), signingKey(t)
 	signed := serveAgent(t, ctx, claimsagent.Config{SignKey: signer, KeyID: "claims-2026"})
 	pub, err := jwk.PublicKeyOf(other)
 	if err != nil {
@@ -485,20 +481,4 @@ func TestWatchingDelegate(t *testing.T) {
 			t.Errorf("agent_origin = %v, want %s", sent["agent_origin"], agentOrigin)
 		}
 	})
-}
-
-// ecKey is a fresh ES256 private JWK with key id kid.
-func ecKey(t *testing.T, kid string) jwk.Key {
-	t.Helper()
-	raw, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := jwk.FromRaw(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = k.Set(jwk.KeyIDKey, kid)
-	_ = k.Set(jwk.AlgorithmKey, jwa.ES256)
-	return k
 }
