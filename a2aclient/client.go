@@ -722,10 +722,9 @@ func (c *Client) SendMessage(ctx context.Context, msg contracts.OutboundMessage)
 // An agent that does not serve streams (UnsupportedOperation, method not
 // found, HTTP 404/405/501: nothing was created) gives a protocol error
 // that StreamingRefused reports, and the caller may send by SendMessage.
-func (c *Client) SendStreaming(ctx context.Context, msg contracts.OutboundMessage) (snap contracts.TaskSnapshot, err error) {
-	defer c.observe("SendStreamingMessage", time.Now(), &err)
-	snap, _, err = c.sendStreaming(ctx, msg, 0, nil)
-	return c.red.snapshot(snap), c.finish(err)
+func (c *Client) SendStreaming(ctx context.Context, msg contracts.OutboundMessage) (contracts.TaskSnapshot, error) {
+	snap, _, err := c.SendStreamingWatch(ctx, msg, 0)
+	return snap, err
 }
 
 // SendStreamingWatch is SendStreaming that, when the first event leaves the

@@ -245,12 +245,10 @@ func TestFaultAcceptedNeverAnswered(t *testing.T) {
 
 // Fault: cancel while the remote keeps working: cancel_unconfirmed, and
 // the COMPLETED that comes later is under late_results, not outputs.
-func TestFaultCancelWhileRemoteKeepsWorking(t *testing.T) {
-	e := setup(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	d := lostParcel("fault-stubborn", e.base)
-	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"stubborn"}`)
+// cancelWhenWorking starts d, cancels it (package client) once it is
+// working, and returns its Outcome.
+func cancelWhenWorking(t *testing.T, ctx context.Context, e *env, d contracts.Delegation) contracts.Outcome {
+	t.Helper()
 	run, err := startRun(ctx, e.c, d)
 	if err != nil {
 		t.Fatal(err)
@@ -263,6 +261,16 @@ func TestFaultCancelWhileRemoteKeepsWorking(t *testing.T) {
 	if err := run.Get(ctx, &out); err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+func TestFaultCancelWhileRemoteKeepsWorking(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := lostParcel("fault-stubborn", e.base)
+	d.Message.Data = json.RawMessage(`{"order_id":"A-1001","scenario":"stubborn"}`)
+	out := cancelWhenWorking(t, ctx, e, d)
 	if out.Status != contracts.StatusCancelUnconfirmed || len(out.Outputs) != 0 || len(out.LateResults) != 1 ||
 		out.LateResults[0].Name != claimsagent.ArtifactKind {
 		t.Fatalf("outcome = %+v, want cancel_unconfirmed with one late result and no output", out)

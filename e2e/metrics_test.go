@@ -331,21 +331,7 @@ func TestWatchingDelegate(t *testing.T) {
 	})
 	t.Run("canceled", func(t *testing.T) {
 		d := withScenario(lostParcel("m-canceled", e.base), claimsagent.ScenarioSlow)
-		out := ended(t, func() contracts.Outcome {
-			run, err := startRun(ctx, e.c, d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitA2AState(t, ctx, e.c, d.LocalWorkflowID, "working")
-			if err := dclient.Get(e.c, d.LocalWorkflowID).WithNamespace(e.srv.Namespace()).Cancel(ctx, "customer called back"); err != nil {
-				t.Fatal(err)
-			}
-			var out contracts.Outcome
-			if err := run.Get(ctx, &out); err != nil {
-				t.Fatal(err)
-			}
-			return out
-		})
+		out := ended(t, func() contracts.Outcome { return cancelWhenWorking(t, ctx, e, d) })
 		if out.Status != contracts.StatusCanceled {
 			t.Fatalf("status = %s", out.Status)
 		}
